@@ -1,0 +1,159 @@
+"""One integer clock and one event scheduler.
+
+Time is counted in ticks of 512 MHz, the least common multiple of the
+nRF52832's 64 MHz CPU clock and its 32 768 Hz low-frequency clock, so every
+clock of the chip is an exact integer number of ticks:
+
+    CPU cycle (64 MHz)   = 8 ticks
+    16 MHz (TIMER, PWM)  = 32 ticks
+    1 MHz                = 512 ticks
+    LFCLK (32 768 Hz)    = 15 625 ticks
+
+Nothing here reads the host clock.  The CPU advances ``now`` by the cycles it
+executes; sleeping (WFI/WFE) jumps ``now`` to the next scheduled event.
+
+Devices create their :class:`Event` handles once (``clock.event(name, fn)``)
+and re-arm them with :meth:`Event.schedule_in` (relative) or
+:meth:`Event.schedule_at` (absolute), or :meth:`Event.cancel` them.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Callable, Optional
+
+TICKS_PER_SECOND = 512_000_000
+TICKS_PER_MS = TICKS_PER_SECOND // 1000
+TICKS_PER_US = TICKS_PER_SECOND // 1_000_000
+CPU_TICKS = 8            # 64 MHz
+LFCLK_TICKS = 15_625     # 32 768 Hz
+HF16_TICKS = 32          # 16 MHz
+
+NEVER = 1 << 62
+
+
+def seconds(s: float) -> int:
+    """Ticks in ``s`` seconds (rounded to the nearest tick)."""
+    return int(round(s * TICKS_PER_SECOND))
+
+
+def ms(m: float) -> int:
+    return int(round(m * TICKS_PER_MS))
+
+
+def us(u: float) -> int:
+    return int(round(u * TICKS_PER_US))
+
+
+class Event:
+    """A re-armable scheduled callback owned by one device.
+
+    At most one pending occurrence: re-arming moves it.  Cancelled or moved
+    heap entries are discarded lazily (their sequence number no longer
+    matches).
+    """
+
+    __slots__ = ("clock", "name", "fn", "when", "_seq")
+
+    def __init__(self, clock: "Clock", name: str, fn: Callable[[], None]):
+        self.clock = clock
+        self.name = name
+        self.fn = fn
+        self.when: Optional[int] = None
+        self._seq = 0
+
+    @property
+    def pending(self) -> bool:
+        return self.when is not None
+
+    def schedule_at(self, when: int) -> None:
+        clock = self.clock
+        if when < clock.now:
+            when = clock.now
+        clock._seq += 1
+        self._seq = clock._seq
+        self.when = when
+        heapq.heappush(clock._heap, (when, self._seq, self))
+        if when < clock.next_deadline:
+            clock.next_deadline = when
+            if clock.on_earlier_deadline is not None:
+                clock.on_earlier_deadline()
+
+    def schedule_in(self, ticks: int) -> None:
+        self.schedule_at(self.clock.now + ticks)
+
+    def cancel(self) -> None:
+        # The heap entry stays until it surfaces; it is skipped then.
+        self.when = None
+        self._seq = -1
+
+    def __repr__(self) -> str:
+        return f"<Event {self.name} at {self.when}>"
+
+
+class Clock:
+    """The machine's single time base (``now`` in 512 MHz ticks)."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self._heap: list = []
+        self._seq = 0
+        self.next_deadline = NEVER
+        # called when an event is scheduled earlier than every other one, so
+        # the CPU can shorten the slice it is running
+        self.on_earlier_deadline: Optional[Callable[[], None]] = None
+
+    def event(self, name: str, fn: Callable[[], None]) -> Event:
+        return Event(self, name, fn)
+
+    # -- scheduler ---------------------------------------------------------
+    def _clean(self) -> None:
+        heap = self._heap
+        while heap:
+            when, seq, ev = heap[0]
+            if ev._seq != seq or ev.when != when:
+                heapq.heappop(heap)
+                continue
+            break
+        self.next_deadline = heap[0][0] if heap else NEVER
+
+    def next_event_time(self) -> int:
+        """Absolute time of the earliest pending event, or NEVER."""
+        self._clean()
+        return self.next_deadline
+
+    def run_due(self) -> int:
+        """Fire every event whose time is <= now (in time order).  Returns count."""
+        n = 0
+        heap = self._heap
+        while heap:
+            when, seq, ev = heap[0]
+            if ev._seq != seq or ev.when != when:
+                heapq.heappop(heap)
+                continue
+            if when > self.now:
+                break
+            heapq.heappop(heap)
+            ev.when = None
+            ev.fn()
+            n += 1
+        self.next_deadline = heap[0][0] if heap else NEVER
+        if self.next_deadline != NEVER:
+            self._clean()
+        return n
+
+    def advance_to(self, t: int) -> None:
+        """Move ``now`` forward to ``t`` firing due events on the way."""
+        while True:
+            nxt = self.next_event_time()
+            if nxt > t:
+                break
+            if nxt > self.now:
+                self.now = nxt
+            self.run_due()
+        if t > self.now:
+            self.now = t
+
+    def pending_events(self) -> list:
+        """(when, name) of every live event, sorted; for debugging and state."""
+        out = [(w, e.name) for (w, s, e) in self._heap if e._seq == s and e.when == w]
+        return sorted(out)

@@ -1,0 +1,166 @@
+/*
+ * Native per-basic-block cycle accounting for the Unicorn core.
+ *
+ * Unicorn calls bh_block_hook() at the start of every translation block that
+ * executes.  The hook adds the block's cycle cost (looked up in an open-
+ * addressing table filled from Python by the cycle model) to a running
+ * counter and stops the emulation when
+ *   - the counter reached the deadline (the next scheduled event),
+ *   - Python raised the stop flag (an MMIO access changed interrupt state),
+ *   - the block has no known cost yet (Python costs it and resumes), or
+ *   - an interrupt that is pending but masked by PRIMASK/BASEPRI/FAULTMASK
+ *     became takeable (mask_watch mode, only while such an interrupt exists).
+ * When it stops, the block is not counted: Unicorn calls the hook again for
+ * the same block on resume.  emu/cpu/cycles.py holds the identical
+ * pure-Python fallback; tests check that both give the same counts.
+ *
+ * The library does not link against libunicorn: Python passes the addresses
+ * of uc_emu_stop and uc_reg_read from the already-loaded library.
+ *
+ * It is a (trivial) CPython extension module only so that setuptools builds
+ * it at install time; Python loads it with ctypes.
+ */
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*uc_emu_stop_fn)(void *uc);
+typedef int (*uc_reg_read_fn)(void *uc, int regid, void *value);
+
+enum { REASON_NONE = 0, REASON_DEADLINE = 1, REASON_FLAG = 2, REASON_MISS = 3, REASON_UNMASKED = 4 };
+
+typedef struct {
+    uint64_t cycles;        /* total cycles executed */
+    uint64_t deadline;      /* stop when cycles >= deadline */
+    uint32_t stop_flag;     /* set from Python: stop at the next block */
+    uint32_t reason;        /* why the hook stopped (REASON_*) */
+    uint32_t miss_addr;     /* block without a cost */
+    uint32_t miss_size;
+    int32_t  mask_watch;    /* non-zero: check the masks every block */
+    int32_t  pend_prio;     /* group priority of the best masked pending exception */
+    int32_t  active_prio;   /* execution priority from active exceptions alone */
+    uint32_t prigroup_mask; /* mask selecting the group-priority bits of BASEPRI */
+    int32_t  reg_primask, reg_basepri, reg_faultmask;
+    uint32_t pad;
+    uint64_t blocks;        /* number of blocks counted (statistics) */
+    void *emu_stop;
+    void *reg_read;
+    /* cost table */
+    uint64_t *keys;         /* (addr | size << 32) + 1; 0 = empty */
+    uint32_t *costs;
+    uint32_t cap;           /* power of two */
+    uint32_t used;
+} bh_state;
+
+static inline uint32_t bh_hash(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+bh_state *bh_new(void) {
+    bh_state *s = calloc(1, sizeof(bh_state));
+    if (!s) return NULL;
+    s->cap = 1u << 14;
+    s->keys = calloc(s->cap, sizeof(uint64_t));
+    s->costs = calloc(s->cap, sizeof(uint32_t));
+    s->deadline = UINT64_MAX;
+    return s;
+}
+
+void bh_free(bh_state *s) {
+    if (!s) return;
+    free(s->keys);
+    free(s->costs);
+    free(s);
+}
+
+static void bh_put(bh_state *s, uint64_t key, uint32_t cost) {
+    uint32_t m = s->cap - 1, i = bh_hash(key) & m;
+    while (s->keys[i] && s->keys[i] != key) i = (i + 1) & m;
+    if (!s->keys[i]) s->used++;
+    s->keys[i] = key;
+    s->costs[i] = cost;
+}
+
+int bh_insert(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost) {
+    if ((s->used + 1) * 2 > s->cap) {
+        uint32_t oldcap = s->cap;
+        uint64_t *ok = s->keys;
+        uint32_t *oc = s->costs;
+        uint64_t *nk = calloc((size_t)oldcap * 2, sizeof(uint64_t));
+        uint32_t *nc = calloc((size_t)oldcap * 2, sizeof(uint32_t));
+        if (!nk || !nc) { free(nk); free(nc); return -1; }
+        s->keys = nk; s->costs = nc; s->cap = oldcap * 2; s->used = 0;
+        for (uint32_t i = 0; i < oldcap; i++)
+            if (ok[i]) bh_put(s, ok[i], oc[i]);
+        free(ok); free(oc);
+    }
+    bh_put(s, ((uint64_t)addr | ((uint64_t)size << 32)) + 1, cost);
+    return 0;
+}
+
+void bh_clear(bh_state *s) {
+    memset(s->keys, 0, (size_t)s->cap * sizeof(uint64_t));
+    s->used = 0;
+}
+
+static inline int32_t bh_lookup(bh_state *s, uint64_t key) {
+    uint32_t m = s->cap - 1, i = bh_hash(key) & m;
+    for (;;) {
+        uint64_t k = s->keys[i];
+        if (k == key) return (int32_t)s->costs[i];
+        if (!k) return -1;
+        i = (i + 1) & m;
+    }
+}
+
+void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
+    bh_state *s = (bh_state *)user_data;
+    if (s->stop_flag) {
+        s->reason = REASON_FLAG;
+        ((uc_emu_stop_fn)s->emu_stop)(uc);
+        return;
+    }
+    if (s->cycles >= s->deadline) {
+        s->reason = REASON_DEADLINE;
+        ((uc_emu_stop_fn)s->emu_stop)(uc);
+        return;
+    }
+    if (s->mask_watch) {
+        uint32_t primask = 0, basepri = 0, faultmask = 0;
+        uc_reg_read_fn rr = (uc_reg_read_fn)s->reg_read;
+        rr(uc, s->reg_primask, &primask);
+        rr(uc, s->reg_basepri, &basepri);
+        rr(uc, s->reg_faultmask, &faultmask);
+        int32_t prio = s->active_prio;
+        uint32_t bp = basepri & s->prigroup_mask & 0xff;
+        if (bp && (int32_t)bp < prio) prio = (int32_t)bp;
+        if (primask & 1) { if (prio > 0) prio = 0; }
+        if (faultmask & 1) prio = -1;
+        if (s->pend_prio < prio) {
+            s->reason = REASON_UNMASKED;
+            ((uc_emu_stop_fn)s->emu_stop)(uc);
+            return;
+        }
+    }
+    int32_t cost = bh_lookup(s, ((uint64_t)(uint32_t)address | ((uint64_t)size << 32)) + 1);
+    if (cost < 0) {
+        s->reason = REASON_MISS;
+        s->miss_addr = (uint32_t)address;
+        s->miss_size = size;
+        ((uc_emu_stop_fn)s->emu_stop)(uc);
+        return;
+    }
+    s->cycles += (uint32_t)cost;
+    s->blocks++;
+}
+
+void *bh_hook_address(void) { return (void *)&bh_block_hook; }
+
+static struct PyModuleDef bh_module = {PyModuleDef_HEAD_INIT, "_blockhook",
+    "Native block hook for cycle accounting (loaded with ctypes).", -1, NULL};
+
+PyMODINIT_FUNC PyInit__blockhook(void) { return PyModule_Create(&bh_module); }

@@ -1,0 +1,1036 @@
+"""Cortex-M4F (and Cortex-M0) core: Unicorn plus the M-profile exception model.
+
+Unicorn executes instructions; everything ARMv7-M defines around them is here,
+because Unicorn does none of it (see UNICORN-NOTES.md): reset from the vector
+table, exception entry and return (basic and extended FP frames, MSP/PSP,
+CONTROL, all six EXC_RETURN values), priority grouping, PRIMASK/BASEPRI/
+FAULTMASK masking, preemption, nesting, tail-chaining, SVCall, PendSV,
+SysTick, NMI, HardFault escalation, configurable faults with CFSR/HFSR/MMFAR/
+BFAR, lockup, WFI/WFE sleep with the event register and SEVONPEND, and
+SLEEPONEXIT.
+
+The run loop (:meth:`CortexM.run`) lets Unicorn run until the next scheduled
+event, a WFI/WFE, an SVC/BKPT/exception return, a fault, or a flag that an
+MMIO access raised; Python then fires due events, takes pending exceptions
+and resumes.  Cycles are counted per basic block (``cycles.py``).
+
+Not modelled: the MPU (MemManage faults only come from executing
+never-execute regions), lazy FP state preservation (FPCCR.LSPEN is stored; FP
+context is always stacked eagerly when CONTROL.FPCA is set, which is
+functionally the same), unaligned-access traps (CCR.UNALIGN_TRP), CPACR
+access checks (NOCP), the debug monitor exception, and bus-fault imprecision
+(all bus faults are precise).
+"""
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Callable, Optional
+
+from unicorn import (UC_ARCH_ARM, UC_ERR_FETCH_PROT, UC_ERR_FETCH_UNMAPPED, UC_ERR_INSN_INVALID,
+                     UC_ERR_READ_PROT, UC_ERR_READ_UNMAPPED, UC_ERR_WRITE_PROT,
+                     UC_ERR_WRITE_UNMAPPED, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_INTR,
+                     UC_HOOK_MEM_FETCH_UNMAPPED, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE_PROT,
+                     UC_HOOK_MEM_WRITE_UNMAPPED, UC_MODE_THUMB, UC_PROT_ALL, UC_PROT_EXEC,
+                     UC_PROT_READ, Uc, UcError)
+from unicorn import arm_const as A
+
+from emu.clock import CPU_TICKS, NEVER, Clock
+from emu.cpu import cycles as cyc
+
+log = logging.getLogger("emu.cpu")
+
+# Exception numbers
+RESET, NMI, HARDFAULT, MEMMANAGE, BUSFAULT, USAGEFAULT = 1, 2, 3, 4, 5, 6
+SVCALL, DEBUGMON, PENDSV, SYSTICK = 11, 12, 14, 15
+EXC_NAMES = {1: "Reset", 2: "NMI", 3: "HardFault", 4: "MemManage", 5: "BusFault",
+             6: "UsageFault", 11: "SVCall", 12: "DebugMonitor", 14: "PendSV", 15: "SysTick"}
+
+# CFSR bits
+MMFSR_IACCVIOL = 1 << 0
+MMFSR_DACCVIOL = 1 << 1
+MMFSR_MMARVALID = 1 << 7
+BFSR_IBUSERR = 1 << 8
+BFSR_PRECISERR = 1 << 9
+BFSR_BFARVALID = 1 << 15
+UFSR_UNDEFINSTR = 1 << 16
+UFSR_INVSTATE = 1 << 17
+UFSR_INVPC = 1 << 18
+UFSR_NOCP = 1 << 19
+UFSR_UNALIGNED = 1 << 24
+UFSR_DIVBYZERO = 1 << 25
+HFSR_VECTTBL = 1 << 1
+HFSR_FORCED = 1 << 30
+
+VALID_EXC_RETURN = {0xFFFFFFF1, 0xFFFFFFF9, 0xFFFFFFFD, 0xFFFFFFE1, 0xFFFFFFE9, 0xFFFFFFED}
+
+_CORE_REGS = [A.UC_ARM_REG_R0 + i for i in range(13)]  # r0..r12 are consecutive ids
+assert A.UC_ARM_REG_R12 == A.UC_ARM_REG_R0 + 12
+
+
+class CpuHalt(Exception):
+    """Raised inside the run loop to stop with a reason (lockup, exit, ...)."""
+
+
+class StopReason:
+    DEADLINE = "deadline"
+    EXIT = "exit"          # semihosting exit / harness request
+    LOCKUP = "lockup"
+    FAULT = "fault"        # unhandled fault (fault handler stuck or repeating)
+    BREAK = "break"        # debugger breakpoint / watchpoint / stop request
+    SLEEP = "sleep"        # asleep with nothing scheduled (would sleep forever)
+    RESET = "reset"
+
+
+class CortexM:
+    """One Cortex-M core with its NVIC, SCB, SysTick and DWT state.
+
+    Parameters: ``profile`` is ``"m4"`` (ARMv7E-M with FPU) or ``"m0"``
+    (ARMv6-M); ``num_irq`` external interrupts; ``prio_bits`` implemented
+    priority bits (3 on the nRF52832, 2 on the nRF51).
+    """
+
+    def __init__(self, clock: Clock, *, profile: str = "m4", num_irq: int = 48,
+                 prio_bits: int = 3, force_python_counter: bool = False,
+                 symbolizer: Optional[Callable[[int], str]] = None):
+        self.clock = clock
+        self.profile = profile
+        self.num_irq = num_irq
+        self.prio_bits = prio_bits
+        self.prio_mask = (0xFF << (8 - prio_bits)) & 0xFF
+        self.symbolize = symbolizer or (lambda addr: "")
+        self.uc = uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+        uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M4 if profile == "m4" else A.UC_CPU_ARM_CORTEX_M0)
+        self.counter = cyc.make_block_counter(
+            uc, (A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK),
+            force_python=force_python_counter)
+        self.cs = self.counter.s
+        self.cost_model = cyc.CostModel(profile)
+        self.regions: list = []         # (start, end, kind, name)
+        self._flash_regions: list = []  # (start, end)
+        self.flash_write_handler: Optional[Callable[[int, bytes, bytes], bytes]] = None
+        self.svc_handler: Optional[Callable[[int], bool]] = None
+        self.bkpt_handler: Optional[Callable[[int, int], bool]] = None
+        self.itm_handler: Optional[Callable[[int, int], None]] = None
+        self.reset_handler: Optional[Callable[[], None]] = None  # system reset request
+        self.on_exception: list = []  # callbacks(exc, entering: bool)
+        self._div_hooks: dict = {}
+        self._sev_hooks: dict = {}
+        self._cycle_base_ticks = 0
+        self._cycle_base = 0
+        self._trap: Optional[tuple] = None   # set by hooks: (kind, ...)
+        self.stop_reason: Optional[str] = None
+        self.stop_info: dict = {}
+        self.exit_code: Optional[int] = None
+        self.instructions_hint = 0
+        uc.hook_add(UC_HOOK_INTR, self._hook_intr)
+        uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED
+                    | UC_HOOK_MEM_FETCH_UNMAPPED, self._hook_unmapped)
+        uc.hook_add(UC_HOOK_MEM_WRITE_PROT, self._hook_write_prot)
+        uc.hook_add(UC_HOOK_INSN_INVALID, self._hook_insn_invalid)
+        self.systick = SysTick(self)
+        self.reset_state()
+
+    # ------------------------------------------------------------------
+    # memory map
+    # ------------------------------------------------------------------
+    def map_memory(self, base: int, size: int, name: str, *, writable: bool = True,
+                   executable: bool = True, flash: bool = False) -> None:
+        perms = UC_PROT_READ
+        if writable and not flash:
+            perms |= 2  # UC_PROT_WRITE
+        if executable:
+            perms |= UC_PROT_EXEC
+        self.uc.mem_map(base, size, perms)
+        self.regions.append((base, base + size, "flash" if flash else "ram", name))
+        if flash:
+            self._flash_regions.append((base, base + size))
+
+    def map_mmio(self, base: int, size: int, name: str, read_cb, write_cb) -> None:
+        for (s, e, _k, n) in self.regions:
+            if base < e and s < base + size:
+                raise ValueError(f"MMIO {name} at {base:#x} overlaps {n} at {s:#x}-{e:#x}")
+        self.uc.mmio_map(base, size, read_cb, None, write_cb, None)
+        self.regions.append((base, base + size, "mmio", name))
+
+    def read32(self, addr: int) -> int:
+        return struct.unpack("<I", self.uc.mem_read(addr, 4))[0]
+
+    def write32(self, addr: int, value: int) -> None:
+        self.uc.mem_write(addr, struct.pack("<I", value & 0xFFFFFFFF))
+
+    def read_mem(self, addr: int, size: int) -> bytes:
+        return bytes(self.uc.mem_read(addr, size))
+
+    def write_mem(self, addr: int, data: bytes) -> None:
+        self.uc.mem_write(addr, bytes(data))
+
+    def region_at(self, addr: int):
+        for r in self.regions:
+            if r[0] <= addr < r[1]:
+                return r
+        return None
+
+    # ------------------------------------------------------------------
+    # registers
+    # ------------------------------------------------------------------
+    def reg(self, rid: int) -> int:
+        return self.uc.reg_read(rid)
+
+    def set_reg(self, rid: int, value: int) -> None:
+        self.uc.reg_write(rid, value & 0xFFFFFFFF)
+
+    @property
+    def pc(self) -> int:
+        return self.uc.reg_read(A.UC_ARM_REG_PC)
+
+    @pc.setter
+    def pc(self, value: int) -> None:
+        self.uc.reg_write(A.UC_ARM_REG_PC, value & ~1)
+
+    def core_registers(self) -> dict:
+        uc = self.uc
+        names = [f"r{i}" for i in range(13)] + ["sp", "lr", "pc", "xpsr", "msp", "psp",
+                                                  "primask", "basepri", "faultmask", "control"]
+        ids = _CORE_REGS + [A.UC_ARM_REG_SP, A.UC_ARM_REG_LR, A.UC_ARM_REG_PC, A.UC_ARM_REG_XPSR,
+                            A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP, A.UC_ARM_REG_PRIMASK,
+                            A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK, A.UC_ARM_REG_CONTROL]
+        out = {n: uc.reg_read(i) for n, i in zip(names, ids)}
+        out["xpsr"] = (out["xpsr"] & ~0x1FF) | self.ipsr
+        return out
+
+    @property
+    def ipsr(self) -> int:
+        return self._ipsr
+
+    # ------------------------------------------------------------------
+    # time
+    # ------------------------------------------------------------------
+    @property
+    def cycles(self) -> int:
+        return self.cs.cycles
+
+    def sync_time(self) -> int:
+        """Bring clock.now up to the cycles executed so far (called from MMIO)."""
+        now = self._cycle_base_ticks + (self.cs.cycles - self._cycle_base) * CPU_TICKS
+        if now > self.clock.now:
+            self.clock.now = now
+        return self.clock.now
+
+    def _rebase(self) -> None:
+        self._cycle_base_ticks = self.clock.now
+        self._cycle_base = self.cs.cycles
+
+    def request_stop(self) -> None:
+        """Ask the run loop to regain control at the next block boundary."""
+        self.cs.stop_flag = 1
+
+    def deadline_changed(self) -> None:
+        """The scheduler's earliest event moved earlier: shorten the slice."""
+        nd = self.clock.next_deadline
+        if nd < NEVER and self._running:
+            cyc_deadline = self._cycle_base + max(0, -(-(nd - self._cycle_base_ticks) // CPU_TICKS))
+            if cyc_deadline < self.cs.deadline:
+                self.cs.deadline = cyc_deadline
+
+    # ------------------------------------------------------------------
+    # reset
+    # ------------------------------------------------------------------
+    def reset_state(self) -> None:
+        """Power-on / system reset state of the core, NVIC and SCB."""
+        n = 16 + self.num_irq
+        self.prio = [0] * n
+        self.prio[RESET], self.prio[NMI], self.prio[HARDFAULT] = -3, -2, -1
+        self.irq_enabled = 0      # bit i = IRQ i
+        self.pending = 0          # bit e = exception number e
+        self.active = 0
+        self.irq_level = 0        # bit i = IRQ line i asserted
+        self._ipsr = 0
+        self.vtor = 0
+        self.prigroup = 0
+        self.scr = 0
+        self.ccr = 0x200          # STKALIGN
+        self.shcsr = 0
+        self.cfsr = 0
+        self.hfsr = 0
+        self.mmfar = 0
+        self.bfar = 0
+        self.cpacr = 0
+        self.fpccr = 0xC0000000   # ASPEN | LSPEN
+        self.fpcar = 0
+        self.fpdscr = 0
+        self.demcr = 0
+        self.dwt_ctrl = 0x40000000
+        self._cyccnt_base = 0     # CYCCNT = cycles - base (when enabled)
+        self._cyccnt_frozen = 0
+        self.event_register = 0
+        self.sleeping = False
+        self.sleep_kind = ""
+        self.locked_up = False
+        self._fault_history: list = []
+        self._running = False
+        self.systick.reset()
+        self.cs.stop_flag = 0
+        self.cs.mask_watch = 0
+
+    def reset(self, vtor: Optional[int] = None) -> None:
+        """Reset the core: SP and PC from the vector table at ``vtor``."""
+        self.reset_state()
+        if vtor is not None:
+            self.vtor = vtor
+        uc = self.uc
+        sp = self.read32(self.vtor)
+        pc = self.read32(self.vtor + 4)
+        for rid in _CORE_REGS:
+            uc.reg_write(rid, 0)
+        uc.reg_write(A.UC_ARM_REG_CONTROL, 0)
+        uc.reg_write(A.UC_ARM_REG_IPSR, 0)
+        uc.reg_write(A.UC_ARM_REG_PRIMASK, 0)
+        if self.profile == "m4":
+            uc.reg_write(A.UC_ARM_REG_BASEPRI, 0)
+            uc.reg_write(A.UC_ARM_REG_FAULTMASK, 0)
+        uc.reg_write(A.UC_ARM_REG_MSP, sp & ~3)
+        uc.reg_write(A.UC_ARM_REG_PSP, 0)
+        uc.reg_write(A.UC_ARM_REG_LR, 0xFFFFFFFF)
+        uc.reg_write(A.UC_ARM_REG_PC, pc & ~1)
+        self._refresh_flags()
+        self.reset_pc = pc & ~1
+
+    # ------------------------------------------------------------------
+    # NVIC interface used by peripherals and the SCS
+    # ------------------------------------------------------------------
+    def set_irq_level(self, irq: int, level: bool) -> None:
+        """Level-triggered interrupt line from a peripheral."""
+        bit = 1 << irq
+        if level:
+            if self.irq_level & bit:
+                return
+            self.irq_level |= bit
+            if not (self.active & (bit << 16)):
+                self.pending |= bit << 16
+                self._pending_changed()
+        else:
+            self.irq_level &= ~bit
+
+    def set_pending(self, exc: int) -> None:
+        if not (self.pending >> exc) & 1:
+            self.pending |= 1 << exc
+            self._pending_changed()
+
+    def clear_pending(self, exc: int) -> None:
+        self.pending &= ~(1 << exc)
+        if exc >= 16 and (self.irq_level >> (exc - 16)) & 1 and not (self.active >> exc) & 1:
+            # a level-sensitive line still asserted pends again at once
+            self.pending |= 1 << exc
+
+    def _pending_changed(self) -> None:
+        if self.sleeping or self.scr & 0x10:   # SEVONPEND
+            self.event_register = 1
+        self.cs.stop_flag = 1
+
+    def exc_enabled(self, exc: int) -> bool:
+        if exc >= 16:
+            return bool((self.irq_enabled >> (exc - 16)) & 1)
+        if exc == MEMMANAGE:
+            return bool(self.shcsr & (1 << 16))
+        if exc == BUSFAULT:
+            return bool(self.shcsr & (1 << 17))
+        if exc == USAGEFAULT:
+            return bool(self.shcsr & (1 << 18))
+        return True
+
+    def group_prio(self, raw: int) -> int:
+        if raw < 0:
+            return raw
+        sub_mask = (2 << self.prigroup) - 1 if self.profile == "m4" else 0
+        return raw & ~sub_mask & 0xFF
+
+    def exc_prio(self, exc: int) -> int:
+        return self.prio[exc]
+
+    def active_priority(self) -> int:
+        """Execution priority from active exceptions only (256 = thread)."""
+        prio = 256
+        act = self.active
+        e = 0
+        while act:
+            if act & 1:
+                p = self.group_prio(self.prio[e])
+                if p < prio:
+                    prio = p
+            act >>= 1
+            e += 1
+        return prio
+
+    def execution_priority(self) -> int:
+        prio = self.active_priority()
+        uc = self.uc
+        if self.profile == "m4":
+            bp = uc.reg_read(A.UC_ARM_REG_BASEPRI) & self.prio_mask
+            if bp and self.group_prio(bp) < prio:
+                prio = self.group_prio(bp)
+            if uc.reg_read(A.UC_ARM_REG_FAULTMASK) & 1:
+                return -1
+        if uc.reg_read(A.UC_ARM_REG_PRIMASK) & 1 and prio > 0:
+            prio = 0
+        return prio
+
+    def best_pending(self) -> Optional[tuple]:
+        """(group_prio, raw_prio, exc) of the best pending enabled exception."""
+        best = None
+        pend = self.pending
+        e = 0
+        while pend:
+            if pend & 1 and self.exc_enabled(e):
+                raw = self.prio[e]
+                key = (self.group_prio(raw), raw, e)
+                if best is None or key < best:
+                    best = key
+            pend >>= 1
+            e += 1
+        return best
+
+    # ------------------------------------------------------------------
+    # exception entry / return
+    # ------------------------------------------------------------------
+    def _refresh_flags(self) -> None:
+        uc = self.uc
+        uc.reg_write(A.UC_ARM_REG_APSR_NZCV, uc.reg_read(A.UC_ARM_REG_APSR_NZCV))
+
+    def _set_mode(self, ipsr: int, control: int, msp: int, psp: int) -> None:
+        """Write IPSR/CONTROL and both stack pointers consistently."""
+        uc = self.uc
+        uc.reg_write(A.UC_ARM_REG_IPSR, ipsr)
+        uc.reg_write(A.UC_ARM_REG_CONTROL, control)
+        uc.reg_write(A.UC_ARM_REG_MSP, msp)
+        uc.reg_write(A.UC_ARM_REG_PSP, psp)
+        self._ipsr = ipsr
+        self._refresh_flags()
+
+    def _vector(self, exc: int) -> int:
+        addr = (self.vtor + 4 * exc) & 0xFFFFFFFF
+        try:
+            return self.read32(addr)
+        except UcError:
+            return 0xFFFFFFFF
+
+    def exception_entry(self, exc: int, return_addr: int) -> None:
+        """Push a frame and enter ``exc`` (ARMv7-M B1.5.6 ExceptionEntry)."""
+        uc = self.uc
+        regs = uc.reg_read_batch([A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2,
+                                  A.UC_ARM_REG_R3, A.UC_ARM_REG_R12, A.UC_ARM_REG_LR,
+                                  A.UC_ARM_REG_XPSR, A.UC_ARM_REG_CONTROL, A.UC_ARM_REG_MSP,
+                                  A.UC_ARM_REG_PSP])
+        r0, r1, r2, r3, r12, lr, xpsr, control, msp, psp = regs
+        ipsr = self._ipsr
+        thread = ipsr == 0
+        use_psp = thread and bool(control & 2)
+        fpca = self.profile == "m4" and bool(control & 4)
+        sp = psp if use_psp else msp
+        framesize = 0x68 if fpca else 0x20
+        align = (sp >> 2) & 1 if (self.ccr & 0x200 or self.profile == "m0") else 0
+        newsp = ((sp - framesize) & ~4) & 0xFFFFFFFF
+        xpsr_stacked = (xpsr & ~(0x1FF | (1 << 9))) | ipsr | (align << 9) | (1 << 24)
+        frame = struct.pack("<8I", r0, r1, r2, r3, r12, lr, return_addr & ~1 & 0xFFFFFFFF,
+                            xpsr_stacked & 0xFFFFFFFF)
+        if fpca:
+            sregs = uc.reg_read_batch([A.UC_ARM_REG_S0 + i for i in range(16)] +
+                                      [A.UC_ARM_REG_FPSCR])
+            frame += struct.pack("<18I", *sregs, 0)
+        try:
+            uc.mem_write(newsp, frame)
+        except UcError:
+            # stacking error: MSTKERR/STKERR; escalate to lockup if in HardFault
+            self.cfsr |= 1 << 12  # BFSR.STKERR
+            self._lockup(f"stack overflow while entering {self.exc_name(exc)} (SP={newsp:#010x})")
+            return
+        if use_psp:
+            psp = newsp
+        else:
+            msp = newsp
+        exc_return = 0xFFFFFFE1 if fpca else 0xFFFFFFF1
+        if thread:
+            exc_return |= 0x8
+        if use_psp:
+            exc_return |= 0x4
+        if self.profile == "m0":
+            exc_return |= 0x10
+        self.pending &= ~(1 << exc)
+        self.active |= 1 << exc
+        self._enter(exc, exc_return, msp, psp, control)
+
+    def _enter(self, exc: int, exc_return: int, msp: int, psp: int, control: int) -> None:
+        uc = self.uc
+        vec = self._vector(exc)
+        self._set_mode(exc, control & ~0x6, msp, psp)
+        uc.reg_write(A.UC_ARM_REG_LR, exc_return)
+        if vec == 0xFFFFFFFF or vec == 0 or not (vec & 1):
+            # Vector table read error or invalid vector: the HardFault handler
+            # cannot help; report it clearly.
+            self.hfsr |= HFSR_VECTTBL
+            self._lockup(f"invalid vector {vec:#010x} for {self.exc_name(exc)} "
+                         f"(VTOR={self.vtor:#010x})")
+            return
+        uc.reg_write(A.UC_ARM_REG_PC, vec & ~1)
+        self.sleeping = False
+        for cb in self.on_exception:
+            cb(exc, True)
+
+    def exception_return(self, exc_return: int) -> None:
+        """ARMv7-M B1.5.8 ExceptionReturn, with tail-chaining."""
+        uc = self.uc
+        cur = self._ipsr
+        if exc_return not in VALID_EXC_RETURN or cur == 0 or not (self.active >> cur) & 1:
+            if exc_return not in VALID_EXC_RETURN or cur == 0:
+                self.take_fault(USAGEFAULT, UFSR_INVPC, self.pc, f"invalid EXC_RETURN {exc_return:#010x}")
+                return
+        for cb in self.on_exception:
+            cb(cur, False)
+        self.active &= ~(1 << cur)
+        if cur >= 16 and (self.irq_level >> (cur - 16)) & 1:
+            self.pending |= 1 << cur
+        if cur == NMI:
+            pass
+        # FAULTMASK is cleared on return from any exception but NMI
+        if self.profile == "m4" and cur != NMI:
+            uc.reg_write(A.UC_ARM_REG_FAULTMASK, 0)
+        to_thread = bool(exc_return & 8)
+        use_psp = bool(exc_return & 4)
+        fp_frame = self.profile == "m4" and not (exc_return & 0x10)
+        # tail-chain?
+        best = self.best_pending()
+        if best is not None and best[0] < self._priority_after_return():
+            exc = best[2]
+            self.pending &= ~(1 << exc)
+            self.active |= 1 << exc
+            msp, psp, control = uc.reg_read_batch([A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP,
+                                                   A.UC_ARM_REG_CONTROL])
+            self.tail_chains += 1
+            self._enter(exc, exc_return, msp, psp, control)
+            return
+        msp, psp, control = uc.reg_read_batch([A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP,
+                                               A.UC_ARM_REG_CONTROL])
+        sp = psp if use_psp else msp
+        framesize = 0x68 if fp_frame else 0x20
+        try:
+            raw = bytes(uc.mem_read(sp, framesize))
+        except UcError:
+            self.cfsr |= 1 << 11  # BFSR.UNSTKERR
+            self._lockup(f"unstacking error at SP={sp:#010x}")
+            return
+        r0, r1, r2, r3, r12, lr, pc, xpsr = struct.unpack_from("<8I", raw)
+        newsp = sp + framesize
+        if xpsr & (1 << 9):
+            newsp += 4
+        newsp &= 0xFFFFFFFF
+        if use_psp:
+            psp = newsp
+        else:
+            msp = newsp
+        ipsr = xpsr & 0x1FF
+        if to_thread and ipsr != 0:
+            ipsr = 0
+        control = control & ~0x6
+        if to_thread and use_psp:
+            control |= 2
+        if fp_frame:
+            control |= 4
+        self._set_mode(ipsr, control, msp, psp)
+        uc.reg_write_batch([(A.UC_ARM_REG_R0, r0), (A.UC_ARM_REG_R1, r1), (A.UC_ARM_REG_R2, r2),
+                            (A.UC_ARM_REG_R3, r3), (A.UC_ARM_REG_R12, r12),
+                            (A.UC_ARM_REG_LR, lr)])
+        if fp_frame:
+            vals = struct.unpack_from("<17I", raw, 0x20)
+            uc.reg_write_batch([(A.UC_ARM_REG_S0 + i, vals[i]) for i in range(16)] +
+                               [(A.UC_ARM_REG_FPSCR, vals[16])])
+        # flags, GE and IT/ICI bits come back from the stacked xPSR
+        uc.reg_write(A.UC_ARM_REG_XPSR, (xpsr & ~0x1FF) | ipsr | (1 << 24))
+        self._refresh_flags()
+        uc.reg_write(A.UC_ARM_REG_PC, pc & ~1)
+        if to_thread and self.scr & 0x2:   # SLEEPONEXIT
+            self.sleeping = True
+            self.sleep_kind = "sleeponexit"
+
+    def _priority_after_return(self) -> int:
+        prio = self.active_priority()
+        uc = self.uc
+        if self.profile == "m4":
+            bp = uc.reg_read(A.UC_ARM_REG_BASEPRI) & self.prio_mask
+            if bp and self.group_prio(bp) < prio:
+                prio = self.group_prio(bp)
+        if uc.reg_read(A.UC_ARM_REG_PRIMASK) & 1 and prio > 0:
+            prio = 0
+        return prio
+
+    def exc_name(self, exc: int) -> str:
+        if exc >= 16:
+            return f"IRQ{exc - 16}"
+        return EXC_NAMES.get(exc, f"exception {exc}")
+
+    # ------------------------------------------------------------------
+    # faults
+    # ------------------------------------------------------------------
+    def take_fault(self, exc: int, cfsr_bits: int, pc: int, why: str,
+                   fault_addr: Optional[int] = None) -> None:
+        """Synchronous fault at ``pc``: configurable fault or HardFault escalation."""
+        sym = self.symbolize(pc)
+        log.warning("%s at pc=%#010x%s: %s", self.exc_name(exc), pc, f" ({sym})" if sym else "", why)
+        self.last_fault = {"exception": self.exc_name(exc), "pc": pc, "symbol": sym, "why": why,
+                           "cycles": self.cs.cycles}
+        self._fault_history.append((pc, exc, cfsr_bits))
+        if len(self._fault_history) > 8:
+            self._fault_history.pop(0)
+        if self._fault_history.count((pc, exc, cfsr_bits)) >= 4:
+            self._halt(StopReason.FAULT, f"{why}: the same fault repeats at pc={pc:#010x}"
+                       f"{' (' + sym + ')' if sym else ''}; the fault handler does not recover")
+            return
+        self.cfsr |= cfsr_bits
+        if fault_addr is not None:
+            if cfsr_bits & BFSR_BFARVALID:
+                self.bfar = fault_addr
+            if cfsr_bits & MMFSR_MMARVALID:
+                self.mmfar = fault_addr
+        exec_prio = self.execution_priority()
+        target = exc
+        if exc != HARDFAULT and (self.profile == "m0" or not self.exc_enabled(exc)
+                                 or self.group_prio(self.prio[exc]) >= exec_prio):
+            target = HARDFAULT
+            self.hfsr |= HFSR_FORCED
+        if target == HARDFAULT and exec_prio <= -1:
+            self._lockup(f"{why} while at priority {exec_prio} (in HardFault/NMI or FAULTMASK)",
+                         pc=pc)
+            return
+        self.exception_entry(target, pc)
+
+    def _lockup(self, why: str, pc: Optional[int] = None) -> None:
+        self.locked_up = True
+        self._halt(StopReason.LOCKUP, f"lockup: {why}", pc=pc)
+
+    def _halt(self, reason: str, message: str, pc: Optional[int] = None) -> None:
+        self.stop_reason = reason
+        if pc is None:
+            pc = self.pc
+        self.stop_info = {"reason": reason, "message": message, "pc": pc,
+                          "symbol": self.symbolize(pc), "registers": self.core_registers(),
+                          "cfsr": self.cfsr, "hfsr": self.hfsr, "bfar": self.bfar,
+                          "mmfar": self.mmfar, "exception": self.exc_name(self._ipsr)
+                          if self._ipsr else "thread"}
+        raise CpuHalt(message)
+
+    def halt(self, reason: str, message: str) -> None:
+        """Stop the run loop from a callback (SVC/BKPT handlers, harness)."""
+        self._halt(reason, message)
+
+    # ------------------------------------------------------------------
+    # hooks (called by Unicorn)
+    # ------------------------------------------------------------------
+    def _hook_intr(self, uc, intno, _ud):
+        self._trap = ("intr", intno, uc.reg_read(A.UC_ARM_REG_PC))
+        uc.emu_stop()
+
+    def _hook_unmapped(self, uc, access, address, size, value, _ud):
+        self._trap = ("unmapped", access, address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
+        return False
+
+    def _hook_write_prot(self, uc, access, address, size, value, _ud):
+        self._trap = ("write_prot", address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
+        return False
+
+    def _hook_insn_invalid(self, uc, _ud):
+        pc = uc.reg_read(A.UC_ARM_REG_PC)
+        try:
+            hw = struct.unpack("<H", uc.mem_read(pc, 2))[0]
+        except UcError:
+            hw = 0
+        if hw == 0xBF20:  # wfe
+            self._trap = ("wfe", pc)
+            uc.reg_write(A.UC_ARM_REG_PC, pc + 2)
+            uc.emu_stop()
+            return True
+        self._trap = ("undef", pc)
+        return False
+
+    def _hook_div(self, uc, address, size, _ud):
+        if not (self.ccr & 0x10):
+            return
+        rid = self._div_hooks.get(address)
+        if rid is not None and uc.reg_read(rid) == 0:
+            self._trap = ("divzero", address)
+            uc.emu_stop()
+
+    def _hook_sev(self, uc, address, size, _ud):
+        self.event_register = 1
+
+    # ------------------------------------------------------------------
+    # block costing
+    # ------------------------------------------------------------------
+    def _cost_block(self, addr: int, size: int) -> None:
+        try:
+            code = bytes(self.uc.mem_read(addr, size))
+        except UcError:
+            self.counter.insert(addr, size, 1)
+            return
+        cost = self.cost_model.block_cost(code, addr)
+        self.counter.insert(addr, size, cost)
+        # Instructions that need a selective hook (zero cost elsewhere).
+        if b"\x40\xbf" in code or (self.profile == "m4" and code and self._has_div(code)):
+            self._special_hooks(code, addr, size)
+
+    @staticmethod
+    def _has_div(code: bytes) -> bool:
+        # SDIV/UDIV encodings: first halfword 0xFB9x / 0xFBBx
+        for i in range(0, len(code) - 1, 2):
+            if code[i + 1] == 0xFB and (code[i] & 0xF0) in (0x90, 0xB0):
+                return True
+        return False
+
+    def _special_hooks(self, code: bytes, addr: int, size: int) -> None:
+        added = False
+        md = self.cost_model.md
+        for insn in md.disasm(code, addr):
+            mn = insn.mnemonic.split(".")[0]
+            if mn == "sev" and insn.address not in self._sev_hooks:
+                self._sev_hooks[insn.address] = self.uc.hook_add(
+                    UC_HOOK_CODE, self._hook_sev, begin=insn.address, end=insn.address)
+                added = True
+            elif mn in ("sdiv", "udiv") and insn.address not in self._div_hooks:
+                rm = insn.operands[-1].reg
+                rid = _capstone_to_uc_reg(rm)
+                self._div_hooks[insn.address] = rid
+                self.uc.hook_add(UC_HOOK_CODE, self._hook_div, begin=insn.address,
+                                 end=insn.address)
+                added = True
+        if added:
+            self.uc.ctl_remove_cache(addr, addr + size)
+
+    def invalidate_code(self, start: int, end: int) -> None:
+        """Forget translated code and costs (after flash/RAM code changes)."""
+        self.uc.ctl_remove_cache(start, end)
+        self.counter.clear()
+
+    # ------------------------------------------------------------------
+    # the run loop
+    # ------------------------------------------------------------------
+    def _take_pending(self) -> bool:
+        best = self.best_pending()
+        self.cs.mask_watch = 0
+        if best is None:
+            return False
+        active_prio = self.active_priority()
+        if best[0] >= active_prio:
+            return False  # waits for an exception return
+        exec_prio = self.execution_priority()
+        if best[0] < exec_prio:
+            self.exception_entry(best[2], self.pc)
+            self.sleeping = False
+            return True
+        # pending but masked by PRIMASK/BASEPRI/FAULTMASK: the block hook
+        # watches the masks and stops as soon as it becomes takeable.
+        self.cs.mask_watch = 1
+        self.cs.pend_prio = best[0]
+        self.cs.active_prio = active_prio
+        sub_mask = (2 << self.prigroup) - 1 if self.profile == "m4" else 0
+        self.cs.prigroup_mask = self.prio_mask & ~sub_mask & 0xFF
+        return False
+
+    def _wake_condition(self) -> bool:
+        """WFI wakes when a pending exception would preempt ignoring PRIMASK."""
+        best = self.best_pending()
+        if best is None:
+            return False
+        prio = self.active_priority()
+        if self.profile == "m4":
+            bp = self.uc.reg_read(A.UC_ARM_REG_BASEPRI) & self.prio_mask
+            if bp and self.group_prio(bp) < prio:
+                prio = self.group_prio(bp)
+        return best[0] < prio
+
+    def run(self, until: int, should_stop: Optional[Callable[[], bool]] = None) -> str:
+        """Run until clock.now >= ``until`` (ticks) or a halt; returns a StopReason."""
+        clock = self.clock
+        cs = self.cs
+        uc = self.uc
+        self.stop_reason = None
+        self._running = True
+        try:
+            while True:
+                clock.run_due()
+                if should_stop is not None and should_stop():
+                    return StopReason.BREAK
+                if self.stop_reason:
+                    return self.stop_reason
+                self._take_pending()
+                if self.sleeping:
+                    if self._wake_condition() or (self.sleep_kind == "wfe" and self.event_register):
+                        if self.sleep_kind == "wfe":
+                            self.event_register = 0
+                        self.sleeping = False
+                        continue
+                    nxt = clock.next_event_time()
+                    if nxt >= until:
+                        if until >= NEVER:
+                            return StopReason.SLEEP
+                        clock.now = max(clock.now, until)
+                        return StopReason.DEADLINE
+                    clock.now = max(clock.now, nxt)
+                    continue
+                if clock.now >= until:
+                    return StopReason.DEADLINE
+                nxt = min(clock.next_event_time(), until)
+                budget = max(1, -(-(nxt - clock.now) // CPU_TICKS))
+                self._rebase()
+                cs.deadline = cs.cycles + budget
+                cs.stop_flag = 0
+                cs.reason = 0
+                self._trap = None
+                pc = uc.reg_read(A.UC_ARM_REG_PC)
+                err = None
+                try:
+                    uc.emu_start(pc | 1, 0xFFFFFFFF)
+                except UcError as e:
+                    err = e
+                self.sync_time()
+                self._after_slice(err)
+        except CpuHalt:
+            return self.stop_reason or StopReason.LOCKUP
+        finally:
+            self._running = False
+            self.sync_time()
+
+    def _after_slice(self, err) -> None:
+        cs = self.cs
+        uc = self.uc
+        trap = self._trap
+        if cs.reason == cyc.REASON_MISS and trap is None and err is None:
+            self._cost_block(cs.miss_addr, cs.miss_size)
+            return
+        if trap is not None:
+            self._trap = None
+            kind = trap[0]
+            if kind == "intr":
+                self._handle_intr(trap[1], trap[2])
+            elif kind == "unmapped":
+                _, access, address, pc, size, value = trap
+                self._handle_unmapped(access, address, pc, size)
+            elif kind == "write_prot":
+                _, address, pc, size, value = trap
+                self._handle_flash_write(address, pc, size)
+            elif kind == "wfe":
+                if self.event_register:
+                    self.event_register = 0
+                else:
+                    self.sleeping = True
+                    self.sleep_kind = "wfe"
+            elif kind == "undef":
+                self.take_fault(USAGEFAULT, UFSR_UNDEFINSTR, trap[1], "undefined instruction")
+            elif kind == "divzero":
+                self.take_fault(USAGEFAULT, UFSR_DIVBYZERO, trap[1], "divide by zero")
+            return
+        if err is not None:
+            pc = uc.reg_read(A.UC_ARM_REG_PC)
+            if err.errno == UC_ERR_INSN_INVALID:
+                self.take_fault(USAGEFAULT, UFSR_UNDEFINSTR, pc, "undefined instruction")
+            elif err.errno in (UC_ERR_FETCH_PROT,):
+                self.take_fault(MEMMANAGE, MMFSR_IACCVIOL, pc, "instruction fetch from a "
+                                "never-execute region")
+            else:
+                self.take_fault(BUSFAULT, BFSR_PRECISERR, pc, f"bus error ({err})")
+            return
+        if cs.reason == 0:
+            # Unicorn returned by itself: WFI (or a block hook stop we did not ask for)
+            pc = uc.reg_read(A.UC_ARM_REG_PC)
+            try:
+                hw = struct.unpack("<H", uc.mem_read(pc - 2, 2))[0]
+            except UcError:
+                hw = 0
+            if hw == 0xBF30:
+                self.sleeping = True
+                self.sleep_kind = "wfi"
+
+    def _handle_intr(self, intno: int, pc: int) -> None:
+        uc = self.uc
+        if intno == 2:  # SVC; PC is after the svc
+            num = uc.mem_read(pc - 2, 1)[0]
+            if self.svc_handler is not None and self.svc_handler(num):
+                return
+            self.svc_calls += 1
+            if self.group_prio(self.prio[SVCALL]) >= self.execution_priority():
+                self.take_fault(HARDFAULT, 0, pc - 2, f"SVC #{num} with SVCall masked or "
+                                "at too low a priority")
+                self.hfsr |= HFSR_FORCED
+                return
+            self.pending |= 1 << SVCALL
+            self.exception_entry(SVCALL, pc)
+            return
+        if intno == 7:  # BKPT; PC at the bkpt
+            imm = uc.mem_read(pc, 1)[0]
+            if self.bkpt_handler is not None and self.bkpt_handler(imm, pc):
+                return
+            # no debugger: BKPT escalates to HardFault (DebugMonitor disabled)
+            self.hfsr |= 1 << 31  # DEBUGEVT
+            self.take_fault(HARDFAULT, 0, pc, f"BKPT #{imm} with no debugger attached")
+            return
+        if intno == 8:  # exception return
+            self.exception_return((pc | 1) & 0xFFFFFFFF)
+            return
+        if intno == 1:
+            self.take_fault(USAGEFAULT, UFSR_UNDEFINSTR, pc, "undefined instruction")
+        elif intno == 16:
+            self.take_fault(USAGEFAULT, UFSR_NOCP, pc, "coprocessor access")
+        elif intno == 17:
+            self.take_fault(USAGEFAULT, UFSR_INVSTATE, pc, "invalid state (Thumb bit clear)")
+        elif intno == 21:
+            self.take_fault(USAGEFAULT, UFSR_UNALIGNED, pc, "unaligned access")
+        elif intno == 22:
+            self.take_fault(USAGEFAULT, UFSR_DIVBYZERO, pc, "divide by zero")
+        elif intno == 3:
+            self.take_fault(MEMMANAGE, MMFSR_IACCVIOL, pc, f"instruction fetch fault at {pc:#010x}")
+        else:
+            self.take_fault(HARDFAULT, 0, pc, f"CPU exception {intno}")
+
+    def _handle_unmapped(self, access: int, address: int, pc: int, size: int) -> None:
+        from unicorn import UC_MEM_FETCH_UNMAPPED
+        if access == UC_MEM_FETCH_UNMAPPED:
+            self.take_fault(BUSFAULT, BFSR_IBUSERR, pc if pc != address else address,
+                            f"instruction fetch from unmapped address {address:#010x}")
+            return
+        kind = "write to" if access == 20 or access == 17 else "read from"
+        if access in (20,):  # UC_MEM_WRITE_UNMAPPED
+            kind = "write to"
+        sym = self.symbolize(pc)
+        log.warning("bus error: %s unmapped address %#010x (%d bytes) at pc=%#010x%s", kind,
+                    address, size, pc, f" ({sym})" if sym else "")
+        self.take_fault(BUSFAULT, BFSR_PRECISERR | BFSR_BFARVALID, pc,
+                        f"{kind} unmapped address {address:#010x}", fault_addr=address)
+
+    def _handle_flash_write(self, address: int, pc: int, size: int) -> None:
+        """A CPU store into flash: re-execute it with flash writable, then let
+        the NVMC decide what the cells keep (bits can only be cleared)."""
+        uc = self.uc
+        lo = address & ~0xFFF
+        hi = (address + 16 + 0xFFF) & ~0xFFF
+        before = bytes(uc.mem_read(lo, hi - lo))
+        cs = self.cs
+        saved = (cs.deadline, cs.stop_flag, cs.mask_watch)
+        cs.deadline = (1 << 64) - 1
+        cs.stop_flag = 0
+        cs.mask_watch = 0
+        uc.mem_protect(lo, hi - lo, UC_PROT_ALL)
+        try:
+            for _ in range(3):  # a block-cost miss may need a retry
+                cs.reason = 0
+                uc.emu_start(uc.reg_read(A.UC_ARM_REG_PC) | 1, 0xFFFFFFFF, count=1)
+                if cs.reason == cyc.REASON_MISS:
+                    self._cost_block(cs.miss_addr, cs.miss_size)
+                    continue
+                break
+        except UcError as e:
+            log.warning("flash write at pc=%#010x failed: %s", pc, e)
+        finally:
+            after = bytes(uc.mem_read(lo, hi - lo))
+            uc.mem_protect(lo, hi - lo, UC_PROT_READ | UC_PROT_EXEC)
+            cs.deadline, cs.stop_flag, cs.mask_watch = saved
+        if after != before:
+            if self.flash_write_handler is not None:
+                final = self.flash_write_handler(lo, before, after)
+            else:
+                log.warning("write to flash at %#010x ignored (no NVMC)", address)
+                final = before
+            uc.mem_write(lo, final)
+            self.invalidate_code(lo, hi)
+
+    svc_calls = 0
+    tail_chains = 0
+
+
+def _capstone_to_uc_reg(csreg: int) -> int:
+    from capstone import arm as C
+    table = {C.ARM_REG_R0 + i: A.UC_ARM_REG_R0 + i for i in range(13)}
+    table.update({C.ARM_REG_SP: A.UC_ARM_REG_SP, C.ARM_REG_LR: A.UC_ARM_REG_LR})
+    return table.get(csreg, A.UC_ARM_REG_R0)
+
+
+class SysTick:
+    """SysTick timer, counted lazily from the CPU clock (64 MHz; CLKSOURCE=1).
+
+    The nRF52832 has no external SysTick reference (CALIB.NOREF = 1): with
+    CLKSOURCE = 0 the counter is modelled on the CPU clock too and that is
+    logged once.
+    """
+
+    def __init__(self, cpu: CortexM):
+        self.cpu = cpu
+        self.event = cpu.clock.event("systick", self._underflow)
+        self.reset()
+
+    def reset(self) -> None:
+        self.csr = 0
+        self.rvr = 0
+        self.countflag = 0
+        self._v0 = 0          # value at _t0
+        self._t0 = 0
+        if hasattr(self, "event"):
+            self.event.cancel()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.csr & 1)
+
+    def _elapsed(self) -> int:
+        return (self.cpu.clock.now - self._t0) // CPU_TICKS
+
+    def value(self) -> int:
+        if not self.enabled:
+            return self._v0
+        e = self._elapsed()
+        if e <= self._v0:
+            return self._v0 - e
+        if self.rvr == 0:
+            return 0
+        return self.rvr - ((e - self._v0 - 1) % (self.rvr + 1))
+
+    def _fold(self) -> None:
+        self._v0 = self.value()
+        self._t0 = self.cpu.clock.now
+
+    def _arm(self) -> None:
+        self.event.cancel()
+        if not self.enabled:
+            return
+        if self._v0 > 0:
+            delta = self._v0
+        elif self.rvr > 0:
+            delta = self.rvr + 1
+        else:
+            return
+        # schedule at the exact tick the counter reaches 0
+        self.event.schedule_at(self._t0 + delta * CPU_TICKS)
+
+    def _underflow(self) -> None:
+        self._v0 = 0
+        self._t0 = self.cpu.clock.now
+        self.countflag = 1
+        if self.csr & 2:
+            self.cpu.set_pending(SYSTICK)
+        self._arm()
+
+    def write_csr(self, v: int) -> None:
+        self._fold()
+        self.csr = v & 0x7
+        self._arm()
+
+    def read_csr(self) -> int:
+        v = self.csr | (self.countflag << 16)
+        self.countflag = 0
+        return v
+
+    def write_rvr(self, v: int) -> None:
+        self.rvr = v & 0xFFFFFF
+        self._fold()
+        self._arm()
+
+    def write_cvr(self, _v: int) -> None:
+        self._v0 = 0
+        self._t0 = self.cpu.clock.now
+        self.countflag = 0
+        self._arm()

@@ -1,0 +1,366 @@
+"""Cycle-cost policy and per-block cycle accounting.
+
+The cost of a basic block is the sum of its instructions' costs from the
+Cortex-M4 Technical Reference Manual (ARM DDI 0439B, section 3.3 "Instruction
+set summary"), computed lazily with capstone the first time a block runs:
+
+==========================================  =====================================
+instruction                                  cycles
+==========================================  =====================================
+data processing, MOV, compare, shifts, MUL   1
+MLA/MLS, UMULL/SMULL/UMLAL/SMLAL, SMLAxy     1
+SDIV/UDIV                                    7  (TRM: 2-12, data dependent)
+LDR/STR (single, any width)                  2, 1 when it follows another
+                                             single load/store (pipelined)
+LDRD/STRD                                    3
+LDM/STM/PUSH/POP                             1 + N registers
+POP/LDM with PC                              1 + N + P
+direct branch (B, BL, Bcc, CBZ/CBNZ)         1 + P   (P = 1)
+indirect branch (BX, BLX, MOV/LDR to PC)     1 + P   (P = 2), LDR to PC 2 + P
+TBB/TBH                                      2 + P
+FP: VADD/VSUB/VMUL/VNEG/VABS/VCVT/VMOV/VCMP  1
+FP: VMLA/VMLS/VFMA/VFMS/VNMLA/..             3
+FP: VDIV/VSQRT                               14
+FP: VLDR/VSTR                                2
+FP: VLDM/VSTM/VPUSH/VPOP                     1 + N
+VMRS/VMSR                                    1
+DMB/DSB/ISB                                  4   (TRM: 1 + B)
+WFI/WFE/SEV/NOP/IT/CPS/MSR/MRS               1
+==========================================  =====================================
+
+Known approximations (not modelled):
+  - a conditional branch that ends a block is always charged as taken;
+  - flash wait states and the nRF52 cache are not modelled (0 wait states);
+  - divide cost is fixed, not data dependent;
+  - instructions skipped by an IT block are charged like executed ones.
+
+The per-block counter itself runs in native code (``_blockhook.c``) when the
+extension is built; :class:`PyBlockCounter` is the pure-Python fallback with
+identical counts (tests compare them).
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+from typing import Callable, Optional
+
+import capstone
+from capstone import arm as cs_arm
+
+log = logging.getLogger("emu.cpu.cycles")
+
+P_DIRECT = 1
+P_INDIRECT = 2
+
+REASON_NONE, REASON_DEADLINE, REASON_FLAG, REASON_MISS, REASON_UNMASKED = range(5)
+
+_ONE = {
+    "nop", "it", "ite", "itt", "itee", "itet", "itte", "ittt", "iteee", "iteet", "itete",
+    "itett", "ittee", "ittet", "ittte", "itttt", "cpsie", "cpsid", "msr", "mrs", "sev",
+    "wfi", "wfe", "yield",
+}
+_FP3 = {"vmla", "vmls", "vnmla", "vnmls", "vfma", "vfms", "vfnma", "vfnms"}
+_DIV = {"sdiv", "udiv"}
+_BARRIER = {"dmb", "dsb", "isb"}
+
+
+def _strip(mn: str) -> str:
+    """Mnemonic without condition code / width / type suffixes."""
+    mn = mn.split(".")[0]
+    return mn
+
+
+class CostModel:
+    """Computes block costs with capstone (Thumb-2, optional FPU)."""
+
+    def __init__(self, m_profile: str = "m4"):
+        mode = capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS
+        self.md = capstone.Cs(capstone.CS_ARCH_ARM, mode)
+        self.md.detail = True
+        self.profile = m_profile
+
+    def block_cost(self, code: bytes, address: int) -> int:
+        total = 0
+        prev_ldst = False
+        n = 0
+        for insn in self.md.disasm(code, address):
+            c, ldst = self.insn_cost(insn, prev_ldst)
+            total += c
+            prev_ldst = ldst
+            n += 1
+        if n == 0:
+            total = 1
+        return max(total, 1)
+
+    def insn_cost(self, insn, prev_ldst: bool) -> tuple[int, bool]:
+        mn = insn.mnemonic
+        base = _strip(mn)
+        if self.profile == "m0":
+            return self._m0_cost(insn, base), False
+        # Branches
+        if base in ("b", "bl", "cbz", "cbnz") or (base.startswith("b") and base[1:] in _CONDS):
+            return 1 + P_DIRECT, False
+        if base in ("bx", "blx"):
+            return 1 + P_INDIRECT, False
+        if base in ("tbb", "tbh"):
+            return 2 + P_INDIRECT, False
+        if base in ("pop", "ldm", "ldmia", "ldmdb", "ldmfd", "stm", "stmia", "stmdb", "stmea",
+                    "stmfd", "push"):
+            nreg = _count_regs(insn)
+            writes_pc = base in ("pop", "ldm", "ldmia", "ldmdb", "ldmfd") and _has_pc(insn)
+            return 1 + nreg + (P_INDIRECT if writes_pc else 0), False
+        if base in ("ldrd", "strd", "ldrexd", "strexd"):
+            return 3, False
+        if base.startswith(("ldr", "str")) or base in ("ldrex", "strex", "ldrexb", "ldrexh",
+                                                         "strexb", "strexh", "pld"):
+            if base.startswith("ldr") and _first_reg_is_pc(insn):
+                return 2 + P_INDIRECT, False
+            return (1 if prev_ldst else 2), True
+        if base in _DIV:
+            return 7, False
+        if base in _BARRIER:
+            return 4, False
+        if base.startswith("v"):
+            if base in ("vdiv", "vsqrt"):
+                return 14, False
+            if base in _FP3:
+                return 3, False
+            if base in ("vldr", "vstr"):
+                return 2, False
+            if base in ("vpush", "vpop", "vldmia", "vldmdb", "vstmia", "vstmdb", "vldm", "vstm"):
+                return 1 + _count_regs(insn), False
+            return 1, False
+        # Writes to PC by data processing (mov pc, add pc)
+        if base in ("mov", "add") and _first_reg_is_pc(insn):
+            return 1 + P_INDIRECT, False
+        return 1, False
+
+    @staticmethod
+    def _m0_cost(insn, base: str) -> int:
+        """Cortex-M0 timings (ARM DDI 0432C, 3.3)."""
+        if base in ("b", "cbz", "cbnz") or (base.startswith("b") and base[1:] in _CONDS):
+            return 3
+        if base == "bl":
+            return 4
+        if base in ("bx", "blx"):
+            return 3
+        if base in ("pop",):
+            n = _count_regs(insn)
+            return 1 + n + (3 if _has_pc(insn) else 0)
+        if base in ("push", "ldm", "ldmia", "stm", "stmia"):
+            return 1 + _count_regs(insn)
+        if base.startswith(("ldr", "str")):
+            return 2
+        if base in ("muls", "mul"):
+            return 1
+        if base in ("mov", "add") and _first_reg_is_pc(insn):
+            return 3
+        if base in _BARRIER:
+            return 4
+        return 1
+
+
+_CONDS = {"eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt",
+          "gt", "le", "al"}
+
+
+def _count_regs(insn) -> int:
+    n = 0
+    for op in insn.operands:
+        if op.type == cs_arm.ARM_OP_REG:
+            n += 1
+    base = _strip(insn.mnemonic)
+    # ldm/stm list the base register as the first operand
+    if base.startswith(("ldm", "stm", "vldm", "vstm")):
+        n -= 1
+    return max(n, 1)
+
+
+def _has_pc(insn) -> bool:
+    return any(op.type == cs_arm.ARM_OP_REG and op.reg == cs_arm.ARM_REG_PC for op in insn.operands)
+
+
+def _first_reg_is_pc(insn) -> bool:
+    ops = insn.operands
+    return bool(ops) and ops[0].type == cs_arm.ARM_OP_REG and ops[0].reg == cs_arm.ARM_REG_PC
+
+
+# ---------------------------------------------------------------------------
+# Block counters
+# ---------------------------------------------------------------------------
+class BhState(ctypes.Structure):
+    _fields_ = [
+        ("cycles", ctypes.c_uint64),
+        ("deadline", ctypes.c_uint64),
+        ("stop_flag", ctypes.c_uint32),
+        ("reason", ctypes.c_uint32),
+        ("miss_addr", ctypes.c_uint32),
+        ("miss_size", ctypes.c_uint32),
+        ("mask_watch", ctypes.c_int32),
+        ("pend_prio", ctypes.c_int32),
+        ("active_prio", ctypes.c_int32),
+        ("prigroup_mask", ctypes.c_uint32),
+        ("reg_primask", ctypes.c_int32),
+        ("reg_basepri", ctypes.c_int32),
+        ("reg_faultmask", ctypes.c_int32),
+        ("pad", ctypes.c_uint32),
+        ("blocks", ctypes.c_uint64),
+        ("emu_stop", ctypes.c_void_p),
+        ("reg_read", ctypes.c_void_p),
+        ("keys", ctypes.c_void_p),
+        ("costs", ctypes.c_void_p),
+        ("cap", ctypes.c_uint32),
+        ("used", ctypes.c_uint32),
+    ]
+
+
+_native_lib = None
+
+
+def load_native():
+    """The native block-hook library, or None if it was not built."""
+    global _native_lib
+    if _native_lib is not None:
+        return _native_lib or None
+    if os.environ.get("PINETIME_EMU_PURE_PYTHON"):
+        _native_lib = False
+        return None
+    try:
+        from emu.cpu import _blockhook  # type: ignore[attr-defined]
+        lib = ctypes.CDLL(_blockhook.__file__)
+    except Exception as exc:  # ImportError, OSError
+        log.warning("native block hook unavailable (%s); using the slower pure-Python "
+                    "cycle counter", exc)
+        _native_lib = False
+        return None
+    lib.bh_new.restype = ctypes.POINTER(BhState)
+    lib.bh_insert.argtypes = [ctypes.POINTER(BhState), ctypes.c_uint32, ctypes.c_uint32,
+                              ctypes.c_uint32]
+    lib.bh_clear.argtypes = [ctypes.POINTER(BhState)]
+    lib.bh_free.argtypes = [ctypes.POINTER(BhState)]
+    lib.bh_hook_address.restype = ctypes.c_void_p
+    _native_lib = lib
+    return lib
+
+
+class NativeBlockCounter:
+    """Counts cycles in C (see _blockhook.c)."""
+
+    native = True
+
+    def __init__(self, uc, lib, reg_ids: tuple[int, int, int]):
+        from unicorn import unicorn_py3 as _u  # noqa: F401
+        from unicorn.unicorn_py3.unicorn import uclib
+        self.lib = lib
+        self._ptr = lib.bh_new()
+        self.s = self._ptr.contents
+        self.s.emu_stop = ctypes.cast(uclib.uc_emu_stop, ctypes.c_void_p).value
+        self.s.reg_read = ctypes.cast(uclib.uc_reg_read, ctypes.c_void_p).value
+        self.s.reg_primask, self.s.reg_basepri, self.s.reg_faultmask = reg_ids
+        self.s.prigroup_mask = 0xFF
+        self.s.deadline = (1 << 64) - 1
+        # register the C function directly as the Unicorn hook
+        from unicorn.unicorn_const import UC_HOOK_BLOCK
+        hh = ctypes.c_size_t()
+        uc_hook_add = uclib.uc_hook_add
+        fn = lib.bh_hook_address()
+        err = uc_hook_add(uc._uch, ctypes.byref(hh), UC_HOOK_BLOCK, ctypes.c_void_p(fn),
+                          ctypes.cast(self._ptr, ctypes.c_void_p), ctypes.c_uint64(1),
+                          ctypes.c_uint64(0))
+        if err:
+            raise RuntimeError(f"uc_hook_add for the native block hook failed: {err}")
+        self._hook = hh.value
+
+    def insert(self, addr: int, size: int, cost: int) -> None:
+        if self.lib.bh_insert(self._ptr, addr, size, cost) != 0:
+            raise MemoryError("block cost table")
+
+    def clear(self) -> None:
+        self.lib.bh_clear(self._ptr)
+
+    def __del__(self):
+        try:
+            self.lib.bh_free(self._ptr)
+        except Exception:
+            pass
+
+
+class _PyState:
+    """Same fields as BhState, as plain attributes."""
+
+    def __init__(self):
+        self.cycles = 0
+        self.deadline = (1 << 64) - 1
+        self.stop_flag = 0
+        self.reason = 0
+        self.miss_addr = 0
+        self.miss_size = 0
+        self.mask_watch = 0
+        self.pend_prio = 256
+        self.active_prio = 256
+        self.prigroup_mask = 0xFF
+        self.blocks = 0
+
+
+class PyBlockCounter:
+    """Pure-Python block hook with exactly the native counter's logic."""
+
+    native = False
+
+    def __init__(self, uc, lib, reg_ids: tuple[int, int, int]):
+        from unicorn.unicorn_const import UC_HOOK_BLOCK
+        self.s = _PyState()
+        self.table: dict = {}
+        self.reg_ids = reg_ids
+        uc.hook_add(UC_HOOK_BLOCK, self._hook)
+
+    def _hook(self, uc, address, size, _ud):
+        s = self.s
+        if s.stop_flag:
+            s.reason = REASON_FLAG
+            uc.emu_stop()
+            return
+        if s.cycles >= s.deadline:
+            s.reason = REASON_DEADLINE
+            uc.emu_stop()
+            return
+        if s.mask_watch:
+            rp, rb, rf = self.reg_ids
+            primask = uc.reg_read(rp)
+            basepri = uc.reg_read(rb)
+            faultmask = uc.reg_read(rf)
+            prio = s.active_prio
+            bp = basepri & s.prigroup_mask & 0xFF
+            if bp and bp < prio:
+                prio = bp
+            if primask & 1 and prio > 0:
+                prio = 0
+            if faultmask & 1:
+                prio = -1
+            if s.pend_prio < prio:
+                s.reason = REASON_UNMASKED
+                uc.emu_stop()
+                return
+        cost = self.table.get((address, size))
+        if cost is None:
+            s.reason = REASON_MISS
+            s.miss_addr = address
+            s.miss_size = size
+            uc.emu_stop()
+            return
+        s.cycles += cost
+        s.blocks += 1
+
+    def insert(self, addr: int, size: int, cost: int) -> None:
+        self.table[(addr, size)] = cost
+
+    def clear(self) -> None:
+        self.table.clear()
+
+
+def make_block_counter(uc, reg_ids, force_python: bool = False):
+    lib = None if force_python else load_native()
+    if lib is not None:
+        return NativeBlockCounter(uc, lib, reg_ids)
+    return PyBlockCounter(uc, None, reg_ids)

@@ -1,0 +1,389 @@
+"""System Control Space (0xE000E000), ITM (0xE0000000) and DWT (0xE0001000).
+
+Registers as in the ARMv7-M Architecture Reference Manual, B3.2-B3.4 and
+C1.7-C1.8: ICTR, ACTLR, SysTick (CSR/RVR/CVR/CALIB), NVIC (ISER, ICER, ISPR,
+ICPR, IABR, IPR with byte access, STIR), SCB (CPUID, ICSR, VTOR, AIRCR with
+SYSRESETREQ, SCR, CCR, SHPR1-3, SHCSR, CFSR/HFSR/DFSR/MMFAR/BFAR/AFSR,
+CPACR), DEMCR, FPCCR/FPCAR/FPDSCR, MVFR0/1, DWT CTRL and CYCCNT, ITM
+stimulus ports (port 0 is the debug text channel), TER and TCR.
+
+Sub-word accesses work on every register (byte lanes are merged), as the
+NVIC and SHPR registers require.
+
+Not modelled: DWT comparators (the GDB stub implements watchpoints itself),
+the FPB (stored only), ITM timestamps and trace packets, the debug halting
+control registers (DHCSR reads as "no debugger"), MPU registers (stored,
+with TYPE = 0: no MPU regions).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from emu.cpu.cortexm import (BUSFAULT, HARDFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK,
+                             USAGEFAULT, CortexM)
+
+log = logging.getLogger("emu.cpu.scs")
+
+SCS_BASE = 0xE000E000
+ITM_BASE = 0xE0000000
+DWT_BASE = 0xE0001000
+
+
+class SystemControlSpace:
+    def __init__(self, cpu: CortexM, *, cpuid: Optional[int] = None):
+        self.cpu = cpu
+        self.cpuid = cpuid if cpuid is not None else (0x410FC241 if cpu.profile == "m4"
+                                                      else 0x410CC200)
+        self.storage: dict = {}
+        self._logged: set = set()
+        self.reset_requested = False
+        self.itm_ter = 0
+        self.itm_tcr = 0
+
+    def map(self) -> None:
+        self.cpu.map_mmio(SCS_BASE, 0x1000, "SCS", self._scs_read, self._scs_write)
+        self.cpu.map_mmio(ITM_BASE, 0x3000, "ITM/DWT/FPB", self._dbg_read, self._dbg_write)
+
+    def _unknown(self, base: int, off: int, what: str) -> None:
+        key = (base, off)
+        if key not in self._logged:
+            self._logged.add(key)
+            log.info("%s of unmodelled system register %#010x (stored)", what, base + off)
+
+    # -- SCS ------------------------------------------------------------
+    def _scs_read(self, uc, offset, size, _ud):
+        try:
+            self.cpu.sync_time()
+            word = self.read_word(offset & ~3)
+            shift = (offset & 3) * 8
+            return (word >> shift) & ((1 << (size * 8)) - 1)
+        except Exception:  # never let a Python error escape into Unicorn
+            log.exception("SCS read at %#x", SCS_BASE + offset)
+            return 0
+
+    def _scs_write(self, uc, offset, size, value, _ud):
+        try:
+            self.cpu.sync_time()
+            shift = (offset & 3) * 8
+            lanes = ((1 << (size * 8)) - 1) << shift
+            self.write_word(offset & ~3, (value << shift) & lanes, lanes)
+        except Exception:
+            log.exception("SCS write at %#x", SCS_BASE + offset)
+
+    def read_word(self, off: int) -> int:
+        cpu = self.cpu
+        m4 = cpu.profile == "m4"
+        if off == 0x004:
+            return max(0, (cpu.num_irq + 31) // 32 - 1)
+        if 0x010 <= off <= 0x01C:
+            st = cpu.systick
+            if off == 0x010:
+                return st.read_csr()
+            if off == 0x014:
+                return st.rvr
+            if off == 0x018:
+                return st.value()
+            return 0xC0000000 | 0  # CALIB: NOREF, SKEW, TENMS unknown
+        if 0x100 <= off < 0x180:
+            return self._irq_word(cpu.irq_enabled, off - 0x100)
+        if 0x180 <= off < 0x200:
+            return self._irq_word(cpu.irq_enabled, off - 0x180)
+        if 0x200 <= off < 0x280:
+            return self._irq_word(cpu.pending >> 16, off - 0x200)
+        if 0x280 <= off < 0x300:
+            return self._irq_word(cpu.pending >> 16, off - 0x280)
+        if 0x300 <= off < 0x380:
+            return self._irq_word(cpu.active >> 16, off - 0x300)
+        if 0x400 <= off < 0x400 + cpu.num_irq:
+            v = 0
+            for i in range(4):
+                n = (off - 0x400) + i
+                if n < cpu.num_irq:
+                    v |= (cpu.prio[16 + n] & 0xFF) << (8 * i)
+            return v
+        if off == 0xD00:
+            return self.cpuid
+        if off == 0xD04:
+            return self._icsr()
+        if off == 0xD08:
+            return cpu.vtor
+        if off == 0xD0C:
+            return 0xFA050000 | (cpu.prigroup << 8)
+        if off == 0xD10:
+            return cpu.scr
+        if off == 0xD14:
+            return cpu.ccr
+        if 0xD18 <= off <= 0xD20:
+            v = 0
+            for i in range(4):
+                exc = 4 + (off - 0xD18) + i
+                p = cpu.prio[exc]
+                v |= (max(p, 0) & 0xFF) << (8 * i)
+            return v
+        if off == 0xD24:
+            return self._shcsr()
+        if off == 0xD28:
+            return cpu.cfsr
+        if off == 0xD2C:
+            return cpu.hfsr
+        if off == 0xD30:
+            return 0
+        if off == 0xD34:
+            return cpu.mmfar
+        if off == 0xD38:
+            return cpu.bfar
+        if off == 0xD88:
+            return cpu.cpacr if m4 else 0
+        if off == 0xD90:
+            return 0  # MPU_TYPE: no MPU regions
+        if off == 0xDF0:
+            return 0  # DHCSR: no debugger
+        if off == 0xDFC:
+            return cpu.demcr
+        if off == 0xF34 and m4:
+            return cpu.fpccr
+        if off == 0xF38 and m4:
+            return cpu.fpcar
+        if off == 0xF3C and m4:
+            return cpu.fpdscr
+        if off == 0xF40 and m4:
+            return 0x10110021  # MVFR0: single precision
+        if off == 0xF44 and m4:
+            return 0x11000011  # MVFR1
+        if 0xFD0 <= off < 0x1000:
+            return 0
+        if off not in self.storage:
+            self._unknown(SCS_BASE, off, "read")
+        return self.storage.get(off, 0)
+
+    def write_word(self, off: int, value: int, lanes: int) -> None:
+        cpu = self.cpu
+        m4 = cpu.profile == "m4"
+
+        def merged(old: int) -> int:
+            return (old & ~lanes) | (value & lanes)
+
+        if 0x010 <= off <= 0x018:
+            st = cpu.systick
+            if off == 0x010:
+                if not (value & 4) and value & 1 and (value & lanes & 1):
+                    if ("systick", 0) not in self._logged:
+                        self._logged.add(("systick", 0))
+                        log.info("SysTick CLKSOURCE=0 (no external reference on this chip): "
+                                 "counting CPU cycles")
+                st.write_csr(merged(st.csr))
+            elif off == 0x014:
+                st.write_rvr(merged(st.rvr))
+            else:
+                st.write_cvr(value)
+            return
+        if 0x100 <= off < 0x180:
+            bits = self._irq_bits(value, off - 0x100)
+            cpu.irq_enabled |= bits
+            if bits & (cpu.pending >> 16):
+                cpu.request_stop()
+            return
+        if 0x180 <= off < 0x200:
+            cpu.irq_enabled &= ~self._irq_bits(value, off - 0x180)
+            return
+        if 0x200 <= off < 0x280:
+            bits = self._irq_bits(value, off - 0x200)
+            for n in _bit_indices(bits):
+                cpu.set_pending(16 + n)
+            return
+        if 0x280 <= off < 0x300:
+            bits = self._irq_bits(value, off - 0x280)
+            for n in _bit_indices(bits):
+                cpu.clear_pending(16 + n)
+            return
+        if 0x400 <= off < 0x400 + cpu.num_irq:
+            for i in range(4):
+                if lanes & (0xFF << (8 * i)):
+                    n = (off - 0x400) + i
+                    if n < cpu.num_irq:
+                        cpu.prio[16 + n] = (value >> (8 * i)) & cpu.prio_mask
+            cpu.request_stop()
+            return
+        if off == 0xD04:
+            if value & (1 << 31):
+                cpu.set_pending(NMI)
+            if value & (1 << 28):
+                cpu.set_pending(PENDSV)
+            if value & (1 << 27):
+                cpu.clear_pending(PENDSV)
+            if value & (1 << 26):
+                cpu.set_pending(SYSTICK)
+            if value & (1 << 25):
+                cpu.clear_pending(SYSTICK)
+            return
+        if off == 0xD08:
+            cpu.vtor = merged(cpu.vtor) & 0xFFFFFF80
+            return
+        if off == 0xD0C:
+            if lanes != 0xFFFFFFFF or (value >> 16) != 0x05FA:
+                log.info("AIRCR write without VECTKEY ignored (%#010x)", value)
+                return
+            if m4:
+                cpu.prigroup = (value >> 8) & 7
+            if value & 4:  # SYSRESETREQ
+                self.reset_requested = True
+                cpu.request_stop()
+            return
+        if off == 0xD10:
+            cpu.scr = merged(cpu.scr) & 0x16
+            return
+        if off == 0xD14:
+            cpu.ccr = (merged(cpu.ccr) & 0x31B) | 0x200 if m4 else cpu.ccr
+            return
+        if 0xD18 <= off <= 0xD20:
+            for i in range(4):
+                if lanes & (0xFF << (8 * i)):
+                    exc = 4 + (off - 0xD18) + i
+                    if exc in (MEMMANAGE, BUSFAULT, USAGEFAULT, SVCALL, 12, PENDSV, SYSTICK):
+                        cpu.prio[exc] = (value >> (8 * i)) & cpu.prio_mask
+            cpu.request_stop()
+            return
+        if off == 0xD24:
+            cpu.shcsr = merged(cpu.shcsr) & (0x7 << 16)
+            return
+        if off == 0xD28:
+            cpu.cfsr &= ~(value & lanes)
+            return
+        if off == 0xD2C:
+            cpu.hfsr &= ~(value & lanes)
+            return
+        if off == 0xD34:
+            cpu.mmfar = merged(cpu.mmfar)
+            return
+        if off == 0xD38:
+            cpu.bfar = merged(cpu.bfar)
+            return
+        if off == 0xD88:
+            cpu.cpacr = merged(cpu.cpacr) & 0x00F00000
+            return
+        if off == 0xDFC:
+            cpu.demcr = merged(cpu.demcr)
+            return
+        if off == 0xF00:
+            n = value & 0x1FF
+            if n < cpu.num_irq:
+                cpu.set_pending(16 + n)
+            return
+        if off == 0xF34 and m4:
+            cpu.fpccr = (merged(cpu.fpccr) & 0xC00001FB)
+            return
+        if off == 0xF38 and m4:
+            cpu.fpcar = merged(cpu.fpcar) & ~7
+            return
+        if off == 0xF3C and m4:
+            cpu.fpdscr = merged(cpu.fpdscr) & 0x07C00000
+            return
+        self._unknown(SCS_BASE, off, "write")
+        self.storage[off] = merged(self.storage.get(off, 0))
+
+    def _irq_word(self, bits: int, off: int) -> int:
+        n = off // 4
+        return (bits >> (32 * n)) & 0xFFFFFFFF & ((1 << max(0, self.cpu.num_irq - 32 * n)) - 1)
+
+    def _irq_bits(self, value: int, off: int) -> int:
+        n = off // 4
+        return (value & 0xFFFFFFFF) << (32 * n) & ((1 << self.cpu.num_irq) - 1)
+
+    def _icsr(self) -> int:
+        cpu = self.cpu
+        v = cpu.ipsr & 0x1FF
+        best = cpu.best_pending()
+        if best is not None:
+            v |= (best[2] & 0x1FF) << 12
+        if cpu.pending >> 16:
+            v |= 1 << 22
+        others = cpu.active & ~(1 << cpu.ipsr)
+        if cpu.ipsr and not others:
+            v |= 1 << 11  # RETTOBASE
+        if cpu.pending >> SYSTICK & 1:
+            v |= 1 << 26
+        if cpu.pending >> PENDSV & 1:
+            v |= 1 << 28
+        if cpu.pending >> NMI & 1:
+            v |= 1 << 31
+        return v
+
+    def _shcsr(self) -> int:
+        cpu = self.cpu
+        v = cpu.shcsr & (0x7 << 16)
+        act, pend = cpu.active, cpu.pending
+        for exc, bit in ((MEMMANAGE, 0), (BUSFAULT, 1), (USAGEFAULT, 3), (SVCALL, 7),
+                         (12, 8), (PENDSV, 10), (SYSTICK, 11)):
+            if act >> exc & 1:
+                v |= 1 << bit
+        for exc, bit in ((USAGEFAULT, 12), (MEMMANAGE, 13), (BUSFAULT, 14), (SVCALL, 15)):
+            if pend >> exc & 1:
+                v |= 1 << bit
+        return v
+
+    # -- ITM / DWT / FPB ------------------------------------------------
+    def cyccnt(self) -> int:
+        cpu = self.cpu
+        if cpu.dwt_ctrl & 1:
+            return (cpu.cs.cycles - cpu._cyccnt_base) & 0xFFFFFFFF
+        return cpu._cyccnt_frozen
+
+    def _dbg_read(self, uc, offset, size, _ud):
+        try:
+            cpu = self.cpu
+            off = offset & ~3
+            if off < 0x100:
+                return 1  # stimulus port FIFO ready
+            if off == 0xE00:
+                v = self.itm_ter
+            elif off == 0xE80:
+                v = self.itm_tcr
+            elif off == 0x1000:
+                v = cpu.dwt_ctrl
+            elif off == 0x1004:
+                v = self.cyccnt()
+            else:
+                v = self.storage.get(("dbg", off), 0)
+            shift = (offset & 3) * 8
+            return (v >> shift) & ((1 << (size * 8)) - 1)
+        except Exception:
+            log.exception("ITM/DWT read at %#x", ITM_BASE + offset)
+            return 0
+
+    def _dbg_write(self, uc, offset, size, value, _ud):
+        try:
+            cpu = self.cpu
+            off = offset & ~3
+            if off < 0x100:
+                if cpu.itm_handler is not None:
+                    cpu.itm_handler(off // 4, value & ((1 << (size * 8)) - 1), size)
+                return
+            if off == 0xE00:
+                self.itm_ter = value
+            elif off == 0xE80:
+                self.itm_tcr = value
+            elif off == 0x1000:
+                was = self.cyccnt()
+                cpu.dwt_ctrl = (cpu.dwt_ctrl & 0xF0000000) | (value & 0x0FFFFFFF)
+                if cpu.dwt_ctrl & 1:
+                    cpu._cyccnt_base = (cpu.cs.cycles - was) & ((1 << 64) - 1)
+                else:
+                    cpu._cyccnt_frozen = was
+            elif off == 0x1004:
+                cpu._cyccnt_frozen = value & 0xFFFFFFFF
+                cpu._cyccnt_base = cpu.cs.cycles - (value & 0xFFFFFFFF)
+            else:
+                self._unknown(ITM_BASE, off, "write")
+                self.storage[("dbg", off)] = value
+        except Exception:
+            log.exception("ITM/DWT write at %#x", ITM_BASE + offset)
+
+
+def _bit_indices(bits: int):
+    i = 0
+    while bits:
+        if bits & 1:
+            yield i
+        bits >>= 1
+        i += 1

@@ -1,0 +1,243 @@
+"""The public face: a whole emulated device built from a firmware file.
+
+    from emu import Machine
+    m = Machine("firmware/build/hello.elf")          # PineTime board by default
+    m.run(ms=100)
+    print(m.console_text())
+
+A :class:`Machine` owns the clock, the board (SoC plus devices) and the
+firmware image, runs the CPU for emulated time, resets the system when the
+firmware asks (AIRCR.SYSRESETREQ) or the watchdog fires, and collects the
+firmware's debug output: ITM stimulus port 0 and ARM semihosting (BKPT
+0xAB: SYS_WRITEC, SYS_WRITE0, SYS_WRITE to the console, SYS_EXIT).
+Frontends (the window, the headless runner, the test bench, the GDB stub)
+all work through this class.
+"""
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Callable, Optional, Union
+
+from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US, Clock
+from emu.cpu.cortexm import StopReason
+from emu.loader import FirmwareError, FirmwareImage, SymbolTable, load_firmware
+
+log = logging.getLogger("emu.machine")
+
+SEMIHOSTING_BKPT = 0xAB
+SYS_WRITEC, SYS_WRITE0, SYS_WRITE, SYS_EXIT, SYS_EXIT_EXTENDED = 0x03, 0x04, 0x05, 0x18, 0x20
+ADP_STOPPED_APPLICATION_EXIT = 0x20026
+
+BOARDS = {
+    "pinetime": ("emu.board.pinetime", "PineTime"),
+    "nrf52832": ("emu.board.bare", "BareNrf52832"),
+}
+
+
+class RunResult:
+    """What a run ended with: reason, emulated time, and any exit code/fault."""
+
+    def __init__(self, reason: str, machine: "Machine"):
+        self.reason = reason
+        self.time_ticks = machine.clock.now
+        self.cycles = machine.cpu.cycles
+        self.exit_code = machine.exit_code
+        self.info = dict(machine.cpu.stop_info) if reason in (StopReason.LOCKUP,
+                                                                StopReason.FAULT) else {}
+
+    @property
+    def ok(self) -> bool:
+        return self.reason in (StopReason.DEADLINE, StopReason.SLEEP) or (
+            self.reason == StopReason.EXIT and self.exit_code == 0)
+
+    def __repr__(self) -> str:
+        return (f"RunResult({self.reason}, t={self.time_ticks / TICKS_PER_SECOND:.6f}s, "
+                f"exit={self.exit_code})")
+
+
+class Machine:
+    def __init__(self, firmware: Union[str, FirmwareImage, None] = None, *,
+                 board: str = "pinetime", base: Optional[int] = None,
+                 pure_python: bool = False, **board_options):
+        self.clock = Clock()
+        self.image: Optional[FirmwareImage] = None
+        self.symbols = SymbolTable()
+        self.board_name = board
+        if board not in BOARDS:
+            raise ValueError(f"unknown board {board!r} (known: {', '.join(sorted(BOARDS))})")
+        import importlib
+        modname, clsname = BOARDS[board]
+        cls = getattr(importlib.import_module(modname), clsname)
+        self.board = cls(self, pure_python=pure_python, **board_options)
+        self.soc = self.board.soc
+        self.cpu = self.soc.cpu
+        self.soc.symbolize = self.describe_address
+        self.cpu.bkpt_handler = self._bkpt
+        self.cpu.itm_handler = self._itm
+        self.console = bytearray()        # ITM port 0 + semihosting output
+        self.console_listeners: list = []
+        self.exit_code: Optional[int] = None
+        self.resets = 0
+        self.breakpoint_handler: Optional[Callable[[int, int], bool]] = None
+        self.halt_requested = False
+        if firmware is not None:
+            self.load(firmware, base=base)
+
+    # ------------------------------------------------------------------
+    # firmware
+    # ------------------------------------------------------------------
+    def load(self, firmware: Union[str, FirmwareImage], base: Optional[int] = None) -> None:
+        img = firmware if isinstance(firmware, FirmwareImage) else load_firmware(
+            firmware, base=base, layout=self.board.memory_layout())
+        self.image = img
+        self.symbols = img.symbols
+        for note in img.notes:
+            log.info("%s: %s", img.path, note)
+        self.soc.load_image(img.segments)
+        self.board.firmware_loaded(img)
+        self.power_on()
+
+    def describe_address(self, addr: int) -> str:
+        return self.symbols.describe(addr) if self.symbols else ""
+
+    def symbol(self, name: str) -> int:
+        a = self.symbols.lookup(name)
+        if a is None:
+            raise KeyError(f"no symbol {name!r} in {self.image.path if self.image else 'firmware'}")
+        return a
+
+    @property
+    def vector_table(self) -> int:
+        return self.image.vector_table if self.image and self.image.vector_table is not None else 0
+
+    def power_on(self) -> None:
+        self.board.power_on_reset()
+        self.cpu.reset(self.vector_table)
+
+    def system_reset(self, reason: str = "sysresetreq") -> None:
+        """Reset everything but RAM contents (and what the chip retains)."""
+        self.resets += 1
+        log.info("system reset (%s) at t=%.6f s", reason, self.time)
+        self.board.system_reset(reason)
+        self.cpu.reset(self.vector_table)
+
+    # ------------------------------------------------------------------
+    # time and running
+    # ------------------------------------------------------------------
+    @property
+    def time(self) -> float:
+        """Emulated seconds since power-on."""
+        return self.clock.now / TICKS_PER_SECOND
+
+    @property
+    def now(self) -> int:
+        return self.clock.now
+
+    def run(self, seconds: float = 0.0, *, ms: float = 0.0, us: float = 0.0,
+            ticks: int = 0, until_tick: Optional[int] = None,
+            stop: Optional[Callable[[], bool]] = None) -> RunResult:
+        """Run for the given emulated time (or until ``until_tick``).
+
+        Returns early on semihosting exit, lockup, an unhandled fault, a
+        debugger stop, or when ``stop()`` returns true (checked at slice
+        boundaries).
+        """
+        if until_tick is None:
+            span = ticks + int(round(seconds * TICKS_PER_SECOND)) + int(round(ms * TICKS_PER_MS)) \
+                + int(round(us * TICKS_PER_US))
+            until_tick = self.clock.now + span
+        cpu = self.cpu
+        scs = self.soc.scs
+        while True:
+            def should_stop():
+                if scs.reset_requested or self.board.reset_pending or self.halt_requested:
+                    return True
+                return stop is not None and stop()
+            reason = cpu.run(until_tick, should_stop)
+            if scs.reset_requested:
+                scs.reset_requested = False
+                self.system_reset("sysresetreq")
+                continue
+            if self.board.reset_pending:
+                why = self.board.reset_pending
+                self.board.reset_pending = None
+                self.system_reset(why)
+                continue
+            if reason == StopReason.BREAK and self.halt_requested:
+                self.halt_requested = False
+            return RunResult(reason, self)
+
+    def run_until(self, predicate: Callable[[], bool], timeout_ms: float,
+                  poll_ms: float = 1.0) -> bool:
+        """Run until ``predicate()`` is true (checked every slice and at least every
+        ``poll_ms`` of emulated time); False on timeout."""
+        end = self.clock.now + int(timeout_ms * TICKS_PER_MS)
+        step = max(1, int(poll_ms * TICKS_PER_MS))
+        while self.clock.now < end:
+            if predicate():
+                return True
+            r = self.run(until_tick=min(end, self.clock.now + step), stop=predicate)
+            if r.reason not in (StopReason.DEADLINE, StopReason.BREAK, StopReason.SLEEP):
+                return predicate()
+        return predicate()
+
+    # ------------------------------------------------------------------
+    # debug output
+    # ------------------------------------------------------------------
+    def console_text(self) -> str:
+        return self.console.decode("utf-8", "replace")
+
+    def _emit(self, data: bytes) -> None:
+        self.console += data
+        for fn in self.console_listeners:
+            fn(data)
+
+    def _itm(self, port: int, value: int, size: int) -> None:
+        if port == 0:
+            self._emit(int(value).to_bytes(size, "little")[:size] if size > 1 else bytes([value & 0xFF]))
+
+    def _bkpt(self, imm: int, pc: int) -> bool:
+        if self.breakpoint_handler is not None and self.breakpoint_handler(imm, pc):
+            return True
+        if imm != SEMIHOSTING_BKPT:
+            return False
+        cpu = self.cpu
+        from unicorn import arm_const as A
+        op = cpu.reg(A.UC_ARM_REG_R0)
+        arg = cpu.reg(A.UC_ARM_REG_R1)
+        result = 0
+        if op == SYS_WRITEC:
+            self._emit(cpu.read_mem(arg, 1))
+        elif op == SYS_WRITE0:
+            out = bytearray()
+            a = arg
+            while len(out) < 4096:
+                b = cpu.read_mem(a, 1)
+                if b == b"\0":
+                    break
+                out += b
+                a += 1
+            self._emit(bytes(out))
+        elif op == SYS_WRITE:
+            fh, buf, n = struct.unpack("<III", cpu.read_mem(arg, 12))
+            self._emit(cpu.read_mem(buf, min(n, 65536)))
+            result = 0
+        elif op in (SYS_EXIT, SYS_EXIT_EXTENDED):
+            if op == SYS_EXIT_EXTENDED or self.cpu.profile == "m0" and False:
+                reason, code = struct.unpack("<II", cpu.read_mem(arg, 8))
+            else:
+                reason, code = arg, 0
+                if arg != ADP_STOPPED_APPLICATION_EXIT:
+                    code = 1
+            if op == SYS_EXIT_EXTENDED:
+                code = code if reason == ADP_STOPPED_APPLICATION_EXIT else (code or 1)
+            self.exit_code = code & 0xFF
+            cpu.pc = pc + 2
+            cpu.halt(StopReason.EXIT, f"semihosting exit {self.exit_code}")
+        else:
+            log.info("semihosting call %#x not supported (pc=%#010x)", op, pc)
+            result = 0xFFFFFFFF
+        cpu.set_reg(A.UC_ARM_REG_R0, result)
+        cpu.pc = pc + 2
+        return True

@@ -1,0 +1,282 @@
+"""Declarative registers and the nRF peripheral conventions.
+
+Every nRF5x peripheral follows the same layout (nRF52832 Product
+Specification v1.4, section 15 "Peripheral interface"):
+
+* tasks at 0x000-0x07C: writing 1 triggers the task;
+* events at 0x100-0x17C: set by hardware, cleared by writing 0;
+* SHORTS at 0x200: bit n connects an event to a task inside the peripheral;
+* INTEN/INTENSET/INTENCLR at 0x300/0x304/0x308: bit n enables the interrupt
+  of the event at 0x100 + 4n;
+* the interrupt number is bits [19:12] of the base address.
+
+A subclass declares its tasks, events, shorts and registers as data and
+writes task handlers (``task_START``) and register callbacks.  The
+interrupt output is a level, ``any(event & inten)``, recomputed whenever an
+event or INTEN changes: enabling INTEN after an event is already set, or
+clearing an event, behaves as on silicon.  Firing an event also feeds PPI
+(the ``event_listeners``) and applies SHORTS.
+
+Unknown offsets are stored and logged once per (peripheral, offset).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+RW, RO, WO = "rw", "ro", "wo"
+W1S, W1C = "w1s", "w1c"
+
+
+@dataclass
+class Reg:
+    """One declared register.
+
+    ``read``: name of a method returning the value (computed read).
+    ``write``: name of a method ``fn(value, old)`` called after the value
+    is stored (``RO`` registers ignore writes, logged once).
+    ``mask``: writable bits; ``count``/``stride`` declare register arrays
+    (``NAME[n]``).
+    """
+    offset: int
+    name: str
+    reset: int = 0
+    access: str = RW
+    read: Optional[str] = None
+    write: Optional[str] = None
+    mask: int = 0xFFFFFFFF
+    count: int = 1
+    stride: int = 4
+
+
+class Peripheral:
+    """A block mapped in one 4 KiB slot; base of every memory-mapped model."""
+
+    NAME = "PERIPHERAL"
+
+    def __init__(self, soc, base: int, name: Optional[str] = None):
+        self.soc = soc
+        self.base = base
+        self.name = name or self.NAME.lower()
+        self.log = logging.getLogger(f"emu.periph.{self.name}")
+        self._logged: set = set()
+
+    @property
+    def clock(self):
+        return self.soc.clock
+
+    def log_once(self, key, msg: str, *args, level=logging.INFO) -> None:
+        if key not in self._logged:
+            self._logged.add(key)
+            self.log.log(level, msg, *args)
+
+    # bus interface
+    def read(self, offset: int, size: int = 4) -> int:
+        raise NotImplementedError
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        pass
+
+    def save_state(self) -> dict:
+        return {}
+
+    def load_state(self, state: dict) -> None:
+        pass
+
+
+class NrfPeripheral(Peripheral):
+    """The nRF task/event/short/interrupt conventions, once."""
+
+    TASKS: dict = {}      # offset -> name ("START"; arrays as "OUT[0]")
+    EVENTS: dict = {}     # offset -> name
+    SHORTS: dict = {}     # bit -> (event offset, task offset)
+    REGISTERS: list = []  # [Reg]
+    HAS_INTEN = True      # INTEN at 0x300 (some blocks only have SET/CLR)
+
+    def __init__(self, soc, base: int, name: Optional[str] = None, irq: Optional[int] = None):
+        super().__init__(soc, base, name)
+        self.irq = ((base >> 12) & 0xFF) if irq is None else irq
+        self._regs: dict = {}         # offset -> Reg
+        for r in self.REGISTERS:
+            for i in range(r.count):
+                off = r.offset + i * r.stride
+                self._regs[off] = r
+        self._task_handlers: dict = {}
+        for off, tname in self.TASKS.items():
+            meth = getattr(self, "task_" + tname.replace("[", "_").replace("]", ""), None)
+            if meth is None:
+                base_name = tname.split("[")[0]
+                meth = getattr(self, "task_" + base_name, None)
+                if meth is not None:
+                    idx = int(tname.split("[")[1].rstrip("]")) if "[" in tname else 0
+                    meth = _bind_index(meth, idx)
+            self._task_handlers[off] = meth
+        self.event_listeners: list = []   # fn(peripheral, event_offset) (PPI)
+        self.irq_line_level = False
+        self.reset()
+
+    # ------------------------------------------------------------------
+    def reset(self) -> None:
+        self.values: dict = {}
+        for off, r in self._regs.items():
+            self.values[off] = r.reset
+        self.events = {off: 0 for off in self.EVENTS}
+        self.inten = 0
+        self.shorts = 0
+        self.extra: dict = {}
+        self._set_irq(False)
+
+    # -- events / tasks -----------------------------------------------------
+    def fire(self, offset: int) -> None:
+        """Hardware sets the event at ``offset``: PPI, SHORTS, interrupt."""
+        self.events[offset] = 1
+        for fn in self.event_listeners:
+            fn(self, offset)
+        if self.shorts:
+            for bit, (ev, task) in self.SHORTS.items():
+                if ev == offset and self.shorts & (1 << bit):
+                    self.trigger(task)
+        self.update_irq()
+
+    def trigger(self, offset: int) -> None:
+        """Trigger the task at ``offset`` (CPU write of 1, PPI, or SHORTS)."""
+        h = self._task_handlers.get(offset)
+        if h is None:
+            self.log_once(("task", offset), "task at +%#x (%s) not modelled", offset,
+                          self.TASKS.get(offset, "?"))
+            return
+        h()
+
+    def event_name(self, offset: int) -> str:
+        return self.EVENTS.get(offset, f"+{offset:#x}")
+
+    def update_irq(self) -> None:
+        inten = self.inten
+        level = False
+        if inten:
+            for off, v in self.events.items():
+                if v and inten & (1 << ((off - 0x100) >> 2)):
+                    level = True
+                    break
+        self._set_irq(level)
+
+    def _set_irq(self, level: bool) -> None:
+        if level != self.irq_line_level:
+            self.irq_line_level = level
+            if self.irq is not None and self.soc is not None:
+                self.soc.set_irq(self.irq, level)
+
+    # -- bus -----------------------------------------------------------
+    def read(self, offset: int, size: int = 4) -> int:
+        if offset in self.events:
+            return self.events[offset]
+        r = self._regs.get(offset)
+        if r is not None:
+            if r.read is not None:
+                return getattr(self, r.read)(offset) & 0xFFFFFFFF
+            if r.access == WO:
+                return 0
+            return self.values[offset]
+        if offset in self.TASKS:
+            return 0
+        if offset == 0x200:
+            return self.shorts
+        if offset in (0x300, 0x304, 0x308) and (offset != 0x300 or self.HAS_INTEN):
+            return self.inten
+        return self.read_other(offset)
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        value &= 0xFFFFFFFF
+        if offset in self.TASKS:
+            if value & 1:
+                self.trigger(offset)
+            return
+        if offset in self.events:
+            self.events[offset] = value & 1
+            self.update_irq()
+            return
+        r = self._regs.get(offset)
+        if r is not None:
+            if r.access == RO:
+                self.log_once(("ro", offset), "write %#x to read-only %s ignored", value, r.name)
+                return
+            old = self.values[offset]
+            if r.access == W1S:
+                new = old | (value & r.mask)
+            elif r.access == W1C:
+                new = old & ~(value & r.mask)
+            else:
+                new = (old & ~r.mask) | (value & r.mask)
+            self.values[offset] = new
+            if r.write is not None:
+                getattr(self, r.write)(new, old)
+            return
+        if offset == 0x200:
+            self.shorts = value
+            return
+        if offset == 0x300 and self.HAS_INTEN:
+            self.inten = value
+            self.update_irq()
+            return
+        if offset == 0x304:
+            self.inten |= value
+            self.update_irq()
+            return
+        if offset == 0x308:
+            self.inten &= ~value
+            self.update_irq()
+            return
+        self.write_other(offset, value)
+
+    def read_other(self, offset: int) -> int:
+        self.log_once(("r", offset), "read of unmodelled register +%#05x", offset)
+        return self.extra.get(offset, 0)
+
+    def write_other(self, offset: int, value: int) -> None:
+        self.log_once(("w", offset), "write %#x to unmodelled register +%#05x (stored)", value,
+                      offset)
+        self.extra[offset] = value
+
+    # -- helpers for subclasses ----------------------------------------
+    def reg(self, name: str, index: int = 0) -> int:
+        return self.values[self.offset_of(name, index)]
+
+    def set_reg(self, name: str, value: int, index: int = 0) -> None:
+        self.values[self.offset_of(name, index)] = value & 0xFFFFFFFF
+
+    def offset_of(self, name: str, index: int = 0) -> int:
+        for r in self.REGISTERS:
+            if r.name == name:
+                return r.offset + index * r.stride
+        raise KeyError(name)
+
+    # -- state ---------------------------------------------------------
+    def save_state(self) -> dict:
+        return {"values": dict(self.values), "events": dict(self.events), "inten": self.inten,
+                "shorts": self.shorts, "extra": dict(self.extra),
+                "model": self.save_model_state()}
+
+    def load_state(self, state: dict) -> None:
+        self.values = dict(state["values"])
+        self.events = dict(state["events"])
+        self.inten = state["inten"]
+        self.shorts = state["shorts"]
+        self.extra = dict(state["extra"])
+        self.load_model_state(state.get("model", {}))
+        self.irq_line_level = False
+        self.update_irq()
+
+    def save_model_state(self) -> dict:
+        """Internal state beyond registers (subclasses)."""
+        return {}
+
+    def load_model_state(self, state: dict) -> None:
+        pass
+
+
+def _bind_index(meth: Callable, idx: int) -> Callable[[], Any]:
+    return lambda: meth(idx)

@@ -1,0 +1,89 @@
+"""Lines and pins: the wires between the SoC and the devices on a board.
+
+A :class:`Line` is a two-level signal (an interrupt line, a chip select seen
+from a device) that notifies its listeners only when its level changes.
+
+A :class:`Pin` is a tri-state package pin: any number of owners may *claim*
+it, each either driving it high, low, or not driving it (``None``).  The
+resolved level is the single driver's level, else the pull resistor, else
+low (a floating input reads 0 here; silicon is undefined).  Two drivers with
+different levels are contention: it is logged once and the last writer wins.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Optional
+
+log = logging.getLogger("emu.signals")
+
+
+class Line:
+    __slots__ = ("name", "level", "_listeners")
+
+    def __init__(self, name: str, level: bool = False):
+        self.name = name
+        self.level = level
+        self._listeners: list = []
+
+    def connect(self, fn: Callable[[bool], None]) -> None:
+        self._listeners.append(fn)
+
+    def set(self, level: bool) -> None:
+        level = bool(level)
+        if level != self.level:
+            self.level = level
+            for fn in self._listeners:
+                fn(level)
+
+
+class Pin:
+    """One GPIO pad with tri-state drivers and a pull resistor."""
+
+    __slots__ = ("name", "number", "drivers", "pull", "level", "_listeners", "_contention_logged")
+
+    def __init__(self, name: str, number: int = -1):
+        self.name = name
+        self.number = number
+        self.drivers: dict = {}        # owner -> bool
+        self.pull: Optional[bool] = None  # True = pull-up, False = pull-down
+        self.level = False
+        self._listeners: list = []
+        self._contention_logged = False
+
+    def on_change(self, fn: Callable[[bool], None]) -> None:
+        self._listeners.append(fn)
+
+    def drive(self, owner: str, level: Optional[bool]) -> None:
+        """``owner`` drives the pin to ``level``, or releases it with None."""
+        if level is None:
+            self.drivers.pop(owner, None)
+        else:
+            self.drivers[owner] = bool(level)
+        self._resolve(last=owner)
+
+    def set_pull(self, pull: Optional[bool]) -> None:
+        self.pull = pull
+        self._resolve()
+
+    def driven_by(self) -> list:
+        return list(self.drivers)
+
+    def _resolve(self, last: Optional[str] = None) -> None:
+        drv = self.drivers
+        if drv:
+            levels = set(drv.values())
+            if len(levels) > 1:
+                if not self._contention_logged:
+                    self._contention_logged = True
+                    log.warning("pin %s: contention between %s", self.name, sorted(drv))
+                new = drv[last] if last in drv else next(iter(drv.values()))
+            else:
+                new = levels.pop()
+        elif self.pull is not None:
+            new = self.pull
+        else:
+            new = False
+        if new != self.level:
+            self.level = new
+            for fn in self._listeners:
+                fn(new)

@@ -1,0 +1,179 @@
+"""The nRF52832 SoC: Cortex-M4F core, memories and peripherals at their addresses.
+
+Memory map (nRF52832 Product Specification v1.4, section 9 "Memory"):
+
+==================  ==========  =============================================
+flash               0x00000000  512 KiB, read/execute; writes through NVMC
+FICR                0x10000000  4 KiB, read-only factory information
+UICR                0x10001000  4 KiB, user configuration; writes through NVMC
+RAM                 0x20000000  64 KiB, read/write/execute
+peripherals (APB)   0x40000000  4 KiB slots, IRQ number = address bits [19:12]
+GPIO P0 (AHB)       0x50000000
+System Control      0xE000E000  (and ITM 0xE0000000, DWT 0xE0001000)
+==================  ==========  =============================================
+
+Accesses outside these regions, or to a peripheral slot with nothing in it,
+raise a guest BusFault and a log line naming the address, PC and symbol.
+
+Not modelled: the code-RAM alias at 0x00800000, the instruction cache
+(NVMC ICACHECNF is stored), flash wait states, MWU, and the RADIO beyond
+register storage.
+"""
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Callable, Optional
+
+from emu.clock import Clock
+from emu.cpu.cortexm import CortexM
+from emu.cpu.scs import SystemControlSpace
+from emu.signals import Pin
+from emu.soc.bus import PeripheralBus
+
+log = logging.getLogger("emu.soc")
+
+FLASH_BASE, FLASH_SIZE = 0x00000000, 512 * 1024
+RAM_BASE, RAM_SIZE = 0x20000000, 64 * 1024
+FICR_BASE, UICR_BASE = 0x10000000, 0x10001000
+PAGE_SIZE = 4096
+NUM_IRQ = 39
+
+
+def default_ficr(device_id: int = 0x5A17E5EED00DF00D) -> bytes:
+    """FICR contents of an nRF52832-QFAA rev 2 (values a PineTime reads)."""
+    f = bytearray(b"\xff" * 0x1000)
+
+    def w(off, v):
+        struct.pack_into("<I", f, off, v & 0xFFFFFFFF)
+    w(0x010, PAGE_SIZE)          # CODEPAGESIZE
+    w(0x014, FLASH_SIZE // PAGE_SIZE)  # CODESIZE
+    w(0x060, device_id & 0xFFFFFFFF)   # DEVICEID[0]
+    w(0x064, device_id >> 32)          # DEVICEID[1]
+    for i in range(4):
+        w(0x080 + 4 * i, 0x1234_5678 * (i + 1))  # ER
+        w(0x090 + 4 * i, 0x9ABC_DEF0 ^ i)        # IR
+    w(0x0A0, 0xFFFFFFFF)         # DEVICEADDRTYPE: random static
+    w(0x0A4, 0xEDC0FFEE)         # DEVICEADDR[0]
+    w(0x0A8, 0xFFFFC1D0 | 0xC000)  # DEVICEADDR[1]
+    w(0x100, 0x00052832)         # INFO.PART
+    w(0x104, 0x41414530)         # INFO.VARIANT "AAE0"
+    w(0x108, 0x00002000)         # INFO.PACKAGE QF
+    w(0x10C, 0x00000040)         # INFO.RAM 64 KiB
+    w(0x110, 0x00000200)         # INFO.FLASH 512 KiB
+    w(0x130, 0x00000006)         # part code used by the nrfx errata checks (nRF52832)
+    w(0x134, 0x00000006)         # revision code (rev 2)
+    for i, v in enumerate([0x0000005A, 0x000000B5, 0x00000000, 0x00000000]):  # TEMP calibration
+        w(0x404 + 4 * i, v)
+    w(0x450, 0x00000000)         # NFC TAGHEADER0..
+    return bytes(f)
+
+
+def default_uicr(pselreset: Optional[int] = None) -> bytes:
+    u = bytearray(b"\xff" * 0x1000)
+    if pselreset is not None:
+        struct.pack_into("<I", u, 0x200, pselreset)
+        struct.pack_into("<I", u, 0x204, pselreset)
+    return bytes(u)
+
+
+# base, module, class, instance name.  Filled in as models are written; the
+# slots not listed get register storage (see ``STORAGE_SLOTS``).
+PERIPHERALS: list = [
+]
+
+STORAGE_SLOTS = {
+    0x40000000: "clock_power", 0x40001000: "radio", 0x40002000: "uart0", 0x40003000: "serial0",
+    0x40004000: "serial1", 0x40005000: "nfct", 0x40006000: "gpiote", 0x40007000: "saadc",
+    0x40008000: "timer0", 0x40009000: "timer1", 0x4000A000: "timer2", 0x4000B000: "rtc0",
+    0x4000C000: "temp", 0x4000D000: "rng", 0x4000E000: "ecb", 0x4000F000: "ccm_aar",
+    0x40010000: "wdt", 0x40011000: "rtc1", 0x40012000: "qdec", 0x40013000: "comp_lpcomp",
+    0x40014000: "egu0", 0x40015000: "egu1", 0x40016000: "egu2", 0x40017000: "egu3",
+    0x40018000: "egu4", 0x40019000: "egu5", 0x4001A000: "timer3", 0x4001B000: "timer4",
+    0x4001C000: "pwm0", 0x4001D000: "pdm", 0x4001E000: "nvmc", 0x4001F000: "ppi",
+    0x40020000: "mwu", 0x40021000: "pwm1", 0x40022000: "pwm2", 0x40023000: "serial2",
+    0x40024000: "rtc2", 0x40025000: "i2s", 0x40026000: "fpu", 0x50000000: "gpio",
+}
+
+
+class Nrf52832:
+    """The chip: CPU, memories, peripheral bus, 32 GPIO pins, interrupts."""
+
+    NAME = "nRF52832"
+    FLASH_SIZE = FLASH_SIZE
+    RAM_BASE = RAM_BASE
+    RAM_SIZE = RAM_SIZE
+    NUM_PINS = 32
+
+    def __init__(self, clock: Optional[Clock] = None, *, force_python_counter: bool = False,
+                 symbolizer: Optional[Callable[[int], str]] = None,
+                 uicr_pselreset: Optional[int] = 21):
+        self.clock = clock or Clock()
+        self.symbolize = symbolizer or (lambda a: "")
+        self.cpu = CortexM(self.clock, profile="m4", num_irq=NUM_IRQ, prio_bits=3,
+                           force_python_counter=force_python_counter,
+                           symbolizer=lambda a: self.symbolize(a))
+        self.clock.on_earlier_deadline = self.cpu.deadline_changed
+        self.scs = SystemControlSpace(self.cpu)
+        self.scs.map()
+        cpu = self.cpu
+        cpu.map_memory(FLASH_BASE, FLASH_SIZE, "flash", flash=True)
+        cpu.map_memory(FICR_BASE, 0x1000, "FICR", writable=False, executable=False, flash=True)
+        cpu.map_memory(UICR_BASE, 0x1000, "UICR", writable=False, executable=False, flash=True)
+        cpu.map_memory(RAM_BASE, RAM_SIZE, "RAM")
+        self.ficr = default_ficr()
+        self.uicr_default = default_uicr(uicr_pselreset)
+        cpu.write_mem(FLASH_BASE, b"\xff" * FLASH_SIZE)
+        cpu.write_mem(FICR_BASE, self.ficr)
+        cpu.write_mem(UICR_BASE, self.uicr_default)
+        self.pins = [Pin(f"P0.{i:02d}", i) for i in range(self.NUM_PINS)]
+        self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a))
+        self.peripherals: dict = {}
+        self._build_peripherals()
+        cpu.flash_write_handler = self._flash_write
+
+    # ------------------------------------------------------------------
+    def _build_peripherals(self) -> None:
+        import importlib
+        from emu.peripherals.storage import StoragePeripheral
+        modelled = set()
+        for base, modname, clsname, name in PERIPHERALS:
+            cls = getattr(importlib.import_module(modname), clsname)
+            p = cls(self, base, name)
+            self.add_peripheral(name, p)
+            modelled.add(base)
+        for base, name in STORAGE_SLOTS.items():
+            if base not in modelled:
+                p = StoragePeripheral(self, base, name)
+                self.add_peripheral(name, p)
+
+    def add_peripheral(self, name: str, p) -> None:
+        if name in self.peripherals:
+            raise ValueError(f"two peripherals named {name}")
+        self.peripherals[name] = p
+        self.bus.attach(p.base, p)
+        setattr(self, name, p)
+
+    def set_irq(self, irq: int, level: bool) -> None:
+        self.cpu.set_irq_level(irq, level)
+
+    # ------------------------------------------------------------------
+    def _flash_write(self, lo: int, before: bytes, after: bytes) -> bytes:
+        """CPU stores into flash/UICR: the NVMC decides (bits only clear)."""
+        nvmc = self.peripherals.get("nvmc")
+        handler = getattr(nvmc, "cpu_flash_write", None)
+        if handler is None:
+            log.warning("CPU write to flash at %#010x ignored: no NVMC model", lo)
+            return before
+        return handler(lo, before, after)
+
+    def load_image(self, segments) -> None:
+        """Program (address, bytes) segments into flash/RAM, as a debugger would."""
+        for addr, data in segments:
+            self.cpu.write_mem(addr, data)
+
+    def flash_bytes(self) -> bytes:
+        return self.cpu.read_mem(FLASH_BASE, FLASH_SIZE)
+
+    def uicr_bytes(self) -> bytes:
+        return self.cpu.read_mem(UICR_BASE, 0x1000)
