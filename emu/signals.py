@@ -39,7 +39,8 @@ class Line:
 class Pin:
     """One GPIO pad with tri-state drivers and a pull resistor."""
 
-    __slots__ = ("name", "number", "drivers", "pull", "level", "_listeners", "_contention_logged")
+    __slots__ = ("name", "number", "drivers", "pull", "level", "_listeners", "_contention_logged",
+                 "_was_driven")
 
     def __init__(self, name: str, number: int = -1):
         self.name = name
@@ -49,6 +50,7 @@ class Pin:
         self.level = False
         self._listeners: list = []
         self._contention_logged = False
+        self._was_driven = False
 
     def on_change(self, fn: Callable[[bool], None]) -> None:
         self._listeners.append(fn)
@@ -83,7 +85,18 @@ class Pin:
             new = self.pull
         else:
             new = False
-        if new != self.level:
+        was_driven = self._was_driven
+        self._was_driven = bool(drv)
+        if new != self.level or was_driven != self._was_driven:
             self.level = new
             for fn in self._listeners:
                 fn(new)
+
+    @property
+    def driven(self) -> bool:
+        """True while at least one owner drives the pin."""
+        return bool(self.drivers)
+
+    def driven_low(self) -> bool:
+        """Driven, and low (how a chip select or reset counts as asserted)."""
+        return bool(self.drivers) and not self.level

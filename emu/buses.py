@@ -1,0 +1,102 @@
+"""SPI and I2C buses: how the SoC's serial peripherals reach devices.
+
+The board creates the buses, attaches devices, and hands each bus to the
+peripheral that drives it (legacy SPI or SPIM, legacy TWI or TWIM).
+Peripherals never import devices; devices never import peripherals.
+
+SPI device contract::
+
+    select(selected: bool)      chip select changed (True = asserted)
+    transfer(byte: int) -> int  one full-duplex byte while selected
+
+A device is selected while its chip-select pin is *driven low* (an input or
+undriven pin does not select it, as on the PineTime where NOR_CS is
+configured late in boot).  With no device selected, MISO reads 0xFF.
+
+I2C device contract (byte level, as the TWI/TWIM peripherals see the wire)::
+
+    i2c_start(read: bool) -> bool   addressed after a (repeated) START; True = ACK
+    i2c_write(byte: int) -> bool    one byte from the master; True = ACK
+    i2c_read() -> int               one byte to the master
+    i2c_stop()                      STOP condition
+
+A device that does not answer (asleep, in reset) returns False from
+``i2c_start``: the master sees an address NACK.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from emu.signals import Pin
+
+log = logging.getLogger("emu.buses")
+
+
+class SpiBus:
+    def __init__(self, name: str):
+        self.name = name
+        self.devices: list = []      # [(device, cs_pin)]
+        self._selected: dict = {}    # id(device) -> bool
+        self.bytes_transferred = 0
+
+    def attach(self, device, cs_pin: Pin) -> None:
+        self.devices.append((device, cs_pin))
+        self._selected[id(device)] = False
+        cs_pin.on_change(lambda _lvl, d=device, p=cs_pin: self._cs_changed(d, p))
+
+    def _cs_changed(self, device, pin: Pin) -> None:
+        sel = pin.driven_low()
+        if sel != self._selected[id(device)]:
+            self._selected[id(device)] = sel
+            device.select(sel)
+
+    def transfer(self, byte: int) -> int:
+        self.bytes_transferred += 1
+        out = 0xFF
+        n = 0
+        for dev, pin in self.devices:
+            if self._selected[id(dev)]:
+                out &= dev.transfer(byte & 0xFF) & 0xFF
+                n += 1
+        return out
+
+
+class I2cBus:
+    def __init__(self, name: str):
+        self.name = name
+        self.devices: dict = {}      # 7-bit address -> device
+        self._current = None
+        self.transactions = 0
+
+    def attach(self, device, address: int) -> None:
+        if address in self.devices:
+            raise ValueError(f"I2C bus {self.name}: address {address:#04x} used twice")
+        self.devices[address] = device
+
+    def start(self, address: int, read: bool) -> bool:
+        """(Repeated) START + address byte.  Returns ACK."""
+        self.transactions += 1
+        dev = self.devices.get(address & 0x7F)
+        self._current = dev
+        if dev is None:
+            return False
+        ok = bool(dev.i2c_start(read))
+        if not ok:
+            self._current = None
+        return ok
+
+    def write(self, byte: int) -> bool:
+        if self._current is None:
+            return False
+        return bool(self._current.i2c_write(byte & 0xFF))
+
+    def read(self) -> int:
+        if self._current is None:
+            return 0xFF
+        return self._current.i2c_read() & 0xFF
+
+    def stop(self) -> None:
+        if self._current is not None:
+            self._current.i2c_stop()
+        self._current = None
