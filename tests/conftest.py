@@ -1,0 +1,66 @@
+"""Shared fixtures: build the test firmware once, run it, read its verdict."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIRMWARE = ROOT / "firmware"
+BUILD = FIRMWARE / "build"
+
+
+@pytest.fixture(scope="session")
+def firmware_dir() -> Path:
+    """firmware/build, freshly built with `make` (needs gcc-arm-none-eabi)."""
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.fail("arm-none-eabi-gcc not found: install gcc-arm-none-eabi and "
+                    "libnewlib-arm-none-eabi (see README)")
+    jobs = os.environ.get("FIRMWARE_JOBS", "2")
+    r = subprocess.run(["make", "-C", str(FIRMWARE), f"-j{jobs}", "-s"], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        pytest.fail("building firmware/ failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
+    return BUILD
+
+
+@pytest.fixture
+def fw(firmware_dir):
+    """fw("name") -> path of firmware/build/name.elf"""
+    def get(name: str, ext: str = "elf") -> str:
+        p = firmware_dir / f"{name}.{ext}"
+        assert p.exists(), f"{p} was not built"
+        return str(p)
+    return get
+
+
+def verdict(machine, result) -> tuple[list, list]:
+    """PASS and FAIL lines from a harness firmware's console."""
+    lines = machine.console_text().splitlines()
+    passes = [l for l in lines if l.startswith("PASS ")]
+    fails = [l for l in lines if l.startswith("FAIL ")]
+    return passes, fails
+
+
+def assert_firmware_passed(machine, result, min_passes: int = 1) -> None:
+    passes, fails = verdict(machine, result)
+    text = machine.console_text()
+    assert not fails, "firmware checks failed:\n" + "\n".join(fails) + "\n--- console:\n" + text
+    assert result.reason == "exit", f"firmware did not exit ({result}); console:\n{text}"
+    assert result.exit_code == 0, f"exit code {result.exit_code}; console:\n{text}"
+    assert len(passes) >= min_passes, f"only {len(passes)} checks ran; console:\n{text}"
+
+
+@pytest.fixture
+def run_firmware(fw):
+    """run_firmware(name, ms=100, board="nrf52832") -> (machine, result)"""
+    from emu import Machine
+
+    def run(name: str, ms: float = 100, board: str = "nrf52832", **kw):
+        m = Machine(fw(name), board=board, **kw)
+        r = m.run(ms=ms)
+        return m, r
+    return run
