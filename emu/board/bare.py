@@ -11,3 +11,4 @@ class BareNrf52832(Board):
     def __init__(self, machine, pure_python: bool = False, **options):
         super().__init__(machine, **options)
         self.soc = Nrf52832(machine.clock, force_python_counter=pure_python)
+        self.soc.reset_request_handler = self.request_reset

@@ -129,6 +129,9 @@ class Nrf52832:
         self.pins = [Pin(f"P0.{i:02d}", i) for i in range(self.NUM_PINS)]
         self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a))
         self.peripherals: dict = {}
+        # set by the board: fn(reason) asks for a system reset at the next
+        # slice boundary (watchdog, reset pin, SYSTEMOFF wake-up, ...)
+        self.reset_request_handler = None
         self._build_peripherals()
         cpu.flash_write_handler = self._flash_write
 
@@ -153,6 +156,17 @@ class Nrf52832:
         self.peripherals[name] = p
         self.bus.attach(p.base, p)
         setattr(self, name, p)
+
+    def request_reset(self, reason: str) -> None:
+        """A peripheral asks for a chip reset (reason: 'dog', 'lockup', 'pin', 'off', ...)."""
+        if self.reset_request_handler is not None:
+            self.reset_request_handler(reason)
+        else:
+            log.warning("reset request (%s) with no board to perform it", reason)
+
+    def peripheral_at(self, address: int):
+        """The peripheral whose 4 KiB slot holds ``address`` (for PPI), or None."""
+        return self.bus.slots.get(address & ~0xFFF)
 
     def set_irq(self, irq: int, level: bool) -> None:
         self.cpu.set_irq_level(irq, level)
