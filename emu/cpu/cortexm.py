@@ -604,7 +604,10 @@ class CortexM:
 
     def _lockup(self, why: str, pc: Optional[int] = None) -> None:
         self.locked_up = True
-        self._halt(StopReason.LOCKUP, f"lockup: {why}", pc=pc)
+        at = self.pc if pc is None else pc
+        sym = self.symbolize(at)
+        self._halt(StopReason.LOCKUP, f"lockup: {why} at pc={at:#010x}"
+                   f"{' (' + sym + ')' if sym else ''}", pc=pc)
 
     def _halt(self, reason: str, message: str, pc: Optional[int] = None) -> None:
         self.stop_reason = reason
@@ -733,6 +736,27 @@ class CortexM:
         self.cs.prigroup_mask = self.prio_mask & ~sub_mask & 0xFF
         return False
 
+    # A firmware stuck in its fault handler (``while (1);`` in HardFault) is
+    # reported as an unhandled fault after this much emulated time.
+    fault_hang_ticks = 512_000_000 // 5   # 200 ms
+
+    def _check_fault_hang(self) -> None:
+        since = getattr(self, "_fault_handler_since", None)
+        if since is None or since[0] != self._ipsr:
+            self._fault_handler_since = (self._ipsr, self.clock.now, self.last_fault)
+            return
+        if self.clock.now - since[1] >= self.fault_hang_ticks:
+            f = since[2] or {}
+            pc = f.get("pc", self.pc)
+            self._fault_handler_since = None
+            self._halt(StopReason.FAULT,
+                       f"unhandled {f.get('exception', self.exc_name(self._ipsr))}: "
+                       f"{f.get('why', 'fault')}; the firmware's "
+                       f"{self.exc_name(self._ipsr)} handler has not returned for "
+                       f"{self.fault_hang_ticks // 512_000} ms", pc=pc)
+
+    last_fault: Optional[dict] = None
+
     def _wake_condition(self) -> bool:
         """WFI wakes when a pending exception would preempt ignoring PRIMASK."""
         best = self.best_pending()
@@ -760,6 +784,8 @@ class CortexM:
                 if self.stop_reason:
                     return self.stop_reason
                 self._take_pending()
+                if 3 <= self._ipsr <= 6:
+                    self._check_fault_hang()
                 if self.sleeping:
                     if self._wake_condition() or (self.sleep_kind == "wfe" and self.event_register):
                         if self.sleep_kind == "wfe":
@@ -777,6 +803,8 @@ class CortexM:
                 if clock.now >= until:
                     return StopReason.DEADLINE
                 nxt = min(clock.next_event_time(), until)
+                if 3 <= self._ipsr <= 6 and getattr(self, "_fault_handler_since", None):
+                    nxt = min(nxt, self._fault_handler_since[1] + self.fault_hang_ticks)
                 budget = max(1, -(-(nxt - clock.now) // CPU_TICKS))
                 self._rebase()
                 cs.deadline = cs.cycles + budget
