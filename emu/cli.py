@@ -1,0 +1,329 @@
+"""pinetime-emu: the command line.
+
+    pinetime-emu run FIRMWARE [--headless --seconds N] [--screenshot out.png]
+                              [--bridge PORT] [--gdb PORT [--gdb-wait]] ...
+    pinetime-emu info FIRMWARE
+    pinetime-emu phone ...          (talk to a running --bridge like Gadgetbridge)
+    pinetime-emu test SCENARIO... --firmware FIRMWARE [--junit out.xml]
+
+Exit status: 0 success; 1 the firmware faulted, locked up or exited non-zero
+(or a scenario failed); 2 bad input (unreadable or corrupt firmware, bad
+option).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Optional
+
+EXIT_OK, EXIT_GUEST, EXIT_USAGE = 0, 1, 2
+
+
+def _int(s: str) -> int:
+    try:
+        return int(s, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+
+
+def _port(s: str) -> int:
+    v = _int(s)
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {s}")
+    return v
+
+
+def _positive(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pinetime-emu",
+        description="Cycle-timed emulator of the nRF52832 and the PineTime smartwatch.")
+    p.add_argument("--version", action="version", version="%(prog)s " + _version())
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run a firmware image",
+                       description="Run FIRMWARE (ELF, Intel HEX, raw .bin, or a full flash "
+                                   "dump) on an emulated board.")
+    r.add_argument("firmware", metavar="FIRMWARE", help="firmware file (.elf, .hex, .bin)")
+    r.add_argument("--board", default="pinetime",
+                   help="board to emulate: pinetime (default), nrf52832 (bare chip), microbit")
+    r.add_argument("--base", type=_int, default=None,
+                   help="load address of a raw .bin (default: 0x26000 when its vector table "
+                        "points there, else 0)")
+    r.add_argument("--headless", action="store_true",
+                   help="no window: run for --seconds of emulated time and exit")
+    r.add_argument("--seconds", type=_positive, default=None,
+                   help="emulated seconds to run (headless default 5; window: until closed)")
+    r.add_argument("--screenshot", metavar="PNG", default=None,
+                   help="save the screen as a PNG when the run ends")
+    r.add_argument("--scale", type=int, default=2, help="window scale factor (default 2)")
+    r.add_argument("--fast", action="store_true",
+                   help="window: run as fast as possible instead of pacing to real time")
+    r.add_argument("--flash-file", default=None, metavar="PATH",
+                   help="file backing the external SPI flash (default: a per-user data file; "
+                        "'none' keeps it in memory)")
+    r.add_argument("--bridge", type=_port, default=None, metavar="PORT",
+                   help="serve the BLE Nordic UART byte stream on HOST:PORT (raw TCP)")
+    r.add_argument("--bridge-host", default="127.0.0.1", help="bridge address (127.0.0.1)")
+    r.add_argument("--gdb", type=_port, default=None, metavar="PORT",
+                   help="GDB remote stub on HOST:PORT")
+    r.add_argument("--gdb-host", default="127.0.0.1", help="GDB stub address (127.0.0.1)")
+    r.add_argument("--gdb-wait", action="store_true",
+                   help="halt at reset until GDB continues")
+    r.add_argument("--console", choices=["stdout", "none"], default="stdout",
+                   help="where the firmware's debug text (semihosting, ITM, UART) goes")
+    r.add_argument("--pure-python", action="store_true",
+                   help="use the pure-Python cycle counter instead of the native one")
+    r.add_argument("--log-level", default="warning",
+                   choices=["debug", "info", "warning", "error"], help="log verbosity")
+
+    i = sub.add_parser("info", help="describe a firmware image",
+                       description="Print what the loader sees in FIRMWARE.")
+    i.add_argument("firmware", metavar="FIRMWARE")
+    i.add_argument("--base", type=_int, default=None)
+    i.add_argument("--board", default="pinetime")
+
+    ph = sub.add_parser("phone", help="send Gadgetbridge messages to a running --bridge",
+                        add_help=False)
+    ph.add_argument("args", nargs=argparse.REMAINDER)
+
+    t = sub.add_parser("test", help="run scenario files against a firmware",
+                       add_help=False)
+    t.add_argument("args", nargs=argparse.REMAINDER)
+    return p
+
+
+def _version() -> str:
+    try:
+        from emu import __version__
+        return __version__
+    except Exception:
+        return "?"
+
+
+def main(argv: Optional[list] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "info":
+        return cmd_info(args)
+    if args.command == "phone":
+        try:
+            from emu.bridge import phone_client_main
+        except ImportError:
+            print("pinetime-emu: the phone client is not available in this build",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        return phone_client_main(args.args)
+    if args.command == "test":
+        try:
+            from emu.scenario import main as scenario_main
+        except ImportError:
+            print("pinetime-emu: scenario tests are not available in this build",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        return scenario_main(args.args)
+    parser.print_help()
+    return EXIT_USAGE
+
+
+def _error(msg: str) -> None:
+    print(f"pinetime-emu: error: {msg}", file=sys.stderr)
+
+
+def _make_machine(args):
+    from emu.loader import FirmwareError
+    from emu.machine import BOARDS, Machine
+    if args.board not in BOARDS:
+        _error(f"unknown board {args.board!r} (known: {', '.join(sorted(BOARDS))})")
+        return None
+    opts = {}
+    if getattr(args, "flash_file", None) is not None and args.board == "pinetime":
+        opts["flash_file"] = None if args.flash_file.lower() == "none" else args.flash_file
+    try:
+        return Machine(args.firmware, board=args.board, base=args.base,
+                       pure_python=getattr(args, "pure_python", False), **opts)
+    except FirmwareError as e:
+        _error(str(e))
+        return None
+
+
+def cmd_info(args) -> int:
+    from emu.loader import FirmwareError, load_firmware, softdevice_present
+    try:
+        img = load_firmware(args.firmware, base=args.base)
+    except FirmwareError as e:
+        _error(str(e))
+        return EXIT_USAGE
+    print(f"file:          {img.path}")
+    print(f"format:        {img.format}")
+    for a, d in img.segments:
+        print(f"segment:       {a:#010x}-{a + len(d) - 1:#010x} ({len(d)} bytes)")
+    vt = img.vector_table
+    print(f"vector table:  {vt:#010x} (initial SP {img.word_at(vt):#010x}, "
+          f"reset {img.word_at(vt + 4):#010x})")
+    print(f"symbols:       {len(img.symbols.by_name)}")
+    print(f"SoftDevice:    {'present (emulated at its API)' if softdevice_present(img) else 'not in image'}")
+    for n in img.notes:
+        print(f"note:          {n}")
+    return EXIT_OK
+
+
+def report_stop(machine, result, out=sys.stderr) -> None:
+    info = result.info or machine.cpu.stop_info
+    print(f"pinetime-emu: {info.get('message', result.reason)}", file=out)
+    pc = info.get("pc", machine.cpu.pc)
+    sym = info.get("symbol") or machine.describe_address(pc)
+    print(f"  pc={pc:#010x}{' <' + sym + '>' if sym else ''}  in {info.get('exception', '?')}"
+          f"  at t={machine.time:.6f} s (cycle {machine.cpu.cycles})", file=out)
+    print(f"  CFSR={info.get('cfsr', 0):#010x} HFSR={info.get('hfsr', 0):#010x} "
+          f"BFAR={info.get('bfar', 0):#010x} MMFAR={info.get('mmfar', 0):#010x}", file=out)
+    regs = info.get("registers") or {}
+    names = [f"r{i}" for i in range(13)] + ["sp", "lr", "pc", "xpsr", "msp", "psp", "control"]
+    line = []
+    for n in names:
+        if n in regs:
+            line.append(f"{n}={regs[n]:#010x}")
+            if len(line) == 5:
+                print("  " + " ".join(line), file=out)
+                line = []
+    if line:
+        print("  " + " ".join(line), file=out)
+
+
+def cmd_run(args) -> int:
+    level = getattr(logging, args.log_level.upper())
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if not args.headless and not _display_available():
+        _error("no display available for the window; use --headless (for example: "
+               f"pinetime-emu run {args.firmware} --headless --seconds 5 --screenshot out.png)")
+        return EXIT_USAGE
+    machine = _make_machine(args)
+    if machine is None:
+        return EXIT_USAGE
+    if args.console == "stdout":
+        def echo(data: bytes) -> None:
+            sys.stdout.write(data.decode("utf-8", "replace"))
+            sys.stdout.flush()
+        machine.console_listeners.append(echo)
+    pollers = []
+    closers = []
+    try:
+        if args.bridge is not None:
+            from emu.bridge import BridgeServer
+            bridge = BridgeServer(machine, args.bridge_host, args.bridge)
+            pollers.append(bridge.poll)
+            closers.append(bridge.close)
+            print(f"pinetime-emu: bridge listening on {args.bridge_host}:{bridge.port}",
+                  file=sys.stderr)
+        stub = None
+        if args.gdb is not None:
+            from emu.gdbstub import GdbStub
+            stub = GdbStub(machine, host=args.gdb_host, port=args.gdb, wait=args.gdb_wait)
+            closers.append(stub.close)
+            print(f"pinetime-emu: GDB stub listening on {args.gdb_host}:{stub.port}",
+                  file=sys.stderr)
+    except OSError as e:
+        _error(f"cannot listen: {e}")
+        return EXIT_USAGE
+    try:
+        if args.headless:
+            rc = _run_headless(machine, args, pollers, stub)
+        else:
+            rc = _run_window(machine, args, pollers, stub)
+    except KeyboardInterrupt:
+        print("\npinetime-emu: interrupted", file=sys.stderr)
+        rc = 130
+    finally:
+        for c in closers:
+            try:
+                c()
+            except Exception:
+                pass
+        close = getattr(machine.board, "close", None)
+        if close is not None:
+            close()
+    return rc
+
+
+def _display_available() -> bool:
+    if os.environ.get("SDL_VIDEODRIVER") in ("dummy", "offscreen"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _finish(machine, args, result) -> int:
+    from emu.cpu.cortexm import StopReason
+    if args.screenshot:
+        shot = getattr(machine.board, "screenshot", None)
+        if shot is None:
+            _error(f"board {args.board} has no screen to save")
+        else:
+            shot(args.screenshot)
+            print(f"pinetime-emu: screenshot saved to {args.screenshot}", file=sys.stderr)
+    if result.reason in (StopReason.LOCKUP, StopReason.FAULT):
+        report_stop(machine, result)
+        return EXIT_GUEST
+    if result.reason == StopReason.EXIT:
+        if result.exit_code:
+            print(f"pinetime-emu: firmware exited with status {result.exit_code}",
+                  file=sys.stderr)
+            return EXIT_GUEST
+        return EXIT_OK
+    return EXIT_OK
+
+
+def _run_headless(machine, args, pollers, stub) -> int:
+    from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND
+    seconds = args.seconds if args.seconds is not None else 5.0
+    end = machine.clock.now + int(seconds * TICKS_PER_SECOND)
+    if stub is not None:
+        result = stub.run_machine(end, pollers=pollers)
+        return _finish(machine, args, result)
+    step = 10 * TICKS_PER_MS if pollers else end - machine.clock.now
+    while True:
+        result = machine.run(until_tick=min(end, machine.clock.now + step))
+        for p in pollers:
+            p()
+        if result.reason != "deadline" or machine.clock.now >= end:
+            break
+    return _finish(machine, args, result)
+
+
+def _run_window(machine, args, pollers, stub) -> int:
+    try:
+        from frontends.window import NoDisplayError, run_window
+    except ImportError as e:
+        _error(f"the window frontend is not available ({e}); use --headless")
+        return EXIT_USAGE
+    if stub is not None:
+        pollers = list(pollers) + [stub.poll]
+    try:
+        result = run_window(machine, scale=args.scale, realtime=not args.fast,
+                            pollers=pollers, seconds=args.seconds, gdb=stub)
+    except NoDisplayError as e:
+        _error(str(e))
+        return EXIT_USAGE
+    if result is None:
+        return EXIT_OK
+    return _finish(machine, args, result)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
