@@ -80,6 +80,15 @@ def default_uicr(pselreset: Optional[int] = None) -> bytes:
 # base, module, class, instance name.  Filled in as models are written; the
 # slots not listed get register storage (see ``STORAGE_SLOTS``).
 PERIPHERALS: list = [
+    (0x4000B000, "emu.peripherals.rtc", "Rtc", "rtc0"),
+    (0x40011000, "emu.peripherals.rtc", "Rtc", "rtc1"),
+    (0x40024000, "emu.peripherals.rtc", "Rtc", "rtc2"),
+    (0x40014000, "emu.peripherals.egu", "Egu", "egu0"),
+    (0x40015000, "emu.peripherals.egu", "Egu", "egu1"),
+    (0x40016000, "emu.peripherals.egu", "Egu", "egu2"),
+    (0x40017000, "emu.peripherals.egu", "Egu", "egu3"),
+    (0x40018000, "emu.peripherals.egu", "Egu", "egu4"),
+    (0x40019000, "emu.peripherals.egu", "Egu", "egu5"),
 ]
 
 STORAGE_SLOTS = {

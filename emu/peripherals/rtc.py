@@ -1,0 +1,215 @@
+"""RTC: 24-bit real-time counter on the 32.768 kHz LFCLK.
+
+nRF52832 Product Specification v1.4, section 24 "RTC - Real-time counter".
+Instances: RTC0 0x4000B000 (IRQ 11, 3 CC), RTC1 0x40011000 (IRQ 17, 4 CC),
+RTC2 0x40024000 (IRQ 36, 4 CC).
+
+The counter is never ticked: it is ``base_value`` plus the number of
+prescaled LFCLK edges since ``base_time`` (edges fall on multiples of 15 625
+ticks of absolute time).  One clock event is armed for the next compare,
+overflow or TICK; TICK is only scheduled while it is enabled in INTEN or
+EVTEN, so an idle RTC costs one event per compare/overflow.
+
+Event routing (24.5): INTENSET/INTENCLR route events to the interrupt, and
+EVTEN/EVTENSET/EVTENCLR route them to PPI; ``event_listeners`` (PPI) are only
+told about events whose EVTEN bit is set.  EVENTS_* registers are set
+whenever the event occurs (except TICK, see below).
+
+Compare (24.7): a COMPARE event fires when COUNTER becomes equal to CC[n].
+If COUNTER is N, writing N or N+1 to CC[n] "may not" trigger a COMPARE: this
+model never triggers it in that case (the firmware must handle the worst
+case), writing N+2 or more always does.  PRESCALER writes are ignored while
+the RTC runs.  TRIGOVRFLW sets COUNTER to 0xFFFFF0.
+
+Not modelled: the START/STOP/CLEAR task delay (up to ~46 us, t_START) and the
+dependency on LFCLK running (the RTC counts even if LFCLK was never started,
+logged once); EVENTS_TICK is not set while TICK is disabled in both INTEN and
+EVTEN (polling EVENTS_TICK with both off reads 0).
+"""
+from __future__ import annotations
+
+from emu.clock import LFCLK_TICKS
+from emu.peripherals.base import NrfPeripheral, Reg, RO, WO, RW
+
+WRAP = 1 << 24
+MASK = WRAP - 1
+EV_TICK, EV_OVRFLW, EV_COMPARE0 = 0x100, 0x104, 0x140
+# EVTEN/INTEN bit numbers
+BIT_TICK, BIT_OVRFLW = 0, 1
+
+
+class Rtc(NrfPeripheral):
+    NAME = "RTC"
+    HAS_INTEN = False     # RTC has INTENSET/INTENCLR only
+    NUM_CC = 4
+
+    TASKS = {0x000: "START", 0x004: "STOP", 0x008: "CLEAR", 0x00C: "TRIGOVRFLW"}
+    REGISTERS = [
+        Reg(0x340, "EVTEN", 0, RW, read="_rd_evten", write="_wr_evten"),
+        Reg(0x344, "EVTENSET", 0, RW, read="_rd_evten", write="_wr_evtenset"),
+        Reg(0x348, "EVTENCLR", 0, RW, read="_rd_evten", write="_wr_evtenclr"),
+        Reg(0x504, "COUNTER", 0, RO, read="_rd_counter"),
+        Reg(0x508, "PRESCALER", 0, RW, mask=0xFFF, write="_wr_prescaler"),
+        Reg(0x540, "CC", 0, RW, mask=MASK, write="_wr_cc", count=4),
+    ]
+
+    def __init__(self, soc, base: int, name=None, irq=None, num_cc=None):
+        if num_cc is None:
+            num_cc = 3 if base == 0x4000B000 else 4
+        self.num_cc = num_cc
+        self.EVENTS = {EV_TICK: "TICK", EV_OVRFLW: "OVRFLW"}
+        for n in range(num_cc):
+            self.EVENTS[EV_COMPARE0 + 4 * n] = f"COMPARE[{n}]"
+        self._ev = soc.clock.event(f"{name or 'rtc'}.next", self._on_event)
+        super().__init__(soc, base, name, irq)
+        if num_cc < 4:   # RTC0: CC[3] does not exist
+            self._regs.pop(0x540 + 12, None)
+            self.values.pop(0x540 + 12, None)
+
+    def reset(self) -> None:
+        super().reset()
+        self.evten = 0
+        self.running = False
+        self.base_value = 0
+        self.base_time = 0
+        self.period = LFCLK_TICKS
+        self.suppress_k = [None] * self.num_cc
+        self._ev.cancel()
+
+    # -- public --------------------------------------------------------
+    @property
+    def counter(self) -> int:
+        return self._count_at(self.clock.now)[1]
+
+    # -- tasks ---------------------------------------------------------
+    def task_START(self) -> None:
+        if self.running:
+            return
+        now = self.clock.now
+        self.running = True
+        # the counter advances on the next LFCLK edges
+        self.base_time = -(-now // LFCLK_TICKS) * LFCLK_TICKS
+        self.period = LFCLK_TICKS * ((self.values[0x508] & 0xFFF) + 1)
+        self._rearm()
+
+    def task_STOP(self) -> None:
+        if not self.running:
+            return
+        self.base_value = self.counter
+        self.running = False
+        self._ev.cancel()
+
+    def task_CLEAR(self) -> None:
+        self._set_counter(0)
+
+    def task_TRIGOVRFLW(self) -> None:
+        self._set_counter(0xFFFFF0)
+
+    # -- register callbacks --------------------------------------------
+    def _rd_counter(self, _off) -> int:
+        return self.counter
+
+    def _rd_evten(self, _off) -> int:
+        return self.evten
+
+    def _wr_evten(self, new, old) -> None:
+        self.evten = new & self._evmask()
+        self._rearm()
+
+    def _wr_evtenset(self, new, old) -> None:
+        self.evten |= new & self._evmask()
+        self._rearm()
+
+    def _wr_evtenclr(self, new, old) -> None:
+        self.evten &= ~new
+        self._rearm()
+
+    def _wr_prescaler(self, new, old) -> None:
+        if self.running:
+            self.log_once("presc", "PRESCALER written while running: ignored (PS 24.3)")
+            self.values[0x508] = old
+
+    def _wr_cc(self, new, old) -> None:
+        self._rearm()
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        super().write(offset, value, size)
+        if 0x304 <= offset <= 0x308:    # INTENSET/INTENCLR change the TICK schedule
+            self._rearm()
+        elif 0x540 <= offset < 0x540 + 4 * self.num_cc and self.running:
+            n = (offset - 0x540) >> 2
+            k_now, cur = self._count_at(self.clock.now)
+            # COUNTER is N and CC written N+1: "may not" fire; modelled as not
+            self.suppress_k[n] = k_now + 1 if (self.values[offset] - cur) & MASK == 1 else None
+
+    # -- events --------------------------------------------------------
+    def fire(self, offset: int) -> None:
+        """Set the event; tell PPI only if its EVTEN bit is set."""
+        self.events[offset] = 1
+        if self.evten & (1 << ((offset - 0x100) >> 2)):
+            for fn in self.event_listeners:
+                fn(self, offset)
+        self.update_irq()
+
+    def _on_event(self) -> None:
+        now = self.clock.now
+        k, cur = self._count_at(now)
+        if (self.inten | self.evten) & 1:
+            self.fire(EV_TICK)
+        if cur == 0:
+            self.fire(EV_OVRFLW)
+        for n in range(self.num_cc):
+            if self.values[0x540 + 4 * n] == cur:
+                if self.suppress_k[n] == k:
+                    self.suppress_k[n] = None
+                    continue
+                self.fire(EV_COMPARE0 + 4 * n)
+        self._rearm()
+
+    # -- helpers -------------------------------------------------------
+    def _evmask(self) -> int:
+        return 0x3 | (((1 << self.num_cc) - 1) << 16)
+
+    def _count_at(self, t: int):
+        """(increments since base, COUNTER) at time t."""
+        if not self.running or t < self.base_time + self.period:
+            return 0, self.base_value
+        k = (t - self.base_time) // self.period
+        return k, (self.base_value + k) & MASK
+
+    def _set_counter(self, value: int) -> None:
+        now = self.clock.now
+        self.base_value = value
+        if self.running:
+            # keep counting on the same LFCLK edge grid
+            self.base_time = self._last_edge(now)
+        self.suppress_k = [None] * self.num_cc
+        self._rearm()
+
+    def _last_edge(self, now: int) -> int:
+        return (now // LFCLK_TICKS) * LFCLK_TICKS
+
+    def _rearm(self) -> None:
+        if not self.running:
+            self._ev.cancel()
+            return
+        k_now, cur = self._count_at(self.clock.now)
+        if (self.inten | self.evten) & 1:
+            dk = 1
+        else:
+            dk = WRAP - cur if cur else WRAP       # overflow
+            for n in range(self.num_cc):
+                d = (self.values[0x540 + 4 * n] - cur) & MASK or WRAP
+                if d < dk:
+                    dk = d
+        self._ev.schedule_at(self.base_time + (k_now + dk) * self.period)
+
+    def save_model_state(self) -> dict:
+        return {"evten": self.evten, "running": self.running, "base_value": self.base_value,
+                "base_time": self.base_time, "period": self.period,
+                "suppress_k": list(self.suppress_k)}
+
+    def load_model_state(self, s: dict) -> None:
+        for k, v in s.items():
+            setattr(self, k, list(v) if isinstance(v, list) else v)
+        self._rearm()
