@@ -1,0 +1,159 @@
+"""TIMER: 8/16/24/32-bit timer/counter with capture/compare.
+
+nRF52832 Product Specification v1.4, section 23 "TIMER - Timer/counter".
+TIMER0-2 (0x40008000/9000/A000, IRQ 8-10) have 4 CC registers, TIMER3-4
+(0x4001A000/B000, IRQ 26-27) have 6.
+
+Timer mode counts at f_TIMER = 16 MHz / 2^PRESCALER (32 << PRESCALER ticks
+per count).  The counter is never ticked: ``base_value`` plus whole periods
+since ``base_time``; one clock event is armed for the next CC match.  A
+COMPARE[n] event fires when the counter becomes equal to CC[n] (compared on
+BITMODE bits); SHORTS COMPARE[n]_CLEAR / COMPARE[n]_STOP act immediately
+(the period with COMPARE_CLEAR is exactly CC counts).  Counter and low-power
+counter modes count TASKS_COUNT and compare at once.  CAPTURE[n] copies the
+counter into CC[n].  SHUTDOWN stops and clears the counter.
+
+Not modelled: the HFCLK source dependency (TIMER counts whether or not
+HFCLK was started) and the 1 MHz/PCLK16M selection difference in power; the
+counter value is not readable except through CAPTURE (as on silicon).
+"""
+from __future__ import annotations
+
+from emu.clock import HF16_TICKS
+from emu.peripherals.base import NrfPeripheral, Reg, RW
+
+BITMODE_MASK = {0: 0xFFFF, 1: 0xFF, 2: 0xFFFFFF, 3: 0xFFFFFFFF}
+
+
+class Timer(NrfPeripheral):
+    NAME = "TIMER"
+    HAS_INTEN = False
+
+    def __init__(self, soc, base: int, name=None, irq=None, num_cc=None):
+        if num_cc is None:
+            num_cc = 6 if base in (0x4001A000, 0x4001B000) else 4
+        self.num_cc = num_cc
+        self.TASKS = {0x000: "START", 0x004: "STOP", 0x008: "COUNT", 0x00C: "CLEAR",
+                      0x010: "SHUTDOWN"}
+        self.EVENTS = {}
+        self.SHORTS = {}
+        for n in range(num_cc):
+            self.TASKS[0x040 + 4 * n] = f"CAPTURE[{n}]"
+            self.EVENTS[0x140 + 4 * n] = f"COMPARE[{n}]"
+            self.SHORTS[n] = (0x140 + 4 * n, 0x00C)          # COMPARE[n]_CLEAR
+            self.SHORTS[8 + n] = (0x140 + 4 * n, 0x004)      # COMPARE[n]_STOP
+        self.REGISTERS = [
+            Reg(0x504, "MODE", 0, RW, mask=0x3, write="_wr_cfg"),
+            Reg(0x508, "BITMODE", 0, RW, mask=0x3, write="_wr_cfg"),
+            Reg(0x510, "PRESCALER", 4, RW, mask=0xF, write="_wr_cfg"),
+            Reg(0x540, "CC", 0, RW, write="_wr_cc", count=num_cc),
+        ]
+        self._ev = soc.clock.event(f"{name or 'timer'}.compare", self._on_compare)
+        super().__init__(soc, base, name, irq)
+
+    def reset(self) -> None:
+        super().reset()
+        self.running = False
+        self.base_value = 0
+        self.base_time = 0
+        self._ev.cancel()
+
+    # -- public --------------------------------------------------------
+    @property
+    def counter(self) -> int:
+        return self._count_at(self.clock.now)[1]
+
+    # -- tasks ---------------------------------------------------------
+    def task_START(self) -> None:
+        if self.running:
+            return
+        self.running = True
+        self.base_time = self.clock.now
+        self._rearm()
+
+    def task_STOP(self) -> None:
+        if self.running:
+            self.base_value = self.counter
+            self.running = False
+        self._ev.cancel()
+
+    def task_SHUTDOWN(self) -> None:
+        self.task_STOP()
+        self.base_value = 0
+
+    def task_CLEAR(self) -> None:
+        self.base_value = 0
+        self.base_time = self.clock.now
+        self._rearm()
+
+    def task_COUNT(self) -> None:
+        if not self.running or (self.values[0x504] & 3) == 0:
+            return
+        self.base_value = (self.base_value + 1) & self._mask()
+        cur = self.base_value
+        for n in range(self.num_cc):
+            if (self.values[0x540 + 4 * n] & self._mask()) == cur:
+                self.fire(0x140 + 4 * n)
+
+    def task_CAPTURE(self, n: int) -> None:
+        self.values[0x540 + 4 * n] = self.counter
+
+    # -- registers -----------------------------------------------------
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        if self.running and offset in (0x504, 0x508, 0x510):
+            # fold the count at the old rate (the partial period is lost)
+            self.log_once("cfgrun", "MODE/BITMODE/PRESCALER changed while running")
+            self.base_value, self.base_time = self.counter, self.clock.now
+        super().write(offset, value, size)
+
+    def _wr_cfg(self, new, old) -> None:
+        self._rearm()
+
+    def _wr_cc(self, new, old) -> None:
+        self._rearm()
+
+    # -- internals -----------------------------------------------------
+    def _mask(self) -> int:
+        return BITMODE_MASK[self.values[0x508] & 3]
+
+    def _tpc(self) -> int:
+        presc = self.values[0x510] & 0xF
+        return HF16_TICKS << min(presc, 9)
+
+    def _count_at(self, t: int):
+        if not self.running or (self.values[0x504] & 3) != 0:
+            return 0, self.base_value & self._mask()
+        k = (t - self.base_time) // self._tpc()
+        return k, (self.base_value + k) & self._mask()
+
+    def _rearm(self) -> None:
+        if not self.running or (self.values[0x504] & 3) != 0:
+            self._ev.cancel()
+            return
+        k, cur = self._count_at(self.clock.now)
+        mask = self._mask()
+        best = None
+        for n in range(self.num_cc):
+            d = (self.values[0x540 + 4 * n] - cur) & mask or (mask + 1)
+            if best is None or d < best:
+                best = d
+        self._ev.schedule_at(self.base_time + (k + best) * self._tpc())
+
+    def _on_compare(self) -> None:
+        _, cur = self._count_at(self.clock.now)
+        mask = self._mask()
+        # fold the count into the base so SHORTS CLEAR/STOP act from here
+        self.base_value, self.base_time = cur, self.clock.now
+        for n in range(self.num_cc):
+            if (self.values[0x540 + 4 * n] & mask) == cur:
+                self.fire(0x140 + 4 * n)
+        self._rearm()
+
+    def save_model_state(self) -> dict:
+        return {"running": self.running, "base_value": self.base_value,
+                "base_time": self.base_time}
+
+    def load_model_state(self, s: dict) -> None:
+        self.running, self.base_value, self.base_time = (s["running"], s["base_value"],
+                                                         s["base_time"])
+        self._rearm()
