@@ -88,6 +88,7 @@ PERIPHERALS: list = [
     (0x4000A000, "emu.peripherals.timer", "Timer", "timer2"),
     (0x4001A000, "emu.peripherals.timer", "Timer", "timer3"),
     (0x4001B000, "emu.peripherals.timer", "Timer", "timer4"),
+    (0x4001F000, "emu.peripherals.ppi", "Ppi", "ppi"),
     (0x40014000, "emu.peripherals.egu", "Egu", "egu0"),
     (0x40015000, "emu.peripherals.egu", "Egu", "egu1"),
     (0x40016000, "emu.peripherals.egu", "Egu", "egu2"),
