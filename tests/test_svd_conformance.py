@@ -1,0 +1,135 @@
+"""Every register our peripheral models declare must exist in Nordic's
+nrf52.svd (shipped with pyocd) at the same offset, under the same name (up
+to the ``PSEL.SCK`` -> ``PSEL_SCK`` spelling), with the SVD's reset value.
+
+Run with ``-s`` to see the coverage per peripheral (declared / in SVD).
+"""
+from __future__ import annotations
+
+import re
+import zipfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from emu.peripherals.base import NrfPeripheral, WO
+
+
+def _svd_root():
+    import pyocd
+    z = Path(pyocd.__file__).parent / "debug" / "svd" / "svd_data.zip"
+    with zipfile.ZipFile(z) as zf:
+        return ET.fromstring(zf.read("nrf52.svd"))
+
+
+def _int(s, default=0):
+    if s is None:
+        return default
+    s = s.strip().lower()
+    return int(s, 0) if not s.startswith("#") else int(s[1:], 2)
+
+
+def _expand(elem, prefix, base_off, reset_default, out):
+    """Flatten <register>/<cluster> into out[offset] = (name, reset)."""
+    for child in elem:
+        tag = child.tag
+        if tag not in ("register", "cluster"):
+            continue
+        name = child.findtext("name")
+        off = base_off + _int(child.findtext("addressOffset"))
+        dim = _int(child.findtext("dim"), 1)
+        inc = _int(child.findtext("dimIncrement"), 0)
+        reset = _int(child.findtext("resetValue"), reset_default)
+        for i in range(dim):
+            n = name.replace("[%s]", f"[{i}]") if "%s" in name else name
+            o = off + i * inc
+            if tag == "register":
+                out[o] = (prefix + n, reset)
+            else:
+                _expand(child, prefix + n + ".", o, reset, out)
+
+
+def svd_peripherals() -> dict:
+    root = _svd_root()
+    dev_reset = _int(root.findtext("resetValue"), 0)
+    periphs = {p.findtext("name"): p for p in root.iter("peripheral")}
+    result = {}
+    for name, p in periphs.items():
+        base = _int(p.findtext("baseAddress"))
+        src = p
+        if p.find("registers") is None and p.get("derivedFrom"):
+            src = periphs[p.get("derivedFrom")]
+        regs: dict = {}
+        regs_elem = src.find("registers")
+        if regs_elem is not None:
+            _expand(regs_elem, "", 0, _int(src.findtext("resetValue"), dev_reset), regs)
+        result.setdefault(base, []).append((name, regs))
+    return result
+
+
+def norm(name: str) -> str:
+    return re.sub(r"\[\d+\]|\[%s\]", "", name).replace(".", "_").upper()
+
+
+def declared(p: NrfPeripheral) -> dict:
+    """offset -> (our name, reset or None if not checked)"""
+    out = {}
+    for off, t in p.TASKS.items():
+        out[off] = ("TASKS_" + t, 0)
+    for off, e in p.EVENTS.items():
+        out[off] = ("EVENTS_" + e, 0)
+    if p.SHORTS:
+        out[0x200] = ("SHORTS", 0)
+    if p.irq is not None and p.EVENTS:
+        if p.HAS_INTEN:
+            out[0x300] = ("INTEN", 0)
+        out[0x304] = ("INTENSET", 0)
+        out[0x308] = ("INTENCLR", 0)
+    for off, r in p._regs.items():
+        out[off] = (r.name, r.reset)
+    return out
+
+
+@pytest.fixture(scope="module")
+def soc():
+    from emu.soc.nrf52832 import Nrf52832
+    return Nrf52832()
+
+
+def test_models_match_svd(soc):
+    svd = svd_peripherals()
+    problems = []
+    print()
+    for pname, p in sorted(soc.peripherals.items(), key=lambda kv: kv[1].base):
+        if not isinstance(p, NrfPeripheral):
+            continue
+        cands = svd.get(p.base)
+        if not cands:
+            print(f"  {pname:12s} (no SVD peripheral at {p.base:#x})")
+            if type(p).__name__ != "StoragePeripheral":
+                problems.append(f"{pname}: no SVD peripheral at {p.base:#x}")
+            continue
+        # shared slots: pick the SVD peripheral that matches most names
+        ours = declared(p)
+        best = None
+        for sname, regs in cands:
+            hits = sum(1 for off, (n, _) in ours.items()
+                       if off in regs and norm(regs[off][0]) == norm(n))
+            if best is None or hits > best[0]:
+                best = (hits, sname, regs)
+        _, sname, regs = best
+        bad = []
+        for off, (n, reset) in sorted(ours.items()):
+            if off not in regs:
+                bad.append(f"+{off:#05x} {n} not in SVD {sname}")
+                continue
+            sn, sreset = regs[off]
+            if norm(sn) != norm(n):
+                bad.append(f"+{off:#05x} ours {n} vs SVD {sn}")
+            elif reset is not None and reset != sreset and not n.startswith(("TASKS_", "EVENTS_")):
+                bad.append(f"+{off:#05x} {n} reset {reset:#x} vs SVD {sreset:#x}")
+        print(f"  {pname:12s} {sname:10s} {len(ours):4d} / {len(regs):4d} registers modelled"
+              + (f"  {len(bad)} MISMATCH" if bad else ""))
+        problems += [f"{pname}: {b}" for b in bad]
+    assert not problems, "\n".join(problems)
