@@ -1,0 +1,166 @@
+"""Simple PineTime parts on GPIO pins: vibration motor, backlight, button, battery.
+
+- VibrationMotor: on while its pin is driven low (active low, P0.16); the
+  on/off timeline records (tick, on) at every change of the pin, whoever
+  drives it (GPIO or PWM).
+- Backlight: three active-low enables (P0.14 low, P0.22 mid, P0.23 high);
+  level 0-3 is the highest enable driven low.
+- Button: P0.13 reads high only while the button is pressed AND BUTTON_EN
+  (P0.15) is driven high (the switch connects the two); released, the
+  device does not drive P0.13 (the firmware's pull-down makes it read low).
+  press/release/hold happen at exact emulated times.
+- Battery: voltage fed to the SAADC on AIN7 through the board's 1:2
+  divider (``saadc.set_input(7, volts / 2)``); CHARGING (P0.12) and
+  POWER_PRESENT (P0.19) are driven low when active, high otherwise.
+
+Not modelled: motor/backlight current and PWM dimming of the backlight
+(level follows the static pin state), button bounce, battery discharge
+curve and charger timing (voltage and flags are what the user sets).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from emu.clock import TICKS_PER_MS
+from emu.devices.timeline import Timeline
+
+
+class VibrationMotor:
+    def __init__(self, clock, pin, name: str = "motor"):
+        self.clock = clock
+        self.pin = pin
+        self.name = name
+        self.timeline: list = []          # [(tick, on)]
+        self._on = pin.driven_low()
+        pin.on_change(self._changed)
+
+    @property
+    def on(self) -> bool:
+        return self._on
+
+    def on_time_ticks(self, until: Optional[int] = None) -> int:
+        """Total ticks spent on (up to ``until``, default now)."""
+        until = self.clock.now if until is None else until
+        total, since = 0, None
+        for t, on in self.timeline:
+            if on and since is None:
+                since = t
+            elif not on and since is not None:
+                total += min(t, until) - since
+                since = None
+        if since is not None:
+            total += max(0, until - since)
+        return total
+
+    def _changed(self, _level: bool) -> None:
+        on = self.pin.driven_low()
+        if on != self._on:
+            self._on = on
+            self.timeline.append((self.clock.now, on))
+
+
+class Backlight:
+    def __init__(self, pin_low, pin_mid, pin_high, name: str = "backlight"):
+        self.pins = (pin_low, pin_mid, pin_high)
+        self.name = name
+
+    @property
+    def level(self) -> int:
+        lo, mid, hi = self.pins
+        if hi.driven_low():
+            return 3
+        if mid.driven_low():
+            return 2
+        if lo.driven_low():
+            return 1
+        return 0
+
+    def __call__(self) -> int:
+        return self.level
+
+
+class Button:
+    def __init__(self, clock, pin, enable_pin, name: str = "button"):
+        self.clock = clock
+        self.pin = pin
+        self.enable_pin = enable_pin
+        self.name = name
+        self._pressed = False
+        self.timeline = Timeline(clock, f"{name}.input")
+        enable_pin.on_change(lambda _l: self._update())
+
+    @property
+    def pressed(self) -> bool:
+        return self._pressed
+
+    def press(self, delay_ms: float = 0) -> None:
+        self._at(delay_ms, True)
+
+    def release(self, delay_ms: float = 0) -> None:
+        self._at(delay_ms, False)
+
+    def hold(self, ms: float, delay_ms: float = 0) -> None:
+        """Press at now+delay, release ``ms`` later (exact emulated times)."""
+        self._at(delay_ms, True)
+        self._at(delay_ms + ms, False)
+
+    def _at(self, delay_ms: float, pressed: bool) -> None:
+        if delay_ms <= 0 and not self.timeline.pending:
+            self._set(pressed)
+        else:
+            self.timeline.after(int(round(delay_ms * TICKS_PER_MS)), lambda: self._set(pressed))
+
+    def _set(self, pressed: bool) -> None:
+        self._pressed = pressed
+        self._update()
+
+    def _update(self) -> None:
+        en = self.enable_pin.driven and self.enable_pin.level
+        self.pin.drive(self.name, True if (self._pressed and en) else None)
+
+
+class Battery:
+    DIVIDER = 2.0
+
+    def __init__(self, charging_pin, power_pin, saadc=None, ain: int = 7, voltage: float = 3.9,
+                 name: str = "battery"):
+        self.charging_pin = charging_pin
+        self.power_pin = power_pin
+        self.saadc = saadc
+        self.ain = ain
+        self.name = name
+        self._voltage = voltage
+        self._charging = False
+        self._power = False
+        self.voltage = voltage
+        self.charging = False
+        self.power_present = False
+
+    @property
+    def voltage(self) -> float:
+        return self._voltage
+
+    @voltage.setter
+    def voltage(self, v: float) -> None:
+        self._voltage = float(v)
+        fn = getattr(self.saadc, "set_input", None)
+        if fn is not None:
+            fn(self.ain, self._voltage / self.DIVIDER)
+
+    @property
+    def charging(self) -> bool:
+        return self._charging
+
+    @charging.setter
+    def charging(self, on: bool) -> None:
+        self._charging = bool(on)
+        self.charging_pin.drive(self.name, not self._charging)
+
+    @property
+    def power_present(self) -> bool:
+        return self._power
+
+    @power_present.setter
+    def power_present(self, on: bool) -> None:
+        self._power = bool(on)
+        self.power_pin.drive(self.name, not self._power)

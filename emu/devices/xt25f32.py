@@ -1,0 +1,238 @@
+"""XTX XT25F32B 32 Mbit (4 MiB) SPI NOR flash (PineTime external flash).
+
+Commands (XT25F32B datasheet): 9F RDID (0B 40 16), 90 REMS (0B 15),
+05 RDSR (bit 0 WIP, bit 1 WEL), 06 WREN, 04 WRDI, 03 READ, 0B FAST READ
+(one dummy byte), 02 PAGE PROGRAM (address wraps inside the 256-byte page,
+only 1->0 bit changes, at most the last 256 bytes kept), 20 SECTOR ERASE
+(4 KiB), 52 BLOCK ERASE 32 KiB, D8 BLOCK ERASE 64 KiB, 60/C7 CHIP ERASE,
+B9 DEEP POWER-DOWN, AB RELEASE from deep power-down (returns device ID
+0x15 after three dummy bytes).  WREN/WRDI/program/erase/B9/AB execute on the
+CS rising edge, as the datasheet requires; a program or erase without WEL
+set is ignored.  Program and erase take the datasheet's typical times on
+the emulated clock, during which RDSR shows WIP=1 and every other command
+is ignored; WEL clears when they complete.  In deep power-down only AB is
+decoded.
+
+Content lives in memory and is backed by a file (optional): loaded at
+construction (short or missing file = erased 0xFF), saved by save() when
+dirty (write a temporary file, fsync, os.replace: a crash mid-save leaves
+the previous content intact), periodically every SAVE_PERIOD of emulated
+time when dirty, and on close().
+
+Not modelled: status register 2/3 writes (01/31) and block protection,
+dual/quad I/O reads, suspend/resume, security registers, SFDP (5A),
+deep power-down wake-up time tRES1, maximum (not typical) timings.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from typing import Optional
+
+from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US
+
+log = logging.getLogger("emu.dev.xt25f32")
+
+SIZE = 4 * 1024 * 1024
+PAGE = 256
+JEDEC_ID = (0x0B, 0x40, 0x16)
+DEVICE_ID = 0x15
+# typical times, XT25F32B datasheet AC characteristics
+T_PP = 600 * TICKS_PER_US
+T_SE = 50 * TICKS_PER_MS
+T_BE32 = 150 * TICKS_PER_MS
+T_BE64 = 250 * TICKS_PER_MS
+T_CE = 15 * TICKS_PER_SECOND
+SAVE_PERIOD = 5 * TICKS_PER_SECOND
+
+RDID, REMS, RDSR, WREN, WRDI, READ, FAST_READ = 0x9F, 0x90, 0x05, 0x06, 0x04, 0x03, 0x0B
+PP, SE, BE32, BE64, CE1, CE2, DP, RES = 0x02, 0x20, 0x52, 0xD8, 0x60, 0xC7, 0xB9, 0xAB
+
+
+class Xt25f32:
+    def __init__(self, clock, path: Optional[str] = None, name: str = "flash"):
+        self.clock = clock
+        self.name = name
+        self.path = path
+        self.data = bytearray(b"\xff" * SIZE)
+        self.dirty = False
+        self._logged: set = set()
+        self._busy_ev = clock.event(f"{name}.busy", self._op_done)
+        self._save_ev = clock.event(f"{name}.autosave", self._autosave)
+        self._pending_op = None
+        self.wip = False
+        self.wel = False
+        self.deep_power_down = False
+        self.selected = False
+        self._cmd: Optional[int] = None
+        self._buf = bytearray()
+        self._addr = 0
+        if path and os.path.exists(path):
+            with open(path, "rb") as f:
+                raw = f.read(SIZE)
+            self.data[:len(raw)] = raw
+
+    # ------------------------------------------------------------------ API
+    def reset(self) -> None:
+        """Power cycle: volatile state cleared; a program/erase in flight completes."""
+        if self._busy_ev.pending:
+            self._busy_ev.cancel()
+            self._op_done()
+        self.wel = False
+        self.deep_power_down = False
+        self._cmd = None
+
+    def read(self, address: int, n: int) -> bytes:
+        return bytes(self.data[address:address + n])
+
+    @property
+    def status(self) -> int:
+        return (1 if self.wip else 0) | (2 if self.wel else 0)
+
+    def save(self) -> bool:
+        """Write the content to the backing file atomically. True if written."""
+        if not self.path or not self.dirty:
+            return False
+        d = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".flash-", dir=d)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(self.data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self.dirty = False
+        return True
+
+    def close(self) -> None:
+        if self._busy_ev.pending:
+            self._busy_ev.cancel()
+            self._op_done()
+        self.save()
+
+    # --------------------------------------------------------- SPI contract
+    def select(self, selected: bool) -> None:
+        if selected and not self.selected:
+            self._cmd = None
+            self._buf = bytearray()
+        elif not selected and self.selected:
+            self._execute_on_cs_high()
+        self.selected = selected
+
+    def transfer(self, byte: int) -> int:
+        if self._cmd is None:
+            self._cmd = byte
+            self._buf = bytearray()
+            return 0xFF
+        c = self._cmd
+        if self.deep_power_down and c != RES:
+            return 0xFF
+        if self.wip and c != RDSR:
+            return 0xFF
+        buf = self._buf
+        if c == RDSR:
+            return self.status
+        if c == READ or c == FAST_READ:
+            need = 3 if c == READ else 4
+            if len(buf) < need:
+                buf.append(byte)
+                if len(buf) == need:
+                    self._addr = ((buf[0] << 16) | (buf[1] << 8) | buf[2]) % SIZE
+                return 0xFF
+            v = self.data[self._addr]
+            self._addr = (self._addr + 1) % SIZE
+            return v
+        if c == RDID:
+            i = len(buf)
+            buf.append(byte)
+            return JEDEC_ID[i] if i < 3 else 0xFF
+        if c == REMS:
+            i = len(buf)
+            buf.append(byte)
+            return (0x0B, DEVICE_ID)[(i - 3) % 2] if i >= 3 else 0xFF
+        if c == RES:
+            i = len(buf)
+            buf.append(byte)
+            return DEVICE_ID if i >= 3 else 0xFF
+        if c == PP:
+            buf.append(byte)
+            if len(buf) > 3 + PAGE:
+                del buf[3]                            # only the last 256 bytes are kept
+            return 0xFF
+        if c in (SE, BE32, BE64):
+            buf.append(byte)
+            return 0xFF
+        if c not in (WREN, WRDI, CE1, CE2, DP) and ("cmd", c) not in self._logged:
+            self._logged.add(("cmd", c))
+            log.info("%s: command %#04x not modelled (ignored)", self.name, c)
+        return 0xFF
+
+    # ------------------------------------------------------------- private
+    def _execute_on_cs_high(self) -> None:
+        c, buf = self._cmd, self._buf
+        self._cmd = None
+        if c is None:
+            return
+        if self.deep_power_down:
+            if c == RES:
+                self.deep_power_down = False
+            return
+        if self.wip:
+            return
+        if c == WREN and not buf:
+            self.wel = True
+        elif c == WRDI and not buf:
+            self.wel = False
+        elif c == DP and not buf:
+            self.deep_power_down = True
+        elif c == PP and len(buf) >= 4:
+            if self.wel:
+                addr = (buf[0] << 16) | (buf[1] << 8) | buf[2]
+                self._start(T_PP, ("pp", addr % SIZE, bytes(buf[3:])))
+        elif c in (SE, BE32, BE64) and len(buf) == 3:
+            if self.wel:
+                size, t = {SE: (4096, T_SE), BE32: (32768, T_BE32), BE64: (65536, T_BE64)}[c]
+                addr = ((buf[0] << 16) | (buf[1] << 8) | buf[2]) % SIZE
+                self._start(t, ("erase", addr & ~(size - 1), size))
+        elif c in (CE1, CE2) and not buf:
+            if self.wel:
+                self._start(T_CE, ("erase", 0, SIZE))
+
+    def _start(self, ticks: int, op) -> None:
+        self.wip = True
+        self._pending_op = op
+        self._busy_ev.schedule_in(ticks)
+
+    def _op_done(self) -> None:
+        op = self._pending_op
+        self._pending_op = None
+        if op is not None:
+            if op[0] == "pp":
+                _, addr, data = op
+                base, off = addr & ~(PAGE - 1), addr & (PAGE - 1)
+                d = self.data
+                for i, b in enumerate(data):
+                    a = base + ((off + i) & (PAGE - 1))
+                    d[a] &= b
+            else:
+                _, addr, size = op
+                self.data[addr:addr + size] = b"\xff" * size
+            self.dirty = True
+            if self.path and not self._save_ev.pending:
+                self._save_ev.schedule_in(SAVE_PERIOD)
+        self.wip = False
+        self.wel = False
+
+    def _autosave(self) -> None:
+        try:
+            self.save()
+        except OSError as e:
+            log.error("%s: saving %s failed: %s", self.name, self.path, e)
