@@ -80,6 +80,9 @@ def default_uicr(pselreset: Optional[int] = None) -> bytes:
 # base, module, class, instance name.  Filled in as models are written; the
 # slots not listed get register storage (see ``STORAGE_SLOTS``).
 PERIPHERALS: list = [
+    (0x40003000, "emu.peripherals.serial", "SerialMux", "serial0"),
+    (0x40004000, "emu.peripherals.serial", "SerialMux", "serial1"),
+    (0x40023000, "emu.peripherals.serial", "SerialMuxSpiOnly", "serial2"),
     (0x4000B000, "emu.peripherals.rtc", "Rtc", "rtc0"),
     (0x40011000, "emu.peripherals.rtc", "Rtc", "rtc1"),
     (0x40024000, "emu.peripherals.rtc", "Rtc", "rtc2"),
@@ -144,6 +147,9 @@ class Nrf52832:
         self.pins = [Pin(f"P0.{i:02d}", i) for i in range(self.NUM_PINS)]
         self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a))
         self.peripherals: dict = {}
+        from emu.buses import I2cBus, SpiBus
+        self.spi_bus = [SpiBus(f"spi{i}") for i in range(3)]   # serial0..2 SPI/SPIM
+        self.i2c_bus = [I2cBus(f"i2c{i}") for i in range(2)]   # serial0..1 TWI/TWIM
         # set by the board: fn(reason) asks for a system reset at the next
         # slice boundary (watchdog, reset pin, SYSTEMOFF wake-up, ...)
         self.reset_request_handler = None

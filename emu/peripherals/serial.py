@@ -1,0 +1,158 @@
+"""Shared-ID serial slots: one object per slot, the variant chosen by ENABLE.
+
+nRF52832 PS v1.4 section 15.2 "Peripherals with shared ID": SPIM0/SPIS0/
+TWIM0/TWIS0/SPI0/TWI0 share 0x40003000 (IRQ 3), instance 1 shares
+0x40004000 (IRQ 4), SPIM2/SPIS2/SPI2 share 0x40023000 (IRQ 35).  Only one
+variant is active at a time, selected by the value written to ENABLE
+(+0x500): SPI=1, SPIS=2, TWI=5, TWIM=6, SPIM=7, TWIS=9.  All variants decode
+the same addresses, so a register written while the slot is disabled (PSEL,
+FREQUENCY, ADDRESS, pointers...) is seen by whichever variant is enabled
+next: the multiplexer keeps that shared storage and hands it on at ENABLE.
+
+Not modelled: the SPIS and TWIS slaves (register storage, logged once);
+pin-level SCK/MOSI/SDA/SCL waveforms (bytes go through the SpiBus/I2cBus).
+"""
+from __future__ import annotations
+
+from emu.peripherals.base import NrfPeripheral, Peripheral
+
+ENABLE = 0x500
+
+# ENABLE value -> (module, class) per slot kind
+_SPI_ONLY = {1: ("emu.peripherals.spi", "Spi"), 7: ("emu.peripherals.spim", "Spim"),
+             2: ("emu.peripherals.serial", "Spis")}
+_SPI_TWI = dict(_SPI_ONLY)
+_SPI_TWI.update({5: ("emu.peripherals.twi", "Twi"), 6: ("emu.peripherals.twim", "Twim"),
+                 9: ("emu.peripherals.serial", "Twis")})
+
+
+def ticks_per_bit(freq_reg: int) -> int:
+    """512 MHz ticks per bit for a FREQUENCY/BAUDRATE value (f = reg * 16 MHz / 2^32)."""
+    if freq_reg <= 0:
+        return 1 << 40          # no clock: nothing completes
+    return max(1, (32 << 32) // freq_reg)
+
+
+class Spis(NrfPeripheral):
+    """SPI slave: register storage only (not modelled)."""
+    NAME = "SPIS"
+
+    def __init__(self, soc, base, name=None, irq=None):
+        super().__init__(soc, base, name, irq)
+        self.log_once("nm", "SPIS at %#010x is register storage only (not modelled)", base)
+
+    def disable(self) -> None:
+        pass
+
+
+class Twis(Spis):
+    """TWI slave: register storage only (not modelled)."""
+    NAME = "TWIS"
+
+
+class SerialMux(Peripheral):
+    """The slot object mapped on the bus; forwards to the enabled variant."""
+
+    NAME = "SERIAL"
+    HAS_TWI = True
+
+    def __init__(self, soc, base, name=None):
+        super().__init__(soc, base, name)
+        self.instance = int(self.name[-1]) if self.name[-1].isdigit() else 0
+        self.irq = (base >> 12) & 0xFF
+        self.spi_bus = soc.spi_bus[self.instance] if hasattr(soc, "spi_bus") else None
+        self.i2c_bus = (soc.i2c_bus[self.instance]
+                        if self.HAS_TWI and hasattr(soc, "i2c_bus")
+                        and self.instance < len(soc.i2c_bus) else None)
+        import importlib
+        table = _SPI_TWI if self.HAS_TWI else _SPI_ONLY
+        self.variants: dict = {}
+        for val, (mod, cls) in table.items():
+            c = getattr(importlib.import_module(mod), cls)
+            v = c(soc, base, f"{self.name}.{c.NAME.lower()}", self.irq)
+            v.spi_bus = self.spi_bus
+            v.i2c_bus = self.i2c_bus
+            v.mux = self
+            self.variants[val] = v
+        self.reset()
+
+    def reset(self) -> None:
+        self.enable = 0
+        self.active = None
+        self.shared: dict = {}       # offset -> last value written while disabled
+        for v in getattr(self, "variants", {}).values():
+            v.reset()
+
+    def variant(self, enable_value: int):
+        return self.variants.get(enable_value)
+
+    # -- bus -----------------------------------------------------------
+    def read(self, offset: int, size: int = 4) -> int:
+        a = self.active
+        if a is not None:
+            return a.read(offset, size)
+        if offset == ENABLE:
+            return self.enable
+        return self.shared.get(offset, 0)
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        if offset == ENABLE:
+            self._set_enable(value & 0xF)
+            return
+        a = self.active
+        if a is not None:
+            a.write(offset, value, size)
+            return
+        if offset < 0x100:
+            self.log_once(("task-off", offset), "task +%#x while the slot is disabled ignored",
+                          offset)
+            return
+        self.shared[offset] = value & 0xFFFFFFFF
+
+    # ------------------------------------------------------------------
+    def _set_enable(self, value: int) -> None:
+        old = self.active
+        self.enable = value
+        new = self.variants.get(value)
+        if value and new is None:
+            self.log_once(("en", value), "ENABLE=%d is not a valid variant for this slot", value)
+        if old is new:
+            if new is not None:
+                new.values[ENABLE] = value
+            return
+        if old is not None:
+            old.disable()
+            # registers written while enabled remain in the shared address space
+            for off, val in old.values.items():
+                self.shared[off] = val
+            self.shared[0x304] = old.inten
+            self.shared[0x200] = old.shorts
+            old._set_irq(False)
+        self.active = new
+        if new is not None:
+            for off, val in self.shared.items():
+                if off in new._regs and off != ENABLE:
+                    new.values[off] = val & new._regs[off].mask
+            new.inten = self.shared.get(0x304, new.inten)
+            new.shorts = self.shared.get(0x200, new.shorts)
+            new.values[ENABLE] = value
+            new.irq_line_level = False
+            new.update_irq()
+            if value in (2, 9):
+                new.log_once("nm", "%s is register storage only (not modelled)", new.NAME)
+
+    def save_state(self) -> dict:
+        return {"enable": self.enable, "shared": dict(self.shared),
+                "variants": {k: v.save_state() for k, v in self.variants.items()}}
+
+    def load_state(self, state: dict) -> None:
+        for k, v in state["variants"].items():
+            self.variants[int(k)].load_state(v)
+        self.shared = dict(state["shared"])
+        self.enable = state["enable"]
+        self.active = self.variants.get(self.enable)
+
+
+class SerialMuxSpiOnly(SerialMux):
+    """Instance 2 (0x40023000): SPIM2/SPIS2/SPI2 only."""
+    HAS_TWI = False

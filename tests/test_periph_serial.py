@@ -1,0 +1,39 @@
+"""Shared-ID serial slots: ENABLE selects the variant, shared storage carries over."""
+from emu.soc.nrf52832 import Nrf52832
+
+
+def test_psel_written_while_disabled_is_seen_by_enabled_variant():
+    soc = Nrf52832()
+    s = soc.serial0
+    s.write(0x508, 7)            # PSEL.SCK (SPI) / PSEL.SCL (TWI) before ENABLE
+    s.write(0x524, 0x80000000)   # FREQUENCY
+    assert s.read(0x508) == 7
+    s.write(0x500, 1)            # ENABLE = SPI
+    assert s.active is s.variant(1)
+    assert s.read(0x508) == 7 and s.read(0x524) == 0x80000000
+    assert s.read(0x500) == 1
+    s.write(0x500, 0)
+    s.write(0x500, 5)            # now TWI: same address decodes as PSEL.SCL
+    assert s.active is s.variant(5)
+    assert s.read(0x508) == 7
+
+
+def test_instance2_has_no_twi_and_tasks_ignored_when_disabled():
+    soc = Nrf52832()
+    assert soc.serial2.variant(5) is None and soc.serial2.variant(7) is not None
+    soc.serial2.write(0x010, 1)   # TASKS_START with the slot disabled: nothing happens
+    assert soc.serial2.read(0x14C) == 0
+    soc.serial2.write(0x500, 5)   # invalid on instance 2: stays without a model
+    assert soc.serial2.active is None
+
+
+def test_irq_line_follows_active_variant():
+    soc = Nrf52832()
+    s = soc.serial1
+    s.write(0x500, 7)            # SPIM
+    s.write(0x304, 1 << 1)       # INTENSET.STOPPED
+    s.write(0x014, 1)            # TASKS_STOP while idle -> STOPPED
+    assert s.read(0x104) == 1
+    assert soc.cpu.irq_level & (1 << 4)
+    s.write(0x500, 0)            # disabling drops the variant's line
+    assert not soc.cpu.irq_level & (1 << 4)

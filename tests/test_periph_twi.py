@@ -1,0 +1,99 @@
+"""Legacy TWI master: address/data phases at 9 bit times, ERRORSRC, BB shorts."""
+from emu.soc.nrf52832 import Nrf52832
+
+
+class Reg8:
+    """Fake I2C register device."""
+    def __init__(self):
+        self.mem = bytearray(range(256))
+        self.ptr = None
+        self.log = []
+
+    def i2c_start(self, read):
+        self.log.append(("S", read))
+        if not read:
+            self.ptr = None
+        return True
+
+    def i2c_write(self, b):
+        self.log.append(("W", b))
+        if self.ptr is None:
+            self.ptr = b
+        else:
+            self.mem[self.ptr] = b
+            self.ptr = (self.ptr + 1) & 0xFF
+        return True
+
+    def i2c_read(self):
+        b = self.mem[self.ptr]
+        self.ptr = (self.ptr + 1) & 0xFF
+        return b
+
+    def i2c_stop(self):
+        self.log.append(("P",))
+
+
+BIT = (32 << 32) // 0x06680000      # K400 ticks per bit
+
+
+def make():
+    soc = Nrf52832()
+    dev = Reg8()
+    soc.i2c_bus[1].attach(dev, 0x15)
+    t = soc.serial1
+    t.write(0x524, 0x06680000)
+    t.write(0x588, 0x15)
+    t.write(0x500, 5)
+    return soc, t, dev
+
+
+def test_write_then_read_polled():
+    soc, t, dev = make()
+    t.write(0x51C, 0x10)             # register pointer
+    t0 = soc.clock.now
+    t.write(0x008, 1)                # STARTTX
+    soc.clock.advance_to(t0 + 10 * BIT + 9 * BIT - 1)
+    assert t.read(0x11C) == 0        # one tick before TXDSENT
+    soc.clock.advance_to(t0 + 19 * BIT)
+    assert t.read(0x11C) == 1
+    # read 3 bytes: BB_SUSPEND, RESUME after each; BB_STOP for the last
+    t.write(0x11C, 0)
+    t.write(0x200, 1)
+    t.write(0x000, 1)                # STARTRX (repeated start)
+    got = []
+    for i in range(3):
+        while not t.read(0x108):
+            soc.clock.advance_to(soc.clock.now + BIT)
+        t.write(0x108, 0)
+        got.append(t.read(0x518))
+        if i < 2:
+            assert t.read(0x148) == 1
+            t.write(0x148, 0)
+            if i == 1:
+                t.write(0x200, 2)    # BB_STOP before the last byte starts (as nrfx does)
+            t.write(0x020, 1)        # RESUME
+    soc.clock.advance_to(soc.clock.now + 2 * BIT)
+    assert t.read(0x104) == 1        # STOPPED
+    assert got == [0x10, 0x11, 0x12]
+    assert dev.log == [("S", False), ("W", 0x10), ("S", True), ("P",)]
+
+
+def test_address_nack_sets_errorsrc_w1c():
+    soc, t, dev = make()
+    t.write(0x588, 0x44)             # nobody there
+    t.write(0x008, 1)
+    soc.clock.advance_to(soc.clock.now + 11 * BIT)
+    assert t.read(0x124) == 1 and t.read(0x4C4) == 2
+    t.write(0x4C4, 2)
+    assert t.read(0x4C4) == 0
+    t.write(0x014, 1)
+    soc.clock.advance_to(soc.clock.now + 2 * BIT)
+    assert t.read(0x104) == 1
+
+
+def test_overrun_when_rxd_not_read():
+    soc, t, dev = make()
+    dev.ptr = 0
+    t.write(0x000, 1)
+    soc.clock.advance_to(soc.clock.now + 40 * BIT)   # several bytes, RXD never read
+    assert t.read(0x4C4) & 1
