@@ -72,6 +72,8 @@ class Machine:
         self.board = cls(self, pure_python=pure_python, **board_options)
         self.soc = self.board.soc
         self.cpu = self.soc.cpu
+        if getattr(self.board, "softdevice", None) == "s132":
+            import emu.softdevice; emu.softdevice.attach(self)   # SVC layer + machine.phone
         self.soc.symbolize = self.describe_address
         self.cpu.bkpt_handler = self._bkpt
         self.cpu.itm_handler = self._itm
