@@ -1,0 +1,358 @@
+"""The emulator as a test bench: wait for things a firmware does, in emulated time.
+
+    from emu import Machine
+    from emu.testbench import wait_for_text, wait_for_symbol
+    m = Machine("firmware/build/cpu_exceptions.elf", board="nrf52832")
+    wait_for_symbol(m, "main", timeout_ms=10)
+    wait_for_text(m, "PASS cpuid", timeout_ms=100)
+
+Every ``wait_for_*`` runs the machine (in emulated time, never host time)
+until its condition holds, and returns the emulated time in seconds at
+which it held.  On timeout it raises :class:`ExpectationFailed` carrying the
+emulated time and what was seen instead (the console tail, the pixel's
+colour, the pin's level, where the PC was), so a failing test says why.
+
+PNG helpers (:func:`write_png`, :func:`read_png`, :func:`compare_png`) are
+self-contained (zlib only): 8-bit RGB/RGBA/grey, non-interlaced.
+
+The PineTime board API (``board.screen()``, ``board.touch``,
+``board.button``, ``board.motor``) is looked up with getattr; a board
+without one of them gives a clear :class:`BoardFeatureMissing` error.
+
+Not modelled / limits:
+- ``wait_for_symbol`` stops at the end of the translation block holding the
+  symbol's first instruction (``request_stop`` acts at block boundaries), so
+  the PC may already be a few instructions past the symbol when it returns;
+  the recorded time is the slice time at the hit.
+- PNG: no 16-bit depth, palette or interlaced images.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Callable, Iterable, Optional, Sequence
+
+from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND
+
+
+class ExpectationFailed(AssertionError):
+    """A ``wait_for``/``expect`` did not hold; ``seen`` says what was there instead."""
+
+    def __init__(self, what: str, seen: str, time_s: float):
+        self.what = what
+        self.seen = seen
+        self.time_s = time_s
+        super().__init__(f"{what}: not met by t={time_s:.6f} s; saw {seen}")
+
+
+class BoardFeatureMissing(ExpectationFailed):
+    """The board has no such device (e.g. a screen on the bare nRF52832 board)."""
+
+    def __init__(self, machine, feature: str):
+        name = getattr(machine, "board_name", type(machine.board).__name__)
+        super().__init__(f"board feature {feature!r}",
+                         f"board {name!r} has no {feature} (use board 'pinetime' once it "
+                         f"provides one)", machine.clock.now / TICKS_PER_SECOND)
+
+
+# ----------------------------------------------------------------------
+# waiting
+# ----------------------------------------------------------------------
+def _t(machine) -> float:
+    return machine.clock.now / TICKS_PER_SECOND
+
+
+def wait_until(machine, predicate: Callable[[], bool], timeout_ms: float, what: str,
+               seen: Callable[[], str]) -> float:
+    """Run ``machine`` until ``predicate()``; ExpectationFailed(what, seen()) on timeout.
+
+    Also fails early (with the stop reason) when the firmware exits, locks
+    up or faults before the condition holds.
+    """
+    end = machine.clock.now + int(round(timeout_ms * TICKS_PER_MS))
+    step = max(1, TICKS_PER_MS)
+    while True:
+        if predicate():
+            return _t(machine)
+        if machine.clock.now >= end:
+            break
+        r = machine.run(until_tick=min(end, machine.clock.now + step), stop=predicate)
+        if r.reason in ("exit", "lockup", "fault"):
+            if predicate():
+                return _t(machine)
+            extra = f" (exit code {r.exit_code})" if r.reason == "exit" else ""
+            raise ExpectationFailed(what, f"{seen()}; the firmware stopped: {r.reason}{extra}",
+                                    _t(machine))
+        if r.reason == "sleep":
+            # asleep with nothing scheduled: nothing can change any more
+            break
+    raise ExpectationFailed(what, seen(), _t(machine))
+
+
+def _tail(text: str, n: int = 200) -> str:
+    t = text[-n:]
+    return repr(("..." if len(text) > n else "") + t) if text else "no console output"
+
+
+def wait_for_text(machine, text: str, timeout_ms: float) -> float:
+    """Run until ``text`` appears anywhere in the console (semihosting + ITM)."""
+    return wait_until(machine, lambda: text in machine.console_text(), timeout_ms,
+                      f"console text {text!r}", lambda: "console " + _tail(machine.console_text()))
+
+
+def expect_text(machine, text: str) -> float:
+    """``text`` must already be in the console (no running)."""
+    return wait_for_text(machine, text, 0)
+
+
+def _pin(machine, pin: int):
+    pins = machine.soc.pins
+    if not 0 <= pin < len(pins):
+        raise ValueError(f"no pin {pin} (0..{len(pins) - 1})")
+    return pins[pin]
+
+
+def wait_for_pin(machine, pin: int, level: int, timeout_ms: float) -> float:
+    """Run until package pin P0.``pin`` reads ``level`` (0 or 1)."""
+    p = _pin(machine, pin)
+    want = bool(level)
+
+    def seen() -> str:
+        drivers = p.driven_by() if hasattr(p, "driven_by") else []
+        return f"P0.{pin:02d} = {int(bool(p.level))}" + (
+            f" (driven by {', '.join(map(str, drivers))})" if drivers else " (not driven)")
+    return wait_until(machine, lambda: bool(p.level) == want, timeout_ms,
+                      f"P0.{pin:02d} == {int(want)}", seen)
+
+
+def wait_for_symbol(machine, name: str, timeout_ms: float) -> float:
+    """Run until the PC reaches symbol ``name`` (an ELF function or label)."""
+    from unicorn import UC_HOOK_CODE
+    try:
+        addr = machine.symbol(name) & ~1
+    except KeyError as e:
+        raise ExpectationFailed(f"PC reaches {name}", str(e.args[0]), _t(machine)) from None
+    hit: list = []
+
+    def on_code(uc, address, size, user_data):
+        if not hit:
+            hit.append(machine.cpu.sync_time())
+        machine.cpu.request_stop()
+
+    uc = machine.cpu.uc
+    h = uc.hook_add(UC_HOOK_CODE, on_code, begin=addr, end=addr)
+    try:
+        def seen() -> str:
+            pc = machine.cpu.pc
+            where = machine.describe_address(pc)
+            return f"PC={pc:#010x}" + (f" ({where})" if where else "")
+        wait_until(machine, lambda: bool(hit), timeout_ms, f"PC reaches {name} ({addr:#010x})",
+                   seen)
+    finally:
+        uc.hook_del(h)
+    return hit[0] / TICKS_PER_SECOND
+
+
+# ----------------------------------------------------------------------
+# screen
+# ----------------------------------------------------------------------
+def screen(machine):
+    """The board's screen as an (H, W, 3) uint8 array; BoardFeatureMissing if none."""
+    import numpy as np
+    fn = getattr(machine.board, "screen", None)
+    if fn is None or not callable(fn):
+        raise BoardFeatureMissing(machine, "screen")
+    return np.asarray(fn())
+
+
+def _rgb(value) -> tuple:
+    if isinstance(value, str):
+        s = value.lstrip("#")
+        return tuple(int(s[i:i + 2], 16) for i in (0, 2, 4))
+    return tuple(int(v) for v in value)
+
+
+def wait_for_pixel(machine, x: int, y: int, rgb, timeout_ms: float,
+                   tolerance: int = 0) -> float:
+    """Run until screen pixel (x, y) is ``rgb`` (each channel within ``tolerance``)."""
+    want = _rgb(rgb)
+    screen(machine)     # fail now, clearly, if the board has none
+
+    def px() -> tuple:
+        return tuple(int(v) for v in screen(machine)[y, x][:3])
+    return wait_until(machine, lambda: all(abs(a - b) <= tolerance for a, b in zip(px(), want)),
+                      timeout_ms, f"pixel ({x},{y}) == #{'%02x%02x%02x' % want}",
+                      lambda: "#%02x%02x%02x" % px())
+
+
+def screen_region_equals(machine, x: int, y: int, w: int, h: int, expected,
+                         tolerance: int = 0) -> bool:
+    """True when screen[y:y+h, x:x+w] matches ``expected`` (array, or one RGB colour)."""
+    import numpy as np
+    region = screen(machine)[y:y + h, x:x + w, :3].astype(int)
+    exp = np.asarray(expected, dtype=int)
+    if exp.ndim == 1:
+        exp = np.broadcast_to(exp[:3], region.shape)
+    elif exp.shape != region.shape:
+        return False
+    return bool(np.all(np.abs(region - exp[..., :3]) <= tolerance))
+
+
+# ----------------------------------------------------------------------
+# PNG
+# ----------------------------------------------------------------------
+def write_png(path: str, array) -> None:
+    """Save an (H, W, 3) or (H, W, 4) uint8 array as a PNG."""
+    import numpy as np
+    a = np.ascontiguousarray(np.asarray(array, dtype=np.uint8))
+    if a.ndim == 2:
+        a = a[..., None]
+    h, w, c = a.shape
+    ctype = {1: 0, 3: 2, 4: 6}[c]
+    raw = b"".join(b"\0" + a[row].tobytes() for row in range(h))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(
+            ">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, ctype, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    with open(path, "wb") as f:
+        f.write(png)
+
+
+def read_png(path: str):
+    """Load an 8-bit, non-interlaced grey/RGB/RGBA PNG as an (H, W, 3) uint8 array."""
+    import numpy as np
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG file")
+    pos, idat, hdr = 8, b"", None
+    while pos + 8 <= len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            hdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        elif kind == b"IEND":
+            break
+        pos += 12 + n
+    if hdr is None:
+        raise ValueError(f"{path}: PNG has no IHDR")
+    w, h, depth, ctype, _c, _f, interlace = hdr
+    channels = {0: 1, 2: 3, 4: 2, 6: 4}.get(ctype)
+    if depth != 8 or channels is None or interlace:
+        raise ValueError(f"{path}: unsupported PNG (depth {depth}, colour type {ctype}, "
+                         f"interlace {interlace})")
+    raw = zlib.decompress(idat)
+    stride = w * channels
+    out = np.zeros((h, stride), dtype=np.uint8)
+    prev = np.zeros(stride, dtype=np.int32)
+    for y in range(h):
+        ft = raw[y * (stride + 1)]
+        line = np.frombuffer(raw, dtype=np.uint8, count=stride, offset=y * (stride + 1) + 1
+                             ).astype(np.int32)
+        if ft == 0:
+            cur = line
+        elif ft == 2:
+            cur = (line + prev) & 0xFF
+        else:
+            cur = np.zeros(stride, dtype=np.int32)
+            for i in range(stride):
+                a = cur[i - channels] if i >= channels else 0
+                b = prev[i]
+                c = prev[i - channels] if i >= channels else 0
+                if ft == 1:
+                    pred = a
+                elif ft == 3:
+                    pred = (a + b) // 2
+                else:
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                cur[i] = (line[i] + pred) & 0xFF
+        out[y] = cur
+        prev = cur
+    img = out.reshape(h, w, channels)
+    if channels in (1, 2):
+        img = np.repeat(img[..., :1], 3, axis=2)
+    return img[..., :3]
+
+
+class PngDiff:
+    """Result of :func:`compare_png`; true when the images match."""
+
+    def __init__(self, matches: bool, summary: str, differing: int = 0, max_delta: int = 0,
+                 bbox: Optional[tuple] = None):
+        self.matches = matches
+        self.summary = summary
+        self.differing = differing
+        self.max_delta = max_delta
+        self.bbox = bbox
+
+    def __bool__(self) -> bool:
+        return self.matches
+
+    def __str__(self) -> str:
+        return self.summary
+
+
+def compare_png(actual, expected_png_path: str, tolerance: int = 0,
+                masks: Iterable[Sequence[int]] = ()) -> PngDiff:
+    """Compare an (H, W, 3) array with a PNG; pixels inside ``masks`` (x, y, w, h) are ignored.
+
+    A pixel differs when any channel differs by more than ``tolerance``.
+    """
+    import numpy as np
+    act = np.asarray(actual)[..., :3].astype(int)
+    try:
+        exp = read_png(expected_png_path).astype(int)
+    except (OSError, ValueError, zlib.error) as e:
+        return PngDiff(False, f"cannot read {expected_png_path}: {e}")
+    if act.shape != exp.shape:
+        return PngDiff(False, f"size differs: actual {act.shape[1]}x{act.shape[0]}, expected "
+                              f"{exp.shape[1]}x{exp.shape[0]}")
+    delta = np.abs(act - exp).max(axis=2)
+    for (mx, my, mw, mh) in masks:
+        delta[my:my + mh, mx:mx + mw] = 0
+    bad = delta > tolerance
+    n = int(bad.sum())
+    if n == 0:
+        return PngDiff(True, f"matches {expected_png_path} (tolerance {tolerance})")
+    ys, xs = np.nonzero(bad)
+    bbox = (int(xs.min()), int(ys.min()), int(xs.max() - xs.min() + 1), int(ys.max() - ys.min() + 1))
+    y0, x0 = int(ys[0]), int(xs[0])
+    return PngDiff(False, f"{n} pixels differ from {expected_png_path} (tolerance {tolerance}, "
+                          f"max delta {int(delta.max())}, region x={bbox[0]} y={bbox[1]} "
+                          f"w={bbox[2]} h={bbox[3]}; first at ({x0},{y0}): actual "
+                          f"#{'%02x%02x%02x' % tuple(act[y0, x0])} expected "
+                          f"#{'%02x%02x%02x' % tuple(exp[y0, x0])})",
+                   n, int(delta.max()), bbox)
+
+
+# ----------------------------------------------------------------------
+# input devices (PineTime board API)
+# ----------------------------------------------------------------------
+def device(machine, name: str):
+    """``machine.board.<name>`` (touch, button, motor...) or BoardFeatureMissing."""
+    dev = getattr(machine.board, name, None)
+    if dev is None:
+        raise BoardFeatureMissing(machine, name)
+    return dev
+
+
+def motor_on(machine) -> bool:
+    """Whether the vibration motor is on now (from ``board.motor``)."""
+    motor = device(machine, "motor")
+    for attr in ("on", "is_on", "running"):
+        v = getattr(motor, attr, None)
+        if v is not None:
+            return bool(v() if callable(v) else v)
+    timeline = getattr(motor, "timeline", None)
+    if timeline:
+        last = timeline[-1]
+        return bool(last[1] if isinstance(last, (tuple, list)) else last)
+    if timeline is not None:
+        return False
+    raise BoardFeatureMissing(machine, "motor state (motor.on or motor.timeline)")
