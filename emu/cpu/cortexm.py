@@ -650,8 +650,25 @@ class CortexM:
             uc.reg_write(A.UC_ARM_REG_PC, pc + 2)
             uc.emu_stop()
             return True
+        # When a code hook is active in the block (the SEV hook), QEMU has
+        # already advanced PC past the WFE: the instruction at PC is then a
+        # valid one and the halfword before it is the WFE.
+        if self._wfe_before(pc):
+            self._trap = ("wfe", pc - 2)
+            uc.emu_stop()
+            return True
         self._trap = ("undef", pc)
         return False
+
+    def _wfe_before(self, pc: int) -> bool:
+        try:
+            prev = struct.unpack("<H", self.uc.mem_read(pc - 2, 2))[0]
+            code = bytes(self.uc.mem_read(pc, 4))
+        except UcError:
+            return False
+        if prev != 0xBF20 or pc == self._slice_pc:
+            return False   # resumed right after a WFE: this one really is undefined
+        return any(True for _ in self.cost_model.md.disasm_lite(code, pc, 1))
 
     def _hook_div(self, uc, address, size, _ud):
         if not (self.ccr & 0x10):
@@ -812,6 +829,7 @@ class CortexM:
                 cs.reason = 0
                 self._trap = None
                 pc = uc.reg_read(A.UC_ARM_REG_PC)
+                self._slice_pc = pc
                 err = None
                 try:
                     uc.emu_start(pc | 1, 0xFFFFFFFF)
@@ -969,6 +987,7 @@ class CortexM:
 
     svc_calls = 0
     tail_chains = 0
+    _slice_pc = -1
 
 
 def _capstone_to_uc_reg(csreg: int) -> int:
