@@ -410,3 +410,34 @@ def test_no_display_raises_specific_error(monkeypatch):
     with pytest.raises(NoDisplayError, match="--headless"):
         run_window(m)
     assert m.runs == [] and not m.board.closed
+
+
+# ----------------------------------------------------------------------
+# the real PineTime board and a firmware from firmware/
+# ----------------------------------------------------------------------
+def test_real_board_window_shows_the_panel_and_closes(firmware_dir):
+    elf = firmware_dir / "pinetime_demo.elf"
+    if not elf.exists():
+        pytest.skip("firmware/build/pinetime_demo.elf not built")
+    from emu.machine import Machine
+    m = Machine(str(elf), board="pinetime")
+    if not hasattr(m.board, "screen"):
+        pytest.skip("PineTime board API (board.screen) not available yet")
+    wall = FakeWall()
+    closed = []
+    w = Window(m, scale=2, wall_clock=wall, sleep=lambda s: setattr(wall, "t", wall.t + s),
+               on_close=lambda: closed.append(True))
+    for _ in range(12):                       # 12 frames of 1/60 s, paced against the fake wall
+        wall.t += 1 / 60
+        w.frame()
+    assert m.clock.now >= 11 * (TPS // 60)
+    assert m.clock.now <= int((wall.t - 100.0) * TPS) + TPS // 60
+    w.draw()
+    L = w.layout
+    grab = pygame.surfarray.array3d(w.surface).transpose(1, 0, 2)
+    area = grab[L.screen_y:L.screen_y + 480, L.screen_x:L.screen_x + 480]
+    want = np.repeat(np.repeat(np.asarray(m.board.screen()), 2, axis=0), 2, axis=1)
+    assert np.array_equal(area, want)
+    assert f"backlight {m.board.backlight.level}/3" in w._status_text()
+    w.close()
+    assert closed == [True]
