@@ -67,7 +67,7 @@ def test_write_then_read_polled():
         t.write(0x108, 0)
         got.append(t.read(0x518))
         if i < 2:
-            assert t.read(0x148) == 1
+            assert t.read(0x148) == 1, (i, t.active._state, t.active.events)
             t.write(0x148, 0)
             if i == 1:
                 t.write(0x200, 2)    # BB_STOP before the last byte starts (as nrfx does)

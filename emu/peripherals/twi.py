@@ -106,6 +106,7 @@ class Twi(NrfPeripheral):
             self._suspend_now()
 
     def task_RESUME(self) -> None:
+        self._suspend_pending = False
         if self._state == "suspended":
             if self._read:
                 self._begin_byte()
@@ -113,7 +114,6 @@ class Twi(NrfPeripheral):
                 self._begin_byte()
             else:
                 self._state = "wait_tx"
-        self._suspend_pending = False
 
     # ------------------------------------------------------------------
     def _begin_byte(self) -> None:
