@@ -653,4 +653,14 @@ def attach(machine) -> SoftDevice:
         sd = SoftDevice(machine)
         machine.softdevice = sd
         machine.cpu.svc_handler = sd.svc
+        board = machine.board
+        for name in ("power_on_reset", "system_reset"):     # the SoftDevice restarts with the chip
+            orig = getattr(board, name)
+
+            def wrapped(*a, _orig=orig, **k):
+                sd.reset()
+                return _orig(*a, **k)
+            setattr(board, name, wrapped)
+        from emu.phone import Phone
+        machine.phone = Phone(machine, sd)
     return sd

@@ -1,0 +1,155 @@
+"""The phone: Gadgetbridge (Bangle.js protocol, as wasp-os speaks it) over BLE.
+
+``machine.phone`` on the PineTime board.  It drives the host central of the
+emulated SoftDevice (emu/softdevice/central.py): connect, find the Nordic UART
+Service, enable TX notifications, write RX in 20-byte writes paced by
+connection events (wasp-os's RX ring holds 128 bytes), and collect what the
+watch prints.  Everything runs on the emulated clock: methods that wait
+(`connect`, `repl`, `wait_for`) run the machine.
+
+Gadgetbridge messages are ``\\x10GB({...})\\n``: wasp-os's REPL drops the 0x10
+and evaluates the line, with ``GB``, ``true``, ``false`` and ``null`` defined by
+/flash/main.py.  ``set_time`` sends what ``wasptool --rtc`` sends
+(``watch.rtc.set_localtime((y, m, d, H, M, S))``); Gadgetbridge's Bangle.js
+driver sends JavaScript (``setTime(t);E.setTimeZone(z)``) that wasp-os does
+not define, so it is available separately as ``bangle_set_time``.
+
+Not modelled: pairing/bonding, Gadgetbridge's own reconnect policy, the
+phone's notification ids (a counter is used).
+"""
+from __future__ import annotations
+
+import json
+import time as _time_fmt   # only for gmtime() formatting, never the host clock
+from typing import Callable, Optional
+
+from emu.softdevice.central import Central, NusClient
+
+PROMPT = b">>> "
+
+
+class PhoneError(Exception):
+    pass
+
+
+class Phone:
+    def __init__(self, machine, softdevice):
+        self.machine = machine
+        self.sd = softdevice
+        self.central = Central(softdevice)
+        self.nus = NusClient(self.central)
+        self.output = bytearray()
+        self.messages: list[dict] = []
+        self._line = bytearray()
+        self._listeners: list[Callable[[bytes], None]] = []
+        self._notify_id = 0
+        self.nus.listeners.append(self._received)
+
+    # ------------------------------------------------------------------ link
+    @property
+    def connected(self) -> bool:
+        return self.central.connected and self.nus.tx_handle is not None
+
+    def connect(self, timeout_ms: float = 5000) -> None:
+        """Wait for the watch to advertise, connect, discover NUS, enable TX."""
+        m = self.machine
+        if self.central.connected:
+            return
+        if not m.run_until(self.central.can_connect, timeout_ms=timeout_ms):
+            raise PhoneError("the watch is not advertising")
+        self.central.connect(mtu=247)
+        if not self.nus.discover():
+            self.central.disconnect()
+            raise PhoneError("Nordic UART Service not found on the watch")
+        m.run_until(lambda: self.central.writes_pending == 0, timeout_ms=500)
+
+    def disconnect(self) -> None:
+        self.central.disconnect()
+        self.nus.tx_handle = self.nus.rx_handle = None
+
+    def on_output(self, fn: Callable[[bytes], None]) -> None:
+        self._listeners.append(fn)
+
+    # ------------------------------------------------------------------ raw REPL
+    def send(self, data: bytes) -> None:
+        """Queue raw bytes for RX (paced: one 20-byte write per connection event)."""
+        if not self.connected:
+            raise PhoneError("not connected")
+        self.nus.send(bytes(data))
+
+    def flush(self, timeout_ms: float = 5000) -> bool:
+        """Run until every queued write reached the watch."""
+        return self.machine.run_until(lambda: self.central.writes_pending == 0,
+                                      timeout_ms=timeout_ms)
+
+    def wait_for(self, pattern: bytes, start: int = 0, timeout_ms: float = 2000) -> bool:
+        return self.machine.run_until(lambda: pattern in self.output[start:],
+                                      timeout_ms=timeout_ms)
+
+    def repl(self, cmd: str, timeout_ms: float = 2000) -> str:
+        """Send one line, run until the next prompt, return what it printed."""
+        start = len(self.output)
+        self.send(cmd.encode() + b"\r")
+        if not self.machine.run_until(
+                lambda: self.output[start:].rstrip(b" ").endswith(b">>>")
+                and self.central.writes_pending == 0, timeout_ms=timeout_ms):
+            raise PhoneError(f"no prompt after {cmd!r}; got {bytes(self.output[start:])!r}")
+        text = bytes(self.output[start:]).decode("utf-8", "replace").replace("\r\n", "\n")
+        text = text[:text.rfind(">>>")]
+        first, _, rest = text.partition("\n")       # the echoed command
+        return rest if first.strip() == cmd.strip() else text
+
+    # ------------------------------------------------------------------ Gadgetbridge
+    def send_gb(self, msg: dict) -> None:
+        self.send(b"\x10GB(" + json.dumps(msg, separators=(",", ":")).encode() + b")\n")
+
+    def notify(self, title: str, body: str, src: str = "Messages") -> int:
+        self._notify_id += 1
+        self.send_gb({"t": "notify", "id": self._notify_id, "src": src, "title": title,
+                      "body": body})
+        return self._notify_id
+
+    def incoming_call(self, name: str, number: str) -> None:
+        self.send_gb({"t": "call", "cmd": "incoming", "name": name, "number": number})
+
+    def end_call(self) -> None:
+        self.send_gb({"t": "call", "cmd": "end"})
+
+    def music_info(self, artist: str, track: str, album: str = "") -> None:
+        self.send_gb({"t": "musicinfo", "artist": artist, "track": track, "album": album})
+
+    def music_state(self, playing: bool) -> None:
+        self.send_gb({"t": "musicstate", "state": "play" if playing else "pause"})
+
+    def set_time(self, unix_seconds: int) -> None:
+        t = _time_fmt.gmtime(int(unix_seconds))
+        self.send(b"watch.rtc.set_localtime((%d, %d, %d, %d, %d, %d))\r"
+                  % (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec))
+
+    def bangle_set_time(self, unix_seconds: int, tz_hours: float = 0) -> None:
+        self.send(b"\x10setTime(%d);E.setTimeZone(%s);\n" % (int(unix_seconds),
+                                                             repr(tz_hours).encode()))
+
+    # ------------------------------------------------------------------ incoming
+    def _received(self, data: bytes) -> None:
+        self.output += data
+        for b in data:
+            if b == 0x0A:
+                self._parse_line(bytes(self._line))
+                self._line.clear()
+            elif len(self._line) < 4096:
+                self._line.append(b)
+        for fn in list(self._listeners):
+            fn(data)
+
+    def _parse_line(self, line: bytes) -> None:
+        s = line.strip()
+        i = s.find(b"{")
+        if i < 0 or not s.endswith(b"}"):
+            return
+        try:
+            obj = json.loads(s[i:].decode("utf-8", "replace"))
+        except ValueError:
+            return
+        if isinstance(obj, dict):
+            self.messages.append(obj)
