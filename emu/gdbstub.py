@@ -1,0 +1,778 @@
+"""GDB Remote Serial Protocol stub: debug the emulated firmware with gdb-multiarch.
+
+``serve(machine, port, host="127.0.0.1", wait=False, run_seconds=None)`` is the
+entry point for the CLI; :class:`GdbStub` integrates with any run loop that owns
+the machine (the emulator thread calls :meth:`GdbStub.poll` between slices, or
+:meth:`GdbStub.run_machine` to run in chunks while serving the socket).  Only
+the emulator thread touches the machine; the socket is non-blocking.
+
+Protocol (GDB manual, "Remote Protocol"): qSupported (PacketSize, no-ack mode,
+qXfer features/memory-map), target description with org.gnu.gdb.arm.m-profile,
+org.gnu.gdb.arm.vfp (d0-d15, fpscr) and org.gnu.gdb.arm.m-system (msp, psp) plus
+a feature for primask/basepri/faultmask/control; g/G/p/P, m/M/X, Z0-Z4/z0-z4,
+c/s/vCont, Ctrl-C, ?, qRcmd monitor commands, D, k, qAttached, qC, thread info.
+
+Breakpoints never write guest memory: each is a Unicorn UC_HOOK_CODE limited to
+one address that stops the CPU before the instruction.  Watchpoints are
+UC_HOOK_MEM_READ/WRITE hooks limited to the range; the CPU stops before the
+access completes with PC at the accessing instruction (ARM GDB treats
+watchpoints as non-steppable and steps over the access itself).
+
+Cycle accounting: the block hook charges a translation block's whole cost when
+the block starts.  When the stub stops inside a block at address B, the cost of
+[B, end of block) is taken back at once (so emulated time stands exactly at B
+while halted); on resume Unicorn translates a new block at B and charges it
+again.  A Python block hook records the current block while any breakpoint,
+watchpoint or step is active (it slows emulation only then).
+
+Not modelled:
+- an interrupt whose scheduled event falls inside the very block that a
+  breakpoint/step interrupted may be taken at the stop address instead of at the
+  end of that block (block-granular interrupt timing is shifted, not time);
+- flash programming through GDB (vFlashWrite): `load` is not supported, the
+  firmware is loaded by the emulator; M/X into flash patch the image directly;
+- non-stop mode, multiple threads, tracepoints, access watchpoints on MMIO.
+"""
+from __future__ import annotations
+
+import logging
+import select
+import socket
+from typing import Optional
+
+import unicorn.arm_const as A
+from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UcError
+
+from emu.clock import NEVER, TICKS_PER_SECOND
+
+log = logging.getLogger("emu.gdbstub")
+
+PACKET_SIZE = 0x4000
+CPU_TICKS = 8
+SIGINT, SIGTRAP, SIGSEGV = 2, 5, 11
+
+# register numbering of our target description
+_GPR = [getattr(A, f"UC_ARM_REG_R{i}") for i in range(13)] + [A.UC_ARM_REG_SP, A.UC_ARM_REG_LR,
+                                                             A.UC_ARM_REG_PC]
+REG_XPSR, REG_MSP, REG_PSP, REG_PRIMASK, REG_BASEPRI, REG_FAULTMASK, REG_CONTROL = range(16, 23)
+REG_D0 = 23
+REG_FPSCR = REG_D0 + 16
+NUM_REGS = REG_FPSCR + 1
+_SPECIAL = {REG_MSP: A.UC_ARM_REG_MSP, REG_PSP: A.UC_ARM_REG_PSP,
+            REG_PRIMASK: A.UC_ARM_REG_PRIMASK, REG_BASEPRI: A.UC_ARM_REG_BASEPRI,
+            REG_FAULTMASK: A.UC_ARM_REG_FAULTMASK, REG_CONTROL: A.UC_ARM_REG_CONTROL}
+
+
+def _target_xml() -> str:
+    core = "".join(f'<reg name="r{i}" bitsize="32" regnum="{i}" type="uint32"/>' for i in range(13))
+    core += ('<reg name="sp" bitsize="32" regnum="13" type="data_ptr"/>'
+             '<reg name="lr" bitsize="32" regnum="14" type="uint32"/>'
+             '<reg name="pc" bitsize="32" regnum="15" type="code_ptr"/>'
+             f'<reg name="xpsr" bitsize="32" regnum="{REG_XPSR}" type="uint32"/>')
+    vfp = "".join(f'<reg name="d{i}" bitsize="64" regnum="{REG_D0 + i}" type="ieee_double"/>'
+                  for i in range(16))
+    vfp += f'<reg name="fpscr" bitsize="32" regnum="{REG_FPSCR}" type="int" group="float"/>'
+    msys = (f'<reg name="msp" bitsize="32" regnum="{REG_MSP}" type="data_ptr" group="system"/>'
+            f'<reg name="psp" bitsize="32" regnum="{REG_PSP}" type="data_ptr" group="system"/>')
+    extra = "".join(f'<reg name="{n}" bitsize="32" regnum="{r}" type="uint32" group="system"/>'
+                    for n, r in (("primask", REG_PRIMASK), ("basepri", REG_BASEPRI),
+                                 ("faultmask", REG_FAULTMASK), ("control", REG_CONTROL)))
+    return ('<?xml version="1.0"?><!DOCTYPE target SYSTEM "gdb-target.dtd">'
+            '<target version="1.0"><architecture>arm</architecture>'
+            f'<feature name="org.gnu.gdb.arm.m-profile">{core}</feature>'
+            f'<feature name="org.gnu.gdb.arm.vfp">{vfp}</feature>'
+            f'<feature name="org.gnu.gdb.arm.m-system">{msys}</feature>'
+            f'<feature name="org.pinetime-emu.arm.m-system-masks">{extra}</feature>'
+            '</target>')
+
+
+def _checksum(data: bytes) -> int:
+    return sum(data) & 0xFF
+
+
+def _escape(data: bytes) -> bytes:
+    out = bytearray()
+    for b in data:
+        if b in b"#$}*":
+            out += bytes((0x7D, b ^ 0x20))
+        else:
+            out.append(b)
+    return bytes(out)
+
+
+def _unescape(data: bytes) -> bytes:
+    out = bytearray()
+    it = iter(data)
+    for b in it:
+        if b == 0x7D:
+            out.append(next(it, 0x20) ^ 0x20)
+        else:
+            out.append(b)
+    return bytes(out)
+
+
+class GdbError(Exception):
+    """A malformed request: answered with an error reply."""
+
+    def __init__(self, code: int = 1):
+        self.code = code
+
+
+class GdbStub:
+    """Serves one GDB client at a time on a TCP port (0 picks a free port)."""
+
+    def __init__(self, machine, host: str = "127.0.0.1", port: int = 0):
+        self.m = machine
+        self.cpu = machine.cpu
+        self.uc = machine.cpu.uc
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((host, port))
+        self.listener.listen(1)
+        self.listener.setblocking(False)
+        self.host, self.port = self.listener.getsockname()[:2]
+        self.conn: Optional[socket.socket] = None
+        self.inbuf = bytearray()
+        self.no_ack = False
+        self.halted = False          # stopped under debugger control
+        self.wants_halt = False      # a client asked to stop the target
+        self.killed = False
+        self.exited: Optional[int] = None
+        self.breakpoints: dict = {}  # addr -> hook handle
+        self.watchpoints: dict = {}  # (kind, addr, length) -> hook handle
+        self._block_hook = None
+        self._last_block = (0, 0)
+        self._hit: Optional[str] = None   # stop reply prepared by a hook
+        self._step = None
+        self._pending_reply: Optional[str] = None   # stop reply owed to a resume
+        self.xml = _target_xml().encode()
+
+    # ------------------------------------------------------------------
+    # public API for run loops
+    # ------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self.conn is not None
+
+    def close(self) -> None:
+        self._drop_client()
+        self.listener.close()
+
+    def poll(self, timeout: float = 0.0) -> None:
+        """Accept a client, read and answer packets.  Never blocks longer than
+        ``timeout`` seconds (host time here only paces the socket, never the emulation)."""
+        socks = [self.listener] + ([self.conn] if self.conn else [])
+        try:
+            readable, _, _ = select.select(socks, [], [], timeout)
+        except (OSError, ValueError):
+            readable = []
+        if self.listener in readable and self.conn is None:
+            try:
+                conn, _ = self.listener.accept()
+                conn.setblocking(False)
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self.conn = conn
+                self.inbuf.clear()
+                self.no_ack = False
+                self.halted = True       # GDB attaches to a stopped target
+                self._pending_reply = None
+                log.info("gdb client connected")
+            except OSError:
+                pass
+        if self.conn is not None and (self.conn in readable or self.inbuf):
+            self._read_and_serve()
+
+    def run_machine(self, until_tick: int, chunk_ticks: int = TICKS_PER_SECOND // 1000) -> str:
+        """Run the machine up to ``until_tick`` while serving the socket.
+        Returns 'deadline', 'halted', 'exit' or 'killed'."""
+        m = self.m
+        while True:
+            self.poll(0.0)
+            if self.killed:
+                return "killed"
+            if self.exited is not None:
+                return "exit"
+            if self.halted:
+                return "halted"
+            if m.clock.now >= until_tick:
+                return "deadline"
+            self._resume_run(min(until_tick, m.clock.now + chunk_ticks))
+
+    # ------------------------------------------------------------------
+    # executing
+    # ------------------------------------------------------------------
+    def _stop_pred(self) -> bool:
+        return self._hit is not None
+
+    def _resume_run(self, until: int) -> None:
+        r = self.m.run(until_tick=until, stop=self._stop_pred)
+        self._after_run(r)
+
+    def _after_run(self, r) -> None:
+        reason = str(r.reason)
+        if self._hit is not None:
+            self._report_stop(self._hit)
+            self._hit = None
+            return
+        if reason == "exit" or self.m.exit_code is not None and reason not in ("deadline", "break",
+                                                                              "sleep"):
+            code = self.m.exit_code if self.m.exit_code is not None else 0
+            self.exited = code
+            if self.conn is not None and not self.halted:
+                self._send(f"W{code & 0xFF:02x}")
+            self.halted = True
+            return
+        if reason in ("lockup", "fault", "halt", "error"):
+            self._report_stop(f"T{SIGSEGV:02x}")
+            return
+        if self.wants_halt:
+            self.wants_halt = False
+            self._report_stop(f"T{SIGINT:02x}")
+
+    def _report_stop(self, reply: str) -> None:
+        self.halted = True
+        self._del_step()
+        if self.conn is not None:
+            self._send(reply + ("thread:1;" if reply.startswith("T") else ""))
+
+    def _correct_cycles(self, addr: int) -> None:
+        """Take back the cost of [addr, end of the current block): not executed."""
+        a, s = self._last_block
+        if not (a <= addr < a + s):
+            return
+        try:
+            code = bytes(self.uc.mem_read(addr, a + s - addr))
+            cost = self.cpu.cost_model.block_cost(code, addr)
+        except (UcError, Exception):  # noqa: BLE001 - never raise out of a hook
+            return
+        if addr == a:
+            cost = self.cpu.cost_model.block_cost(code, addr)
+        cs = self.cpu.cs
+        cs.cycles = max(0, cs.cycles - cost)
+
+    def _stop_cpu(self, addr: int, reply: str) -> None:
+        self._correct_cycles(addr)
+        self._hit = reply
+        self.cpu.cs.reason = 2   # "flag" stop: not a WFI return
+        self.uc.emu_stop()
+
+    def _hook_block(self, uc, address, size, _ud):
+        self._last_block = (address, size)
+
+    def _hook_bp(self, uc, address, size, _ud):
+        if self._hit is None:
+            self._stop_cpu(address, f"T{SIGTRAP:02x}hwbreak:;")
+
+    def _hook_watch(self, uc, access, address, size, value, _ud):
+        if self._hit is not None:
+            return
+        kind = "watch" if access == 17 or access == 0x11 else None
+        pc = uc.reg_read(A.UC_ARM_REG_PC)
+        name = "watch" if access in (A.__dict__.get("UC_MEM_WRITE", 17), 17) else "rwatch"
+        for (k, a, ln) in self.watchpoints:
+            if a < address + size and address < a + ln:
+                if k == 2 and name != "watch":
+                    continue
+                if k == 3 and name == "watch":
+                    continue
+                tag = {2: "watch", 3: "rwatch", 4: "awatch"}[k]
+                self._stop_cpu(pc, f"T{SIGTRAP:02x}{tag}:{address:x};")
+                return
+        del kind
+
+    def _hook_step(self, uc, address, size, _ud):
+        st = self._step
+        if st is None or self._hit is not None:
+            return
+        if st[1] == 0 and address == st[0]:
+            self._step = (st[0], 1)
+            return
+        self._stop_cpu(address, f"T{SIGTRAP:02x}")
+
+    def _need_block_hook(self) -> None:
+        want = bool(self.breakpoints or self.watchpoints or self._step)
+        if want and self._block_hook is None:
+            self._block_hook = self.uc.hook_add(UC_HOOK_BLOCK, self._hook_block)
+            self.uc.ctl_flush_tb()
+        elif not want and self._block_hook is not None:
+            self.uc.hook_del(self._block_hook)
+            self._block_hook = None
+            self.uc.ctl_flush_tb()
+
+    def _del_step(self) -> None:
+        if self._step is not None:
+            self._step = None
+            self.uc.hook_del(self._step_hook)
+            self.uc.ctl_flush_tb()
+            self._need_block_hook()
+
+    def step(self) -> None:
+        """Execute exactly one instruction (or enter a pending exception: the step
+        then stops at the handler's first instruction).  Emulated time is not paced."""
+        self._step = (self.cpu.pc, 0)
+        self._step_hook = self.uc.hook_add(UC_HOOK_CODE, self._hook_step)
+        self._need_block_hook()
+        self.uc.ctl_flush_tb()
+        self.halted = False
+        start = self.m.clock.now
+        while not self.halted and self.exited is None and not self.killed:
+            r = self.m.run(until_tick=self.m.clock.now + TICKS_PER_SECOND // 100,
+                           stop=self._stop_pred)
+            self._after_run(r)
+            if not self.halted and self.m.clock.now - start >= TICKS_PER_SECOND:
+                # asleep with nothing to wake it: the step ends where it is
+                self._report_stop(f"T{SIGTRAP:02x}")
+            if not self.halted:
+                self.poll(0.0)
+        self._del_step()
+
+    def resume(self) -> None:
+        """Continue: step off a breakpoint at PC first, then run freely."""
+        if self.cpu.pc in self.breakpoints:
+            saved = self.conn
+            self.conn = None          # swallow the step's stop reply
+            self.step()
+            self.conn = saved
+            if self._hit_reply_is_final():
+                return
+        self.halted = False
+
+    def _hit_reply_is_final(self) -> bool:
+        return self.exited is not None or self.killed
+
+    # ------------------------------------------------------------------
+    # socket and packets
+    # ------------------------------------------------------------------
+    def _drop_client(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except OSError:
+                pass
+            self.conn = None
+            log.info("gdb client gone; target keeps running")
+        self.inbuf.clear()
+        for addr in list(self.breakpoints):
+            self._remove_bp(addr)
+        for key in list(self.watchpoints):
+            self.uc.hook_del(self.watchpoints.pop(key))
+        self._need_block_hook()
+        self.halted = False
+
+    def _send_raw(self, data: bytes) -> None:
+        if self.conn is None:
+            return
+        try:
+            self.conn.setblocking(True)
+            self.conn.settimeout(5.0)
+            self.conn.sendall(data)
+            self.conn.setblocking(False)
+        except OSError:
+            self._drop_client()
+
+    def _send(self, payload) -> None:
+        if isinstance(payload, str):
+            payload = payload.encode("latin-1")
+        body = _escape(payload)
+        self._send_raw(b"$" + body + b"#" + f"{_checksum(body):02x}".encode())
+
+    def _read_and_serve(self) -> None:
+        conn = self.conn
+        try:
+            data = conn.recv(65536)
+            if not data:
+                self._drop_client()
+                return
+            self.inbuf += data
+        except BlockingIOError:
+            pass
+        except OSError:
+            self._drop_client()
+            return
+        buf = self.inbuf
+        while buf and self.conn is not None:
+            c = buf[0]
+            if c == 0x03:
+                del buf[0]
+                if not self.halted:
+                    self.wants_halt = True
+                    self._hit = f"T{SIGINT:02x}"
+                    self.cpu.request_stop()
+                continue
+            if c in (0x2B, 0x2D):   # '+', '-'
+                del buf[0]
+                continue
+            if c != 0x24:           # junk before '$'
+                del buf[0]
+                continue
+            end = buf.find(b"#")
+            if end < 0:
+                if len(buf) > PACKET_SIZE * 2 + 16:
+                    del buf[:]
+                    if not self.no_ack:
+                        self._send_raw(b"-")
+                    self._send("E01")
+                return
+            if len(buf) < end + 3:
+                return
+            body = bytes(buf[1:end])
+            csum = bytes(buf[end + 1:end + 3])
+            del buf[:end + 3]
+            try:
+                ok = int(csum, 16) == _checksum(body)
+            except ValueError:
+                ok = False
+            if not ok:              # dropped; GDB retransmits after a NAK
+                if not self.no_ack:
+                    self._send_raw(b"-")
+                continue
+            if not self.no_ack:
+                self._send_raw(b"+")
+            if len(body) > PACKET_SIZE:
+                self._send("E01")
+                continue
+            try:
+                reply = self._handle(_unescape(body))
+            except GdbError as e:
+                reply = f"E{e.code:02x}"
+            except (ValueError, IndexError, KeyError, UcError, OverflowError):
+                reply = "E01"
+            if reply is not None:
+                self._send(reply)
+
+    # ------------------------------------------------------------------
+    # packet handlers
+    # ------------------------------------------------------------------
+    def _handle(self, pkt: bytes) -> Optional[str]:
+        if not pkt:
+            return ""
+        cmd = chr(pkt[0])
+        s = pkt.decode("latin-1")
+        if s.startswith("qSupported"):
+            return (f"PacketSize={PACKET_SIZE:x};QStartNoAckMode+;qXfer:features:read+;"
+                    "qXfer:memory-map:read+;swbreak+;hwbreak+;vContSupported+")
+        if s == "QStartNoAckMode":
+            self._send("OK")
+            self.no_ack = True
+            return None
+        if s.startswith("qXfer:features:read:target.xml:"):
+            return self._xfer(self.xml, s.split(":", 4)[4])
+        if s.startswith("qXfer:memory-map:read::"):
+            return self._xfer(self._memory_map().encode(), s.split(":", 4)[4])
+        if s.startswith("qXfer:"):
+            return "E00"
+        if s == "qAttached":
+            return "1"
+        if s == "qC":
+            return "QC1"
+        if s == "qfThreadInfo":
+            return "m1"
+        if s == "qsThreadInfo":
+            return "l"
+        if s.startswith("qRcmd,"):
+            return self._monitor(bytes.fromhex(s[6:]).decode("latin-1", "replace").strip())
+        if s.startswith("H") or s.startswith("T"):
+            return "OK"
+        if s == "?":
+            return f"S{SIGTRAP:02x}" if self.exited is None else f"W{self.exited & 0xFF:02x}"
+        if s == "vCont?":
+            return "vCont;c;C;s;S"
+        if s.startswith("vCont;"):
+            act = s[6:].split(";")[0].split(":")[0]
+            if act and act[0] in "sS":
+                return self._do_step()
+            if act and act[0] in "cC":
+                return self._do_continue()
+            raise GdbError(1)
+        if s.startswith("vMustReplyEmpty") or s.startswith("v"):
+            return ""
+        if cmd == "g":
+            return "".join(self._reg_hex(i) for i in range(NUM_REGS))
+        if cmd == "G":
+            data = bytes.fromhex(s[1:])
+            off = 0
+            for i in range(NUM_REGS):
+                n = self._reg_size(i)
+                if off + n > len(data):
+                    break
+                self._set_reg(i, int.from_bytes(data[off:off + n], "little"))
+                off += n
+            return "OK"
+        if cmd == "p":
+            n = int(s[1:], 16)
+            if not 0 <= n < NUM_REGS:
+                raise GdbError(1)
+            return self._reg_hex(n)
+        if cmd == "P":
+            r, v = s[1:].split("=")
+            n = int(r, 16)
+            if not 0 <= n < NUM_REGS:
+                raise GdbError(1)
+            raw = bytes.fromhex(v)
+            if len(raw) != self._reg_size(n):
+                raise GdbError(1)
+            self._set_reg(n, int.from_bytes(raw, "little"))
+            return "OK"
+        if cmd == "m":
+            a, ln = (int(x, 16) for x in s[1:].split(","))
+            if ln > PACKET_SIZE // 2 or ln < 0 or a + ln > 1 << 32:
+                raise GdbError(1)
+            return self._read_mem(a, ln).hex()
+        if cmd == "M":
+            hdr, hexdata = s[1:].split(":", 1)
+            a, ln = (int(x, 16) for x in hdr.split(","))
+            data = bytes.fromhex(hexdata)
+            if len(data) != ln:
+                raise GdbError(1)
+            self._write_mem(a, data)
+            return "OK"
+        if cmd == "X":
+            colon = pkt.index(b":")
+            a, ln = (int(x, 16) for x in pkt[1:colon].decode().split(","))
+            data = _unescape(pkt[colon + 1:]) if False else pkt[colon + 1:]
+            if len(data) != ln:
+                raise GdbError(1)
+            if ln:
+                self._write_mem(a, data)
+            return "OK"
+        if cmd in "Zz":
+            return self._bp_packet(cmd == "Z", s[1:])
+        if cmd in "cC":
+            if cmd == "c" and len(s) > 1:
+                self.cpu.pc = int(s[1:], 16)
+            return self._do_continue()
+        if cmd in "sS":
+            if cmd == "s" and len(s) > 1:
+                self.cpu.pc = int(s[1:], 16)
+            return self._do_step()
+        if cmd == "D":
+            self._send("OK")
+            self._drop_client()
+            return None
+        if cmd == "k":
+            self.killed = True
+            self._drop_client()
+            return None
+        return ""
+
+    def _xfer(self, data: bytes, rng: str) -> str:
+        off, ln = (int(x, 16) for x in rng.split(","))
+        chunk = data[off:off + ln]
+        return ("l" if off + ln >= len(data) else "m") + chunk.decode("latin-1")
+
+    def _memory_map(self) -> str:
+        parts = ['<?xml version="1.0"?><!DOCTYPE memory-map PUBLIC "+//IDN gnu.org//DTD GDB '
+                 'Memory Map V1.0//EN" "http://sourceware.org/gdb/gdb-memory-map.dtd">'
+                 '<memory-map>']
+        for start, end, kind, name in sorted(self.cpu.regions):
+            size = end - start
+            if kind == "flash" and name == "flash":
+                parts.append(f'<memory type="flash" start="{start:#x}" length="{size:#x}">'
+                             '<property name="blocksize">0x1000</property></memory>')
+            elif kind in ("ram", "flash", "mmio"):
+                typ = "rom" if kind == "flash" else "ram"
+                parts.append(f'<memory type="{typ}" start="{start:#x}" length="{size:#x}"/>')
+        parts.append("</memory-map>")
+        return "".join(parts)
+
+    # registers ------------------------------------------------------------
+    @staticmethod
+    def _reg_size(n: int) -> int:
+        return 8 if REG_D0 <= n < REG_D0 + 16 else 4
+
+    def _reg_value(self, n: int) -> int:
+        uc = self.uc
+        if n < 16:
+            return uc.reg_read(_GPR[n])
+        if n == REG_XPSR:
+            return (uc.reg_read(A.UC_ARM_REG_XPSR) & ~0x1FF) | self.cpu.ipsr
+        if n in _SPECIAL:
+            return uc.reg_read(_SPECIAL[n])
+        if REG_D0 <= n < REG_D0 + 16:
+            return uc.reg_read(getattr(A, f"UC_ARM_REG_D{n - REG_D0}"))
+        if n == REG_FPSCR:
+            return uc.reg_read(A.UC_ARM_REG_FPSCR)
+        raise GdbError(1)
+
+    def _reg_hex(self, n: int) -> str:
+        return (self._reg_value(n) & ((1 << (8 * self._reg_size(n))) - 1)).to_bytes(
+            self._reg_size(n), "little").hex()
+
+    def _set_reg(self, n: int, v: int) -> None:
+        uc = self.uc
+        if n < 16:
+            uc.reg_write(_GPR[n], v & ~1 if n == 15 else v)
+        elif n == REG_XPSR:
+            uc.reg_write(A.UC_ARM_REG_APSR, v & 0xF80F0000)
+        elif n in _SPECIAL:
+            uc.reg_write(_SPECIAL[n], v)
+            self.cpu._refresh_flags()
+        elif REG_D0 <= n < REG_D0 + 16:
+            uc.reg_write(getattr(A, f"UC_ARM_REG_D{n - REG_D0}"), v)
+        elif n == REG_FPSCR:
+            uc.reg_write(A.UC_ARM_REG_FPSCR, v)
+
+    # memory -----------------------------------------------------------------
+    def _region(self, addr: int):
+        for start, end, kind, name in self.cpu.regions:
+            if start <= addr < end:
+                return start, end, kind, name
+        return None
+
+    def _read_mem(self, addr: int, ln: int) -> bytes:
+        """Debugger reads, like a probe's: memory directly, registers through
+        their models (SCS reads such as FPCCR are needed for unwinding)."""
+        out = bytearray()
+        a = addr
+        while a < addr + ln:
+            r = self._region(a)
+            if r is None:
+                if not out:
+                    raise GdbError(1)
+                break
+            n = min(addr + ln, r[1]) - a
+            out += bytes(self.uc.mem_read(a, n))
+            a += n
+        return bytes(out)
+
+    def _write_mem(self, addr: int, data: bytes) -> None:
+        r = self._region(addr)
+        if r is None or addr + len(data) > r[1]:
+            raise GdbError(1)
+        self.uc.mem_write(addr, data)
+        if r[2] == "flash" or addr in self.breakpoints:
+            self.cpu.invalidate_code(addr, addr + len(data))
+
+    # breakpoints ----------------------------------------------------------
+    def _bp_packet(self, insert: bool, args: str) -> str:
+        kind_s, addr_s, len_s = args.split(",")[:3]
+        kind, addr, ln = int(kind_s), int(addr_s, 16), int(len_s.split(";")[0], 16)
+        if kind in (0, 1):
+            if insert:
+                if addr not in self.breakpoints:
+                    self.breakpoints[addr] = self.uc.hook_add(UC_HOOK_CODE, self._hook_bp,
+                                                              begin=addr, end=addr)
+                    self.uc.ctl_remove_cache(addr, addr + 4)
+            else:
+                self._remove_bp(addr)
+            self._need_block_hook()
+            return "OK"
+        if kind in (2, 3, 4):
+            if not 0 < ln <= 0x10000:
+                raise GdbError(1)
+            key = (kind, addr, ln)
+            if insert:
+                if key not in self.watchpoints:
+                    flags = {2: UC_HOOK_MEM_WRITE, 3: UC_HOOK_MEM_READ,
+                             4: UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE}[kind]
+                    self.watchpoints[key] = self.uc.hook_add(flags, self._hook_watch,
+                                                             begin=addr, end=addr + ln - 1)
+                    self.uc.ctl_flush_tb()
+            elif key in self.watchpoints:
+                self.uc.hook_del(self.watchpoints.pop(key))
+                self.uc.ctl_flush_tb()
+            self._need_block_hook()
+            return "OK"
+        return ""
+
+    def _remove_bp(self, addr: int) -> None:
+        h = self.breakpoints.pop(addr, None)
+        if h is not None:
+            self.uc.hook_del(h)
+            self.uc.ctl_remove_cache(addr, addr + 4)
+
+    # execution commands -----------------------------------------------------
+    def _do_step(self) -> Optional[str]:
+        if self.exited is not None:
+            return f"W{self.exited & 0xFF:02x}"
+        self.step()
+        return None   # the stop reply was sent by step()
+
+    def _do_continue(self) -> Optional[str]:
+        if self.exited is not None:
+            return f"W{self.exited & 0xFF:02x}"
+        self.resume()
+        return None
+
+    # monitor ----------------------------------------------------------------
+    def _monitor(self, line: str) -> str:
+        words = line.split()
+        cmd = words[0] if words else "help"
+        if cmd == "reset":
+            self.m.system_reset("debugger")
+            self.exited = None
+            text = f"reset: PC={self.cpu.pc:#010x}\n"
+        elif cmd == "halt":
+            self.halted = True
+            text = "halted\n"
+        elif cmd == "cycles":
+            text = (f"cycles: {self.cpu.cycles}\n"
+                    f"time: {self.m.clock.now} ticks = {self.m.clock.now / TICKS_PER_SECOND:.9f} s\n")
+        elif cmd == "status":
+            text = self._status()
+        elif cmd == "help":
+            text = ("monitor commands:\n  reset   system reset (core and peripherals)\n"
+                    "  halt    stop the target\n  cycles  CPU cycles and emulated time\n"
+                    "  status  interrupts: pending/enabled/active with names and priorities\n"
+                    "  help    this text\n")
+        else:
+            text = f"unknown monitor command {cmd!r}; try 'monitor help'\n"
+        return text.encode().hex()
+
+    def _irq_names(self) -> dict:
+        names = {}
+        for name, p in getattr(self.m.soc, "peripherals", {}).items():
+            base = getattr(p, "base", None)
+            if base is not None and 0x40000000 <= base < 0x40100000:
+                names.setdefault((base >> 12) & 0xFF, name)
+        return names
+
+    def _status(self) -> str:
+        cpu = self.cpu
+        names = self._irq_names()
+        lines = [f"PC={cpu.pc:#010x} current exception: {cpu.ipsr} ({cpu.exc_name(cpu.ipsr)})"
+                 if cpu.ipsr else f"PC={cpu.pc:#010x} thread mode",
+                 f"cycles={cpu.cycles} time={self.m.clock.now / TICKS_PER_SECOND:.9f} s "
+                 f"sleeping={getattr(cpu, 'sleeping', False)}",
+                 "exc  name                 prio  enabled pending active"]
+        for e in range(2, 16 + cpu.num_irq):
+            pend = (cpu.pending >> e) & 1
+            act = (cpu.active >> e) & 1
+            en = cpu.exc_enabled(e)
+            if e >= 16 and not (pend or act or en) or e in range(7, 11) or e == 13:
+                continue
+            nm = names.get(e - 16, cpu.exc_name(e)) if e >= 16 else cpu.exc_name(e)
+            lines.append(f"{e:3d}  {nm:20s} {cpu.prio[e]:5d}  {int(en):7d} {pend:7d} {act:6d}")
+        return "\n".join(lines) + "\n"
+
+
+def serve(machine, port: int, host: str = "127.0.0.1", wait: bool = False,
+          run_seconds: Optional[float] = None, stub: Optional[GdbStub] = None) -> GdbStub:
+    """Run ``machine`` headless under a GDB stub on host:port.
+
+    wait: halt at reset until a GDB client connects and continues.
+    run_seconds: stop after that much emulated time (None: until the firmware
+    exits or GDB kills it).  Returns the stub (closed)."""
+    stub = stub or GdbStub(machine, host, port)
+    log.warning("GDB stub listening on %s:%d", stub.host, stub.port)
+    end = NEVER if run_seconds is None else machine.clock.now + int(run_seconds * TICKS_PER_SECOND)
+    if wait:
+        while stub.conn is None:
+            stub.poll(0.2)
+    try:
+        while not stub.killed:
+            if stub.halted or stub.exited is not None:
+                stub.poll(0.1)
+                if stub.conn is None and stub.exited is not None:
+                    break
+                if stub.conn is None and stub.halted:
+                    stub.halted = False
+                continue
+            if machine.clock.now >= end:
+                break
+            r = stub.run_machine(end)
+            if r == "deadline":
+                break
+    finally:
+        stub.close()
+    return stub

@@ -1,0 +1,202 @@
+"""GDB stub acceptance tests: the real gdb-multiarch in batch mode against
+emu.gdbstub serving firmware/tests/gdb_target.c, plus raw-socket protocol tests."""
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from emu.gdbstub import GdbStub, serve, _checksum
+from emu.machine import Machine
+
+GDB = shutil.which("gdb-multiarch")
+
+
+class Served:
+    """A machine under a GDB stub, run by serve() on one emulator thread."""
+
+    def __init__(self, elf: str, wait: bool = True, run_seconds=None):
+        self.machine = Machine(elf)
+        self.stub = GdbStub(self.machine, port=0)
+        self.port = self.stub.port
+        self.error = None
+
+        def target():
+            try:
+                serve(self.machine, self.port, wait=wait, run_seconds=run_seconds, stub=self.stub)
+            except BaseException as e:  # noqa: BLE001 - reported by the test
+                self.error = e
+        self.thread = threading.Thread(target=target, daemon=True)
+        self.thread.start()
+
+    def join(self, timeout=10.0):
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "emulator thread did not finish"
+        assert self.error is None, self.error
+
+
+def gdb(elf: str, port: int, *cmds: str, timeout: float = 30.0) -> str:
+    if GDB is None:
+        pytest.skip("gdb-multiarch not installed")
+    args = [GDB, "-batch", "-nx", "-ex", "set pagination off", "-ex", "set confirm off",
+            "-ex", f"target remote 127.0.0.1:{port}"]
+    for c in cmds:
+        args += ["-ex", c]
+    args.append(elf)
+    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    return r.stdout + r.stderr
+
+
+@pytest.fixture
+def target_elf(fw):
+    return fw("gdb_target")
+
+
+def test_break_on_function_and_read_write_variable(target_elf):
+    s = Served(target_elf)
+    out = gdb(target_elf, s.port, "break bump", "continue", "continue", "print counter",
+              "set var poke = 0x1234", "print poke", "print/x $pc == (unsigned)&bump",
+              "delete", "kill")
+    s.join()
+    assert "Breakpoint 1, bump" in out, out
+    assert "$1 = 1" in out, out          # second hit: one call completed
+    assert "$2 = 4660" in out, out
+    assert "$3 = 0x1" in out, out
+
+
+def test_step_and_next(target_elf):
+    s = Served(target_elf)
+    out = gdb(target_elf, s.port, "break main", "continue", "next", "next", "next",
+              "info line *$pc", "step", "step", "step", "step", "step", "step", "bt", "kill")
+    s.join()
+    assert "Breakpoint 1, main" in out, out
+    # stepping from main eventually enters bump (a new frame in the backtrace)
+    assert "bump" in out, out
+
+
+def test_watchpoint_fires_on_write(target_elf):
+    s = Served(target_elf)
+    out = gdb(target_elf, s.port, "watch watched", "continue", "continue", "print watched",
+              "kill")
+    s.join()
+    assert "atchpoint 1: watched" in out, out
+    # i = 0 stores an unchanged 0 (GDB stays silent), then 0 -> 1, 1 -> 2
+    assert "Old value = 0\nNew value = 1" in out, out
+    assert "Old value = 1\nNew value = 2" in out, out
+    assert "$1 = 2" in out, out
+
+
+def test_backtrace_from_interrupt_handler(target_elf):
+    s = Served(target_elf)
+    out = gdb(target_elf, s.port, "break tick_work", "continue", "bt", "print/x $xpsr & 0x1ff",
+              "kill")
+    s.join()
+    assert "Breakpoint 1, tick_work" in out, out
+    assert "SysTick_Handler" in out, out
+    assert "<signal handler called>" in out, out
+    assert "main" in out.split("<signal handler called>", 1)[1], out
+    assert "$1 = 0xf" in out, out        # IPSR: SysTick
+
+
+def test_registers_fpu_and_special(target_elf):
+    s = Served(target_elf)
+    out = gdb(target_elf, s.port, "break fmath", "continue", "finish", "info registers msp",
+              "info registers control", "info registers primask", "print $s0",
+              "print $fpscr", "set var $r5 = 0xdeadbeef", "print/x $r5", "print $d0 == $d0",
+              "kill")
+    s.join()
+    assert "msp" in out and "control" in out and "primask" in out, out
+    assert "Value returned is $1 = 2.375" in out, out     # 1.5 * 1.25 + 0.5
+    assert "= 2.375" in out.split("print $s0", 1)[-1] or "$2 = 2.375" in out, out
+    assert "0xdeadbeef" in out, out
+
+
+def test_monitor_commands(target_elf):
+    s = Served(target_elf)
+    out = gdb(target_elf, s.port, "monitor help", "break bump", "continue", "monitor cycles",
+              "monitor status", "delete", "monitor reset", "maintenance flush register-cache",
+              "print/x $pc", "print/x *(unsigned*)4 & ~1", "print counter", "monitor bogus",
+              "kill")
+    s.join()
+    assert "monitor commands" in out, out
+    assert "cycles: " in out and "time: " in out, out
+    assert "SysTick" in out and "current exception" not in out, out   # thread mode at bump
+    assert "reset: PC=" in out, out
+    vals = [l.split("=", 1)[1].strip() for l in out.splitlines() if l.startswith("$")]
+    assert vals[0] == vals[1], out        # PC back at the reset vector
+    assert vals[2] == "0", out            # bump had not finished; .bss cleared again later
+    assert "unknown monitor command" in out, out
+
+
+def _packet(data: bytes) -> bytes:
+    return b"$" + data + b"#" + f"{_checksum(data):02x}".encode()
+
+
+class Raw:
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.buf = b""
+
+    def send(self, b: bytes):
+        self.s.sendall(b)
+
+    def reply(self) -> bytes:
+        while True:
+            i = self.buf.find(b"$")
+            j = self.buf.find(b"#", i)
+            if i >= 0 and j >= 0 and len(self.buf) >= j + 3:
+                body = self.buf[i + 1:j]
+                self.buf = self.buf[j + 3:]
+                return body
+            data = self.s.recv(65536)
+            assert data, "stub closed the connection"
+            self.buf += data
+
+    def cmd(self, data: bytes) -> bytes:
+        self.send(_packet(data))
+        return self.reply()
+
+
+def test_hostile_packets_get_errors_and_stub_keeps_serving(target_elf):
+    s = Served(target_elf)
+    r = Raw(s.port)
+    assert r.cmd(b"QStartNoAckMode") == b"OK"
+    r.send(b"$g#00")                              # bad checksum, ignored in no-ack mode
+    assert r.cmd(b"mzz,4").startswith(b"E")       # bad hex
+    assert r.cmd(b"m0,").startswith(b"E")
+    assert r.cmd(b"mfffffff0,100").startswith(b"E")   # wraps past 4 GiB
+    assert r.cmd(b"m30000000,4").startswith(b"E")     # unmapped
+    assert r.cmd(b"m20000000,100000").startswith(b"E")  # too long
+    assert r.cmd(b"M20000000,4:0102").startswith(b"E")  # length mismatch
+    assert r.cmd(b"p99").startswith(b"E")
+    assert r.cmd(b"Z2,20000000,0").startswith(b"E")
+    r.send(b"$" + b"m" * 70000)                   # oversized, never terminated
+    assert r.reply().startswith(b"E")
+    assert r.cmd(b"M20000000,4:01020304") == b"OK"
+    assert r.cmd(b"m20000000,4") == b"01020304"
+    assert len(r.cmd(b"g")) > 16 * 8
+    r.cmd(b"k") if False else None
+    r.s.close()                                    # disconnect mid-session
+    s.join(timeout=20)                             # the firmware runs to its end
+    assert s.machine.exit_code == 0
+    assert "PASS counter" in s.machine.console_text()
+
+
+def test_ctrl_c_interrupts_running_target(target_elf):
+    # a long run: the firmware finishes quickly, so we interrupt during the
+    # continue before it exits by keeping a breakpoint far away and sending 0x03
+    s = Served(target_elf)
+    r = Raw(s.port)
+    assert r.cmd(b"QStartNoAckMode") == b"OK"
+    assert r.cmd(b"?").startswith(b"S05")
+    r.send(_packet(b"vCont;c"))
+    r.send(b"\x03")
+    rep = r.reply()
+    assert rep.startswith(b"T02") or rep.startswith(b"W"), rep
+    r.send(_packet(b"k"))
+    r.s.close()
+    s.join()
