@@ -106,6 +106,9 @@ class Window:
         self._speed = 0.0
         self._playing = False
         self._phone_connected = False
+        self._button_held = False
+        self._release_pending = False
+        self._slices_since_press = 0
         self._call = ["Alice", "+1 555 0100"]
         self._note = ["Hello", "Sent from the emulator"]
         self._anchor_wall = self.wall()
@@ -201,13 +204,23 @@ class Window:
                 getattr(touch, kind)(g[1], g[2])
 
     def _button(self, down: bool) -> None:
+        """Side button: held while the key/mouse is down.  A press and release
+        within one frame keep the button down for at least one slice, so the
+        firmware can see a quick tap."""
         b = self._part("button")
         if b is None:
             return
-        if down and not getattr(b, "pressed", False):
+        if down and not self._button_held:
+            self._button_held = True
+            self._release_pending = False
+            self._slices_since_press = 0
             b.press()
-        elif not down and getattr(b, "pressed", True):
-            b.release()
+        elif not down and self._button_held:
+            if self._slices_since_press == 0:
+                self._release_pending = True
+            else:
+                self._button_held = False
+                b.release()
 
     # --- key actions -------------------------------------------------
     def _act_button(self):
@@ -377,6 +390,10 @@ class Window:
         if self.stopped is not None:
             return
         r = self.machine.run(until_tick=self._emu_ticks() + SLICE_TICKS)
+        self._slices_since_press += 1
+        if self._release_pending:
+            self._release_pending = False
+            self._button(False)
         if not getattr(r, "ok", True):
             self.stopped = f"{r.reason} (exit {getattr(r, 'exit_code', None)})"
             self.note(f"machine stopped: {self.stopped}")
@@ -456,7 +473,7 @@ class Window:
         pg.draw.rect(s, STRAP, (sx, 0, sw, L.case_y + 20), border_radius=6)
         pg.draw.rect(s, STRAP, (sx, L.case_y + L.case_h - 20, sw, L.strap + 20), border_radius=6)
         bx, by, bw, bh = L.button_rect
-        bdown = bool(getattr(self._part("button"), "pressed", False))
+        bdown = self._button_held
         pg.draw.rect(s, (150, 150, 160) if not bdown else (110, 110, 120),
                      (bx + dx - (2 if bdown else 0), by, bw, bh), border_radius=3)
         pg.draw.rect(s, CASE_EDGE, (L.case_x + dx - 2, L.case_y - 2, L.case_w + 4, L.case_h + 4),
@@ -491,7 +508,7 @@ class Window:
                             and not getattr(bat, "charging", False) else ""))
         hr = self._part("heart_rate")
         if hr is not None:
-            parts.append(f"hr {hr.bpm}")
+            parts.append(f"hr {int(hr.bpm)} bpm")
         acc = self._part("accel")
         if acc is not None:
             parts.append(f"steps {getattr(acc, 'steps', 0)}" + (" walking" if self.walking else ""))

@@ -281,7 +281,11 @@ def test_clicking_the_drawn_side_button_presses_it():
     m, w, wall = make(2)
     x, y, bw, bh = w.layout.button_rect
     click(w, x + bw // 2, y + bh // 2, wall)
+    # pressed and released within one frame: held for one slice so firmware sees it
+    assert m.board.log == [("button.press",)]
+    w.frame()
     assert m.board.log == [("button.press",), ("button.release",)]
+    assert m.board.button.log is m.board.log and not m.board.button.pressed
 
 
 def test_phone_call_with_edited_name_and_notification():
