@@ -80,6 +80,7 @@ def default_uicr(pselreset: Optional[int] = None) -> bytes:
 # base, module, class, instance name.  Filled in as models are written; the
 # slots not listed get register storage (see ``STORAGE_SLOTS``).
 PERIPHERALS: list = [
+    (0x40002000, "emu.peripherals.uart", "Uart0", "uart0"),
     (0x40003000, "emu.peripherals.serial", "SerialMux", "serial0"),
     (0x40004000, "emu.peripherals.serial", "SerialMux", "serial1"),
     (0x40023000, "emu.peripherals.serial", "SerialMuxSpiOnly", "serial2"),
