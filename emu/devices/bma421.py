@@ -84,6 +84,7 @@ class Bma421:
         self.config = bytearray(CONFIG_SIZE)
         self.config_loaded = 0
         self.ptr = 0
+        self._half = 0
         self._first = False
         self._steps = 0
         self._spm_frac = 0.0
@@ -101,7 +102,7 @@ class Bma421:
             return True
         reg = self.ptr
         if reg == FEATURES_IN:
-            addr = ((self.regs[CFG_MSB] << 4) | (self.regs[CFG_LSB] & 0x0F)) * 2
+            addr = self._cfg_addr()
             if addr < CONFIG_SIZE:
                 self.config[addr] = byte
                 self.config_loaded = max(self.config_loaded, addr + 1)
@@ -114,7 +115,7 @@ class Bma421:
     def i2c_read(self) -> int:
         reg = self.ptr
         if reg == FEATURES_IN:
-            addr = ((self.regs[CFG_MSB] << 4) | (self.regs[CFG_LSB] & 0x0F)) * 2
+            addr = self._cfg_addr()
             v = self.config[addr] if addr < CONFIG_SIZE else 0
             self._advance_cfg()
             return v
@@ -126,9 +127,12 @@ class Bma421:
         pass
 
     # ------------------------------------------------------------- private
+    def _cfg_addr(self) -> int:
+        return ((self.regs[CFG_MSB] << 4) | (self.regs[CFG_LSB] & 0x0F)) * 2 + self._half
+
     def _advance_cfg(self) -> None:
         # the byte address advances; the word address in 0x5B/0x5C follows every 2 bytes
-        self._half = getattr(self, "_half", 0) ^ 1
+        self._half ^= 1
         if self._half == 0:
             w = ((self.regs[CFG_MSB] << 4) | (self.regs[CFG_LSB] & 0x0F)) + 1
             self.regs[CFG_LSB] = w & 0x0F
