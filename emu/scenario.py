@@ -1,0 +1,414 @@
+"""YAML scenarios: scripted tests of a firmware on the emulator.
+
+    pinetime-emu test SCENARIO.yaml... --firmware FIRMWARE [--board B] [--junit out.xml]
+
+A scenario file is a mapping with ``steps`` (a list) and optional ``name``
+and ``board``, or just the list of steps.  Each step is a one-key mapping::
+
+    name: boots and reports
+    board: nrf52832
+    steps:
+      - run: {ms: 5}
+      - wait_text: {text: "PASS cpuid", timeout_ms: 100}
+      - expect_text: "PASS ICER clears"            # already printed, no running
+      - wait_symbol: {name: main, timeout_ms: 10}
+      - expect_pin: {pin: 17, level: 1}            # optional timeout_ms to wait for it
+      - tap: {x: 120, y: 120}
+      - swipe: up                                 # up | down | left | right
+      - button: {press_ms: 200}
+      - screenshot: out/screen.png
+      - expect_screen: {png: golden.png, tolerance: 8, mask: [[0, 0, 240, 20]]}
+      - expect_motor: on                          # on | off
+
+Paths in steps are relative to the scenario file.  Each scenario gets a
+fresh machine; after a failing step the rest of that scenario is skipped.
+Output is one line per step, ``PASS``/``FAIL``/``SKIP`` with the emulated
+time; a failure says what was seen instead.  Exit status: 0 all passed, 1
+any failed, 2 bad input (unreadable scenario, unknown step, bad arguments,
+unloadable firmware) with a one-line error.
+
+Not modelled / limits: touch, button and motor steps need the PineTime board
+API (``board.touch``, ``board.button``, ``board.motor``); on a board without
+one the step fails saying so.  Steps run strictly in sequence; there is no
+parallel input while waiting.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+from xml.sax.saxutils import quoteattr, escape
+
+from emu.clock import TICKS_PER_SECOND
+from emu import testbench as tb
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_TIMEOUT_MS = 1000.0
+
+
+class ScenarioError(Exception):
+    """Bad scenario input (exit status 2)."""
+
+
+@dataclass
+class Step:
+    kind: str
+    args: dict
+    label: str
+    index: int
+
+
+@dataclass
+class StepResult:
+    step: Step
+    status: str              # PASS | FAIL | SKIP
+    time_s: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class Scenario:
+    path: str
+    name: str
+    board: Optional[str]
+    steps: list
+    results: list = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.error and all(r.status == "PASS" for r in self.results)
+
+
+# ----------------------------------------------------------------------
+# parsing
+# ----------------------------------------------------------------------
+def _num(v: Any, what: str, positive: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ScenarioError(f"{what} must be a number, got {v!r}")
+    if v < 0 or (positive and v == 0):
+        raise ScenarioError(f"{what} must be {'positive' if positive else '>= 0'}, got {v!r}")
+    return float(v)
+
+
+def _int(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ScenarioError(f"{what} must be an integer, got {v!r}")
+    return v
+
+
+def _mapping(v: Any, kind: str, required: tuple, optional: tuple = ()) -> dict:
+    if not isinstance(v, dict):
+        raise ScenarioError(f"{kind}: expected a mapping with {', '.join(required)}, got {v!r}")
+    missing = [k for k in required if k not in v]
+    if missing:
+        raise ScenarioError(f"{kind}: missing {', '.join(missing)}")
+    extra = [k for k in v if k not in required + optional]
+    if extra:
+        raise ScenarioError(f"{kind}: unknown key(s) {', '.join(map(str, extra))}")
+    return dict(v)
+
+
+def _onoff(v: Any, kind: str) -> bool:
+    # YAML 1.1 reads bare on/off as booleans
+    if v in (True, "on", "ON", "On"):
+        return True
+    if v in (False, "off", "OFF", "Off"):
+        return False
+    raise ScenarioError(f"{kind}: expected on or off, got {v!r}")
+
+
+def _parse_step(raw: Any, index: int, base: str) -> Step:
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise ScenarioError(f"step {index}: expected a one-key mapping like 'run: {{ms: 10}}', "
+                            f"got {raw!r}")
+    (kind, v), = raw.items()
+    kind = str(kind)
+    where = f"step {index} ({kind})"
+    if kind == "run":
+        a = _mapping(v, where, ("ms",))
+        a["ms"] = _num(a["ms"], f"{where} ms")
+        label = f"run {a['ms']:g} ms"
+    elif kind in ("wait_text", "expect_text"):
+        if isinstance(v, str):
+            v = {"text": v}
+        a = _mapping(v, where, ("text",), ("timeout_ms",) if kind == "wait_text" else ())
+        if not isinstance(a["text"], str) or not a["text"]:
+            raise ScenarioError(f"{where}: text must be a non-empty string")
+        a["timeout_ms"] = _num(a.get("timeout_ms", DEFAULT_TIMEOUT_MS if kind == "wait_text"
+                                     else 0), f"{where} timeout_ms")
+        label = f"{kind} {a['text']!r}"
+    elif kind == "wait_symbol":
+        if isinstance(v, str):
+            v = {"name": v}
+        a = _mapping(v, where, ("name",), ("timeout_ms",))
+        a["timeout_ms"] = _num(a.get("timeout_ms", DEFAULT_TIMEOUT_MS), f"{where} timeout_ms")
+        label = f"wait_symbol {a['name']}"
+    elif kind == "tap":
+        a = _mapping(v, where, ("x", "y"))
+        a["x"], a["y"] = _int(a["x"], f"{where} x"), _int(a["y"], f"{where} y")
+        label = f"tap ({a['x']},{a['y']})"
+    elif kind == "swipe":
+        if v not in ("up", "down", "left", "right"):
+            raise ScenarioError(f"{where}: expected up, down, left or right, got {v!r}")
+        a = {"direction": v}
+        label = f"swipe {v}"
+    elif kind == "button":
+        a = _mapping(v if v is not None else {}, where, (), ("press_ms",))
+        a["press_ms"] = _num(a.get("press_ms", 100), f"{where} press_ms", positive=True)
+        label = f"button {a['press_ms']:g} ms"
+    elif kind == "expect_pin":
+        a = _mapping(v, where, ("pin", "level"), ("timeout_ms",))
+        a["pin"] = _int(a["pin"], f"{where} pin")
+        if not 0 <= a["pin"] < 32:
+            raise ScenarioError(f"{where}: pin must be 0..31, got {a['pin']}")
+        if a["level"] not in (0, 1):
+            raise ScenarioError(f"{where}: level must be 0 or 1, got {a['level']!r}")
+        a["timeout_ms"] = _num(a.get("timeout_ms", 0), f"{where} timeout_ms")
+        label = f"expect_pin P0.{a['pin']:02d} == {int(a['level'])}"
+    elif kind == "screenshot":
+        if not isinstance(v, str) or not v:
+            raise ScenarioError(f"{where}: expected a PNG path")
+        a = {"path": os.path.join(base, v)}
+        label = f"screenshot {v}"
+    elif kind == "expect_screen":
+        if isinstance(v, str):
+            v = {"png": v}
+        a = _mapping(v, where, ("png",), ("tolerance", "mask"))
+        a["png"] = os.path.join(base, str(a["png"]))
+        a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance")
+        masks = a.get("mask", []) or []
+        if not isinstance(masks, list) or not all(
+                isinstance(m, list) and len(m) == 4 and all(isinstance(i, int) for i in m)
+                for m in masks):
+            raise ScenarioError(f"{where}: mask must be a list of [x, y, w, h]")
+        a["mask"] = [tuple(m) for m in masks]
+        label = f"expect_screen {v['png']}"
+    elif kind == "expect_motor":
+        a = {"on": _onoff(v, where)}
+        label = f"expect_motor {'on' if a['on'] else 'off'}"
+    else:
+        raise ScenarioError(f"step {index}: unknown step {kind!r} (known: {', '.join(STEPS)})")
+    return Step(kind, a, label, index)
+
+
+def load_scenario(path: str) -> Scenario:
+    """Parse and validate one scenario file; ScenarioError on bad input."""
+    import yaml
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read ({e.strerror or e})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ScenarioError(f"{path}: invalid YAML{at}") from None
+    name = os.path.splitext(os.path.basename(path))[0]
+    board = None
+    if isinstance(doc, dict):
+        unknown = [k for k in doc if k not in ("name", "board", "steps")]
+        if unknown:
+            raise ScenarioError(f"{path}: unknown top-level key(s) {', '.join(map(str, unknown))}")
+        name = str(doc.get("name", name))
+        board = doc.get("board")
+        steps = doc.get("steps")
+    else:
+        steps = doc
+    if not isinstance(steps, list) or not steps:
+        raise ScenarioError(f"{path}: expected a non-empty list of steps")
+    base = os.path.dirname(os.path.abspath(path))
+    try:
+        parsed = [_parse_step(s, i + 1, base) for i, s in enumerate(steps)]
+    except ScenarioError as e:
+        raise ScenarioError(f"{path}: {e}") from None
+    return Scenario(path, name, board, parsed)
+
+
+# ----------------------------------------------------------------------
+# running
+# ----------------------------------------------------------------------
+def _t(m) -> float:
+    return m.clock.now / TICKS_PER_SECOND
+
+
+def _fail(m, what: str, seen: str):
+    raise tb.ExpectationFailed(what, seen, _t(m))
+
+
+def _do_run(m, a):
+    r = m.run(ms=a["ms"])
+    if r.reason in ("lockup", "fault"):
+        _fail(m, f"run {a['ms']:g} ms", f"the firmware stopped: {r.reason} "
+                                        f"{r.info.get('message', '') if r.info else ''}".strip())
+
+
+def _do_wait_text(m, a):
+    tb.wait_for_text(m, a["text"], a["timeout_ms"])
+
+
+def _do_wait_symbol(m, a):
+    tb.wait_for_symbol(m, a["name"], a["timeout_ms"])
+
+
+def _do_tap(m, a):
+    touch = tb.device(m, "touch")
+    fn = getattr(touch, "tap", None)
+    if fn is None:
+        raise tb.BoardFeatureMissing(m, "touch.tap")
+    fn(a["x"], a["y"])
+
+
+def _do_swipe(m, a):
+    touch = tb.device(m, "touch")
+    fn = getattr(touch, "swipe", None)
+    if fn is None:
+        raise tb.BoardFeatureMissing(m, "touch.swipe")
+    fn(a["direction"])
+
+
+def _do_button(m, a):
+    button = tb.device(m, "button")
+    fn = getattr(button, "press", None)
+    if fn is None:
+        raise tb.BoardFeatureMissing(m, "button.press")
+    fn(a["press_ms"])
+
+
+def _do_expect_pin(m, a):
+    tb.wait_for_pin(m, a["pin"], a["level"], a["timeout_ms"])
+
+
+def _do_screenshot(m, a):
+    img = tb.screen(m)
+    os.makedirs(os.path.dirname(a["path"]) or ".", exist_ok=True)
+    tb.write_png(a["path"], img)
+
+
+def _do_expect_screen(m, a):
+    d = tb.compare_png(tb.screen(m), a["png"], a["tolerance"], a["mask"])
+    if not d:
+        _fail(m, f"screen matches {os.path.basename(a['png'])}", d.summary)
+
+
+def _do_expect_motor(m, a):
+    on = tb.motor_on(m)
+    if on != a["on"]:
+        _fail(m, f"motor {'on' if a['on'] else 'off'}", f"motor {'on' if on else 'off'}")
+
+
+STEPS: dict = {
+    "run": _do_run, "wait_text": _do_wait_text, "expect_text": _do_wait_text,
+    "wait_symbol": _do_wait_symbol, "tap": _do_tap, "swipe": _do_swipe, "button": _do_button,
+    "expect_pin": _do_expect_pin, "screenshot": _do_screenshot,
+    "expect_screen": _do_expect_screen, "expect_motor": _do_expect_motor,
+}
+
+
+def run_scenario(sc: Scenario, machine, out=sys.stdout) -> Scenario:
+    """Run ``sc`` on ``machine``, printing one line per step; fills ``sc.results``."""
+    failed = False
+    for step in sc.steps:
+        if failed:
+            sc.results.append(StepResult(step, "SKIP", _t(machine)))
+            print(f"  SKIP {'':17} {step.index:2}. {step.label}", file=out)
+            continue
+        try:
+            STEPS[step.kind](machine, step.args)
+        except tb.ExpectationFailed as e:
+            failed = True
+            res = StepResult(step, "FAIL", _t(machine), f"expected {e.what}; saw {e.seen}")
+        except Exception as e:                    # a model or I/O error: report, keep going
+            failed = True
+            res = StepResult(step, "FAIL", _t(machine), f"error: {type(e).__name__}: {e}")
+        else:
+            res = StepResult(step, "PASS", _t(machine))
+        sc.results.append(res)
+        line = f"  {res.status} [t={res.time_s:.6f} s] {step.index:2}. {step.label}"
+        if res.message:
+            line += f"\n       {res.message}"
+        print(line, file=out)
+    return sc
+
+
+def write_junit(path: str, scenarios: list, firmware: str) -> None:
+    """One <testsuite>, one <testcase> per scenario (time = emulated seconds)."""
+    failures = sum(1 for s in scenarios if not s.passed)
+    parts = [f'<?xml version="1.0" encoding="UTF-8"?>',
+             f'<testsuite name="pinetime-emu" tests="{len(scenarios)}" failures="{failures}" '
+             f'errors="0" skipped="0">']
+    for s in scenarios:
+        t = s.results[-1].time_s if s.results else 0.0
+        parts.append(f'  <testcase classname={quoteattr(os.path.basename(firmware))} '
+                     f'name={quoteattr(s.name)} file={quoteattr(s.path)} time="{t:.6f}">')
+        bad = [r for r in s.results if r.status == "FAIL"]
+        if s.error or bad:
+            msg = s.error or f"step {bad[0].step.index} ({bad[0].step.label}): {bad[0].message}"
+            parts.append(f'    <failure message={quoteattr(msg)}>{escape(msg)}</failure>')
+        log = "\n".join(f"{r.status} t={r.time_s:.6f} {r.step.label}"
+                        + (f": {r.message}" if r.message else "") for r in s.results)
+        parts.append(f"    <system-out>{escape(log)}</system-out>")
+        parts.append("  </testcase>")
+    parts.append("</testsuite>")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pinetime-emu test",
+                                description="Run YAML scenarios against a firmware.")
+    p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario .yaml files")
+    p.add_argument("--firmware", "-f", required=True, help="ELF, Intel HEX or raw binary")
+    p.add_argument("--board", default=None,
+                   help="board (default: the scenario's 'board', else pinetime)")
+    p.add_argument("--junit", metavar="OUT.xml", help="write a JUnit XML report")
+    return p
+
+
+def _usage_error(msg: str) -> int:
+    print(f"pinetime-emu test: error: {msg}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: Optional[list] = None, out=None) -> int:
+    out = out or sys.stdout
+    parser = build_parser()
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as e:          # argparse printed its one-line usage error
+        return EXIT_OK if e.code == 0 else EXIT_USAGE
+    from emu.loader import FirmwareError
+    from emu.machine import BOARDS, Machine
+    if args.board is not None and args.board not in BOARDS:
+        return _usage_error(f"unknown board {args.board!r} (known: {', '.join(sorted(BOARDS))})")
+    try:
+        scenarios = [load_scenario(p) for p in args.scenarios]
+    except ScenarioError as e:
+        return _usage_error(str(e))
+    for sc in scenarios:
+        if sc.board is not None and sc.board not in BOARDS:
+            return _usage_error(f"{sc.path}: unknown board {sc.board!r}")
+    if not os.path.exists(args.firmware):
+        return _usage_error(f"{args.firmware}: no such file")
+    for sc in scenarios:
+        board = args.board or sc.board or "pinetime"
+        print(f"scenario {sc.name} ({sc.path}) on {board}", file=out)
+        try:
+            m = Machine(args.firmware, board=board)
+        except FirmwareError as e:
+            return _usage_error(str(e))
+        run_scenario(sc, m, out)
+        nfail = sum(r.status == "FAIL" for r in sc.results)
+        verdict = "PASSED" if sc.passed else f"FAILED ({nfail} failed)"
+        print(f"scenario {sc.name}: {verdict} at t={_t(m):.6f} s", file=out)
+    npass = sum(s.passed for s in scenarios)
+    print(f"{len(scenarios)} scenario(s): {npass} passed, {len(scenarios) - npass} failed",
+          file=out)
+    if args.junit:
+        try:
+            write_junit(args.junit, scenarios, args.firmware)
+        except OSError as e:
+            return _usage_error(f"{args.junit}: cannot write ({e.strerror or e})")
+    return EXIT_OK if npass == len(scenarios) else EXIT_FAILED

@@ -1,0 +1,104 @@
+"""YAML scenario runner (pinetime-emu test): per-step verdicts, exit status, JUnit."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from emu.scenario import load_scenario, main, ScenarioError
+
+ROOT = Path(__file__).resolve().parent.parent
+SCEN = ROOT / "examples" / "scenarios"
+
+
+def run_main(*argv):
+    out = io.StringIO()
+    rc = main([str(a) for a in argv], out=out)
+    return rc, out.getvalue()
+
+
+def test_example_scenario_passes(fw):
+    rc, out = run_main(SCEN / "selftest_passes.yaml", "--firmware", fw("cpu_exceptions"))
+    assert rc == 0, out
+    assert out.count("  PASS [t=") == 4
+    assert "1 scenario(s): 1 passed, 0 failed" in out
+
+
+def test_selftest_fails_reports_what_was_seen_and_exits_1(fw, tmp_path):
+    junit = tmp_path / "out.xml"
+    # through the real CLI entry point, as CI runs it
+    r = subprocess.run([sys.executable, "-m", "emu.cli", "test", str(SCEN / "selftest_fails.yaml"),
+                        "--firmware", fw("cpu_exceptions"), "--junit", str(junit)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert any(l.startswith("  PASS [t=") and "wait_text 'PASS cpuid'" in l for l in lines)
+    fail = [i for i, l in enumerate(lines) if l.startswith("  FAIL [t=")]
+    assert len(fail) == 1 and "this text is never printed" in lines[fail[0]]
+    # the next line says what was seen instead: the console and the firmware's exit
+    seen = lines[fail[0] + 1]
+    assert "saw console" in seen and "PASS ICER clears" in seen and "exit code 0" in seen
+    assert any(l.startswith("  SKIP") and "expect_text" in l for l in lines)
+    assert "FAILED (1 failed)" in r.stdout
+    suite = ET.parse(junit).getroot()
+    assert suite.get("tests") == "1" and suite.get("failures") == "1"
+    failure = suite.find("testcase/failure")
+    assert failure is not None and "step 2" in failure.get("message")
+
+
+def test_junit_for_passing_run(fw, tmp_path):
+    junit = tmp_path / "j.xml"
+    rc, _ = run_main(SCEN / "selftest_passes.yaml", "--firmware", fw("cpu_exceptions"),
+                     "--junit", junit)
+    assert rc == 0
+    suite = ET.parse(junit).getroot()
+    assert suite.get("failures") == "0"
+    assert suite.find("testcase").get("name") == "cpu_exceptions reports its checks"
+    assert suite.find("testcase/failure") is None
+
+
+@pytest.mark.parametrize("body, msg", [
+    ("steps: []", "non-empty list of steps"),
+    ("- jump: {ms: 1}", "unknown step 'jump'"),
+    ("- run: {ms: -1}", "ms must be >= 0"),
+    ("- run: {seconds: 1}", "missing ms"),
+    ("- expect_pin: {pin: 40, level: 1}", "pin must be 0..31"),
+    ("- swipe: sideways", "up, down, left or right"),
+    ("- expect_motor: maybe", "on or off"),
+    ("- run: {ms: 1\n", "invalid YAML"),
+])
+def test_bad_scenarios_exit_2_with_one_line_error(tmp_path, fw, capsys, body, msg):
+    p = tmp_path / "bad.yaml"
+    p.write_text(body)
+    rc, out = run_main(p, "--firmware", fw("cpu_exceptions"))
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert msg in err and len(err.strip().splitlines()) == 1
+    assert out == ""          # nothing ran
+
+
+def test_missing_firmware_and_unknown_board_exit_2(tmp_path, capsys):
+    rc, _ = run_main(SCEN / "selftest_passes.yaml", "--firmware", tmp_path / "nope.elf")
+    assert rc == 2 and "no such file" in capsys.readouterr().err
+    rc, _ = run_main(SCEN / "selftest_passes.yaml", "--firmware", "x", "--board", "zx81")
+    assert rc == 2 and "unknown board" in capsys.readouterr().err
+
+
+def test_on_off_parse_and_paths_relative_to_scenario(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("- expect_motor: on\n- expect_motor: off\n- screenshot: shots/a.png\n")
+    sc = load_scenario(str(p))
+    assert [s.args for s in sc.steps[:2]] == [{"on": True}, {"on": False}]
+    assert sc.steps[2].args["path"] == str(tmp_path / "shots" / "a.png")
+
+
+def test_screen_step_on_board_without_screen_fails_clearly(fw, tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("board: nrf52832\nsteps:\n  - screenshot: a.png\n")
+    rc, out = run_main(p, "--firmware", fw("cpu_exceptions"))
+    assert rc == 1
+    assert "has no screen" in out and not (tmp_path / "a.png").exists()
