@@ -105,7 +105,6 @@ class Window:
         self._shake = 0
         self._speed = 0.0
         self._playing = False
-        self._phone_connected = False
         self._button_held = False
         self._release_pending = False
         self._slices_since_press = 0
@@ -247,17 +246,35 @@ class Window:
             self.note("no phone: this firmware has no BLE stack (SoftDevice)")
         return p
 
+    def _phone_do(self, desc: str, fn: Callable) -> None:
+        """Run one phone action, connecting first if needed.  Connecting runs
+        the machine (between slices) until the watch advertises; failures are
+        shown in the log, never raised out of the window."""
+        p = self._need_phone()
+        if p is None:
+            return
+        try:
+            if not getattr(p, "connected", True):
+                self.note("phone: connecting...")
+                p.connect()
+            fn(p)
+            self.note("phone -> " + desc)
+        except Exception as e:      # PhoneError, a watch that stopped advertising, ...
+            self.note(f"phone: {desc} failed: {e}")
+
     def _act_connect(self):
         p = self._need_phone()
         if p is None:
             return
-        if self._phone_connected:
-            p.disconnect()
-            self.note("phone: disconnected")
-        else:
-            p.connect()
-            self.note("phone: connected")
-        self._phone_connected = not self._phone_connected
+        try:
+            if getattr(p, "connected", False):
+                p.disconnect()
+                self.note("phone: disconnected")
+            else:
+                p.connect()
+                self.note("phone: connected")
+        except Exception as e:
+            self.note(f"phone: connect failed: {e}")
 
     def _act_call(self):
         if self._need_phone() is not None:
@@ -270,38 +287,30 @@ class Window:
                                      [["Title", self._note[0]], ["Body", self._note[1]]])
 
     def _dialog_done(self, d: TextDialog) -> None:
-        p = self._need_phone()
-        if p is None:
-            return
         if d.action == "call":
-            self._call = d.values()
-            p.incoming_call(*self._call)
-            self.note(f"phone -> call from {self._call[0]} ({self._call[1]})")
+            self._call = name, number = d.values()
+            self._phone_do(f"call from {name} ({number})",
+                           lambda p: p.incoming_call(name, number))
         elif d.action == "notify":
-            self._note = d.values()
-            p.notify(*self._note)
-            self.note(f"phone -> notification: {self._note[0]}: {self._note[1]}")
+            self._note = title, body = d.values()
+            self._phone_do(f"notification: {title}: {body}", lambda p: p.notify(title, body))
 
     def _act_end_call(self):
-        p = self._need_phone()
-        if p is not None:
-            p.end_call()
-            self.note("phone -> end call")
+        self._phone_do("end call", lambda p: p.end_call())
 
     def _act_music(self):
-        p = self._need_phone()
-        if p is not None:
-            self._playing = not self._playing
+        playing = not self._playing
+
+        def send(p):
             p.music_info("The Emulators", "Cycle Accurate")
-            p.music_state(self._playing)
-            self.note(f"phone -> music {'playing' if self._playing else 'paused'}")
+            p.music_state(playing)
+            self._playing = playing
+        self._phone_do(f"music {'playing' if playing else 'paused'}", send)
 
     def _act_set_time(self):
-        p = self._need_phone()
-        if p is not None:
-            now = int(time.time())      # the user's action: give the watch the host's time
-            p.set_time(now)
-            self.note(f"phone -> set time {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}")
+        now = int(time.time())      # the user's action: give the watch the host's time
+        self._phone_do(f"set time {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}",
+                       lambda p: p.set_time(now))
 
     def _act_screenshot(self):
         self.screenshot_dir.mkdir(parents=True, exist_ok=True)
@@ -485,8 +494,7 @@ class Window:
             panel = pg.transform.scale(panel, (L.screen_size, L.screen_size))
         s.blit(panel, (L.screen_x + dx, L.screen_y))
         if buzzing:
-            t = self.font.render("~ VIBRATING ~", True, ACCENT)
-            s.blit(t, (L.case_x + L.case_w + 12, L.case_y + L.case_h // 2))
+            s.blit(self.font.render("~ VIBRATING ~", True, ACCENT), (8, 8))
         self._draw_status()
         if self.show_help:
             self._draw_help()

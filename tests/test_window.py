@@ -87,9 +87,23 @@ class FakePhone:
     def __init__(self):
         self.log = []
         self.messages = []
-        for name in ("connect", "disconnect", "incoming_call", "end_call", "notify",
-                     "music_info", "music_state", "set_time"):
-            setattr(self, name, (lambda n: lambda *a: self.log.append((n,) + a))(name))
+        self.connected = False
+        for name in ("incoming_call", "end_call", "notify", "music_info", "music_state",
+                     "set_time"):
+            setattr(self, name, (lambda n: lambda *a: self._call(n, a))(name))
+
+    def _call(self, name, args):
+        if not self.connected:
+            raise RuntimeError("not connected")
+        self.log.append((name,) + args)
+
+    def connect(self):
+        self.log.append(("connect",))
+        self.connected = True
+
+    def disconnect(self):
+        self.log.append(("disconnect",))
+        self.connected = False
 
 
 class Result:
@@ -310,7 +324,7 @@ def test_phone_call_with_edited_name_and_notification():
     key(w, pygame.K_RETURN, up=False)
     key(w, pygame.K_e, text="e")
     key(w, pygame.K_m, text="m")
-    assert phone.log == [("incoming_call", "Bob", "+4412"), ("notify", "Hello", "Lunch?"),
+    assert phone.log == [("connect",), ("incoming_call", "Bob", "+4412"), ("notify", "Hello", "Lunch?"),
                          ("end_call",), ("music_info", "The Emulators", "Cycle Accurate"),
                          ("music_state", True)]
     assert m.board.log == []                     # typing never leaked into the watch
@@ -445,3 +459,35 @@ def test_real_board_window_shows_the_panel_and_closes(firmware_dir):
     assert f"backlight {m.board.backlight.level}/3" in w._status_text()
     w.close()
     assert closed == [True]
+
+
+def test_phone_failures_are_logged_not_raised():
+    phone = FakePhone()
+    phone.connect = lambda: (_ for _ in ()).throw(RuntimeError("the watch is not advertising"))
+    m, w, wall = make(2, phone=phone)
+    key(w, pygame.K_e, text="e")                 # must not raise
+    assert phone.log == []
+    assert any("not advertising" in line for line in w.log_lines)
+
+
+def test_connect_key_toggles_and_no_phone_is_reported():
+    phone = FakePhone()
+    m, w, wall = make(2, phone=phone)
+    key(w, pygame.K_k, text="k")
+    key(w, pygame.K_k, text="k")
+    assert phone.log == [("connect",), ("disconnect",)]
+    m2, w2, _ = make(2, phone=None)
+    key(w2, pygame.K_c, text="c")
+    assert w2.dialog is None and "no phone" in w2.log_lines[-1]
+
+
+def test_help_overlay_toggles_and_draws():
+    m, w, wall = make(2)
+    w.draw()
+    before = pygame.surfarray.array3d(w.surface).copy()
+    key(w, pygame.K_h, text="h")
+    assert w.show_help
+    w.draw()
+    assert not np.array_equal(before, pygame.surfarray.array3d(w.surface))
+    key(w, pygame.K_ESCAPE)
+    assert not w.show_help
