@@ -82,6 +82,7 @@ def default_uicr(pselreset: Optional[int] = None) -> bytes:
 PERIPHERALS: list = [
     (0x40002000, "emu.peripherals.uart", "Uart0", "uart0"),
     (0x40003000, "emu.peripherals.serial", "SerialMux", "serial0"),
+    (0x40007000, "emu.peripherals.saadc", "Saadc", "saadc"),
     (0x40004000, "emu.peripherals.serial", "SerialMux", "serial1"),
     (0x40023000, "emu.peripherals.serial", "SerialMuxSpiOnly", "serial2"),
     (0x4000B000, "emu.peripherals.rtc", "Rtc", "rtc0"),
@@ -92,6 +93,7 @@ PERIPHERALS: list = [
     (0x4000A000, "emu.peripherals.timer", "Timer", "timer2"),
     (0x4001A000, "emu.peripherals.timer", "Timer", "timer3"),
     (0x4001B000, "emu.peripherals.timer", "Timer", "timer4"),
+    (0x40000000, "emu.peripherals.clock_power", "ClockPower", "clock_power"),
     (0x4001F000, "emu.peripherals.ppi", "Ppi", "ppi"),
     (0x4000C000, "emu.peripherals.temp", "Temp", "temp"),
     (0x4000D000, "emu.peripherals.rng", "Rng", "rng"),
