@@ -42,7 +42,7 @@ def test_internal_reference_and_differential():
     a.set_input(0, 0.5)
     a.set_input(1, 0.2)
     assert a.convert(0) == round(0.3 / 0.6 * 2048)
-    a.set_input(1, 0.9)            # negative difference, clamped at -2048
+    a.set_input(1, 1.5)            # -1.0 V difference: clamped at -2048
     assert a.convert(0) == -2048
 
 
