@@ -1,0 +1,236 @@
+"""CLOCK and POWER: one slot (0x40000000), one interrupt (IRQ 0 POWER_CLOCK).
+
+nRF52832 Product Specification v1.4, section 17 "POWER - Power supply" and
+section 18 "CLOCK - Clock control"; reset behaviour from section 17.8
+("Reset behavior") and RESETREAS (17.9.x).
+
+CLOCK: TASKS_HFCLKSTART/STOP, LFCLKSTART/STOP, CAL, CTSTART/CTSTOP.  Starting
+a clock sets its *RUN register at once and, after the start-up time of the
+selected source (``STARTUP``: HFXO 360 us, LFRC 600 us, LFXO 250 ms, LFSYNT
+100 us; PS typical figures), its STAT register and EVENTS_*STARTED.
+LFCLKSRCCOPY latches LFCLKSRC when LFCLKSTART is triggered.  CAL ends with
+EVENTS_DONE after ``T_CAL``; CTSTART ends with EVENTS_CTTO after CTIV x 0.25 s.
+A board may shorten ``startup`` (an instance copy of STARTUP).
+
+POWER: TASKS_CONSTLAT/LOWPWR (stored mode), EVENTS_POFWARN/SLEEPENTER/
+SLEEPEXIT (registers; not generated), RESETREAS (W1C, cumulative, cleared
+only by power-on reset; bits set by :meth:`system_reset`: RESETPIN 'pin',
+DOG 'dog', SREQ 'sysresetreq', LOCKUP 'lockup', OFF 'off' (wake from System
+OFF by GPIO DETECT)), SYSTEMOFF, POFCON, GPREGRET/GPREGRET2, RAMSTATUS,
+RAMON/RAMONB, RAM[n].POWER/POWERSET/POWERCLR, DCDCEN.
+
+Reset (PS "Reset behavior" table): GPREGRET/GPREGRET2 survive soft reset
+(SYSRESETREQ), CPU lockup and wake from System OFF; watchdog, pin and
+power-on resets clear them.  RESETREAS survives every reset but power-on.
+
+SYSTEMOFF: writing 1 sets :attr:`system_off`, logs, and asks the CPU to stop
+at the slice boundary; :meth:`wake_from_off` (called by GPIO when DETECT
+rises in System OFF) requests a chip reset with reason 'off'.
+
+Not modelled: the CPU is not frozen by this block in System OFF (the run
+loop must check ``system_off``), power-fail comparator (POFWARN never fires),
+SLEEPENTER/SLEEPEXIT events, RAM retention in System OFF (RAM[n].POWER is
+storage), DC/DC converter effects, CLOCK TRACECONFIG, HFCLK/LFCLK gating of
+the peripherals that need them (RTC, TIMER, ... count regardless).
+"""
+from __future__ import annotations
+
+from emu.clock import ms, us, seconds
+from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, WO, W1C
+
+# event offsets
+EV_HFCLKSTARTED, EV_LFCLKSTARTED, EV_POFWARN = 0x100, 0x104, 0x108
+EV_DONE, EV_CTTO, EV_SLEEPENTER, EV_SLEEPEXIT = 0x10C, 0x110, 0x114, 0x118
+
+RESETREAS_BITS = {"pin": 1 << 0, "dog": 1 << 1, "sysresetreq": 1 << 2, "lockup": 1 << 3,
+                  "off": 1 << 16, "lpcomp": 1 << 17, "dif": 1 << 18, "nfc": 1 << 19}
+KEEP_GPREGRET = {"sysresetreq", "lockup", "off"}
+
+STARTUP = {"hfxo": us(360), "lfrc": us(600), "lfxo": ms(250), "lfsynt": us(100)}
+T_CAL = ms(16)
+LFSRC = {0: "lfrc", 1: "lfxo", 2: "lfsynt"}
+
+
+class ClockPower(NrfPeripheral):
+    NAME = "CLOCK_POWER"
+    HAS_INTEN = False
+    TASKS = {0x000: "HFCLKSTART", 0x004: "HFCLKSTOP", 0x008: "LFCLKSTART", 0x00C: "LFCLKSTOP",
+             0x010: "CAL", 0x014: "CTSTART", 0x018: "CTSTOP", 0x078: "CONSTLAT", 0x07C: "LOWPWR"}
+    EVENTS = {EV_HFCLKSTARTED: "HFCLKSTARTED", EV_LFCLKSTARTED: "LFCLKSTARTED",
+              EV_POFWARN: "POFWARN", EV_DONE: "DONE", EV_CTTO: "CTTO",
+              EV_SLEEPENTER: "SLEEPENTER", EV_SLEEPEXIT: "SLEEPEXIT"}
+    REGISTERS = [
+        # CLOCK
+        Reg(0x408, "HFCLKRUN", 0, RO),
+        Reg(0x40C, "HFCLKSTAT", 0, RO),
+        Reg(0x414, "LFCLKRUN", 0, RO),
+        Reg(0x418, "LFCLKSTAT", 0, RO),
+        Reg(0x41C, "LFCLKSRCCOPY", 0, RO),
+        Reg(0x518, "LFCLKSRC", 0, RW, mask=0x00030003),
+        Reg(0x538, "CTIV", 0, RW, mask=0x7F),
+        # POWER
+        Reg(0x400, "RESETREAS", 0, W1C, mask=0x000F000F),
+        Reg(0x428, "RAMSTATUS", 0, RO, read="_rd_ramstatus"),
+        Reg(0x500, "SYSTEMOFF", 0, WO, write="_wr_systemoff"),
+        Reg(0x510, "POFCON", 0, RW, mask=0x1E),
+        Reg(0x51C, "GPREGRET", 0, RW, mask=0xFF),
+        Reg(0x520, "GPREGRET2", 0, RW, mask=0xFF),
+        Reg(0x524, "RAMON", 3, RW, mask=0x00030003),
+        Reg(0x554, "RAMONB", 3, RW, mask=0x00030003),
+        Reg(0x578, "DCDCEN", 0, RW, mask=0x1),
+        Reg(0x900, "RAM_POWER", 0xFFFF, RW, mask=0x00030003, count=8, stride=16),
+        Reg(0x904, "RAM_POWERSET", 0xFFFF, WO, write="_wr_ram_powerset", count=8, stride=16),
+        Reg(0x908, "RAM_POWERCLR", 0xFFFF, WO, write="_wr_ram_powerclr", count=8, stride=16),
+    ]
+
+    def __init__(self, soc, base: int, name=None, irq=None):
+        clk = soc.clock
+        self._ev_hf = clk.event("clock.hfclkstarted", self._on_hf_started)
+        self._ev_lf = clk.event("clock.lfclkstarted", self._on_lf_started)
+        self._ev_cal = clk.event("clock.done", self._on_cal_done)
+        self._ev_ct = clk.event("clock.ctto", self._on_ctto)
+        self.startup = dict(STARTUP)
+        self.system_off = False
+        self.low_power_mode = "LOWPWR"
+        super().__init__(soc, base, name, irq=0 if irq is None else irq)
+
+    def reset(self) -> None:
+        keep = getattr(self, "_keep", None)
+        super().reset()
+        for ev in (self._ev_hf, self._ev_lf, self._ev_cal, self._ev_ct):
+            ev.cancel()
+        self.system_off = False
+        self.low_power_mode = "LOWPWR"
+        if keep:
+            self.values.update(keep)
+
+    # -- public --------------------------------------------------------
+    def power_on_reset(self) -> None:
+        self._keep = None
+        self.reset()
+
+    def system_reset(self, reason: str) -> None:
+        """Chip reset: keep RESETREAS (plus this cause) and, if the PS says so, GPREGRET."""
+        keep = {0x400: self.values[0x400] | RESETREAS_BITS.get(reason, 0)}
+        if reason not in RESETREAS_BITS:
+            self.log_once(("reason", reason), "reset reason %r has no RESETREAS bit", reason)
+        if reason in KEEP_GPREGRET:
+            keep[0x51C] = self.values[0x51C]
+            keep[0x520] = self.values[0x520]
+        self._keep = keep
+        self.reset()
+        self._keep = None
+
+    def wake_from_off(self) -> None:
+        """DETECT rose while in System OFF: the chip resets (RESETREAS.OFF)."""
+        if self.system_off:
+            self.soc.request_reset("off")
+
+    @property
+    def hfxo_running(self) -> bool:
+        return bool(self.values[0x40C] & (1 << 16))
+
+    @property
+    def lfclk_running(self) -> bool:
+        return bool(self.values[0x418] & (1 << 16))
+
+    # -- CLOCK tasks ---------------------------------------------------
+    def task_HFCLKSTART(self) -> None:
+        self.values[0x408] = 1
+        if not self.hfxo_running and not self._ev_hf.pending:
+            self._ev_hf.schedule_in(self.startup["hfxo"])
+
+    def task_HFCLKSTOP(self) -> None:
+        self.values[0x408] = 0
+        self._ev_hf.cancel()
+        self.values[0x40C] = 0          # back on HFINT, which is not reported as running
+
+    def task_LFCLKSTART(self) -> None:
+        self.values[0x414] = 1
+        src = self.values[0x518] & 3
+        self.values[0x41C] = self.values[0x518]
+        if src not in LFSRC:
+            self.log_once("lfsrc", "LFCLKSRC.SRC=%d is reserved; using LFRC", src)
+            src = 0
+        if not self._ev_lf.pending:
+            self._ev_lf.schedule_in(self.startup[LFSRC[src]])
+
+    def task_LFCLKSTOP(self) -> None:
+        self.values[0x414] = 0
+        self._ev_lf.cancel()
+        self.values[0x418] = 0
+
+    def task_CAL(self) -> None:
+        if not self._ev_cal.pending:
+            self._ev_cal.schedule_in(T_CAL)
+
+    def task_CTSTART(self) -> None:
+        self._ev_ct.schedule_in(seconds(0.25) * (self.values[0x538] & 0x7F))
+
+    def task_CTSTOP(self) -> None:
+        self._ev_ct.cancel()
+
+    # -- POWER tasks ---------------------------------------------------
+    def task_CONSTLAT(self) -> None:
+        self.low_power_mode = "CONSTLAT"
+
+    def task_LOWPWR(self) -> None:
+        self.low_power_mode = "LOWPWR"
+
+    # -- completions ---------------------------------------------------
+    def _on_hf_started(self) -> None:
+        self.values[0x40C] = 1 | (1 << 16)     # SRC=Xtal, STATE=Running
+        self.fire(EV_HFCLKSTARTED)
+
+    def _on_lf_started(self) -> None:
+        src = self.values[0x41C] & 3
+        self.values[0x418] = (src if src in LFSRC else 0) | (1 << 16)
+        self.fire(EV_LFCLKSTARTED)
+
+    def _on_cal_done(self) -> None:
+        self.fire(EV_DONE)
+
+    def _on_ctto(self) -> None:
+        self.fire(EV_CTTO)
+
+    # -- registers -----------------------------------------------------
+    def _rd_ramstatus(self, _off) -> int:
+        ramon, ramonb = self.values[0x524], self.values[0x554]
+        return (ramon & 3) | ((ramonb & 3) << 2)
+
+    def _wr_systemoff(self, new, old) -> None:
+        if new & 1:
+            self.system_off = True
+            self.log.warning("SYSTEMOFF: entering System OFF at t=%d", self.clock.now)
+            self.soc.cpu.request_stop()
+
+    def _wr_ram_powerset(self, new, old) -> None:
+        pass
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        if 0x900 <= offset < 0x980 and (offset & 0xF) in (4, 8):
+            p = offset & ~0xF
+            if offset & 0xF == 4:
+                self.values[p] |= value & 0x00030003
+            else:
+                self.values[p] &= ~(value & 0x00030003)
+            return
+        super().write(offset, value, size)
+
+    def read(self, offset: int, size: int = 4) -> int:
+        if 0x900 <= offset < 0x980 and (offset & 0xF) in (4, 8):
+            return self.values[offset & ~0xF]
+        return super().read(offset, size)
+
+    def _wr_ram_powerclr(self, new, old) -> None:
+        pass
+
+    def save_model_state(self) -> dict:
+        return {"system_off": self.system_off, "mode": self.low_power_mode,
+                "ev": [e.when for e in (self._ev_hf, self._ev_lf, self._ev_cal, self._ev_ct)]}
+
+    def load_model_state(self, s: dict) -> None:
+        self.system_off, self.low_power_mode = s["system_off"], s["mode"]
+        for e, w in zip((self._ev_hf, self._ev_lf, self._ev_cal, self._ev_ct), s["ev"]):
+            if w is not None:
+                e.schedule_at(w)
