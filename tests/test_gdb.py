@@ -3,10 +3,12 @@ emu.gdbstub serving firmware/tests/gdb_target.c, plus raw-socket protocol tests.
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -51,9 +53,16 @@ def gdb(elf: str, port: int, *cmds: str, timeout: float = 30.0) -> str:
     return r.stdout + r.stderr
 
 
-@pytest.fixture
-def target_elf(fw):
-    return fw("gdb_target")
+@pytest.fixture(scope="module")
+def target_elf():
+    """firmware/build/gdb_target.elf, built on its own (independent of other images)."""
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.fail("arm-none-eabi-gcc not found")
+    root = Path(__file__).resolve().parent.parent / "firmware"
+    r = subprocess.run(["make", "-C", str(root), "-s", "build/gdb_target.elf"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return str(root / "build" / "gdb_target.elf")
 
 
 def test_break_on_function_and_read_write_variable(target_elf):
@@ -186,17 +195,95 @@ def test_hostile_packets_get_errors_and_stub_keeps_serving(target_elf):
     assert "PASS counter" in s.machine.console_text()
 
 
-def test_ctrl_c_interrupts_running_target(target_elf):
-    # a long run: the firmware finishes quickly, so we interrupt during the
-    # continue before it exits by keeping a breakpoint far away and sending 0x03
+def test_step_takes_pending_interrupt_at_handler_first_instruction(target_elf):
+    s = Served(target_elf)
+    out = gdb(target_elf, s.port, "break bump", "continue",
+              "set *(unsigned *)0xE000ED04 = 1 << 26",     # ICSR.PENDSTSET
+              "stepi", "info symbol $pc", "print/x $pc == ((unsigned)&SysTick_Handler & ~1)",
+              "print/x $xpsr & 0x1ff", "kill")
+    s.join()
+    assert "SysTick_Handler in section .text" in out, out
+    vals = [l.split("=", 1)[1].strip() for l in out.splitlines() if l.startswith("$")]
+    assert vals == ["0x1", "0xf"], out
+
+
+def _plain_run(elf):
+    m = Machine(elf)
+    r = m.run(ms=50)
+    assert m.exit_code == 0, (r, m.console_text())
+    return m.cpu.cycles, m.clock.now, m.console_text()
+
+
+def test_breakpoints_and_steps_do_not_change_what_firmware_observes(target_elf):
+    cycles, now, text = _plain_run(target_elf)
+    s = Served(target_elf)
+    out = gdb(target_elf, s.port, "break bump", "break tick_work", "continue", "continue",
+              "continue", "stepi", "stepi", "stepi", "next", "step", "stepi", "continue",
+              "delete", "watch watched", "continue", "stepi", "stepi", "delete", "continue")
+    s.join()
+    assert "exited normally" in out, out
+    assert s.machine.console_text() == text
+    assert s.machine.cpu.cycles == cycles
+    # time of exit may be later only by idle time, never different CPU work
+    assert "cyc=" in text
+
+
+def test_ctrl_c_interrupts_running_target_and_detach_keeps_it_running(target_elf):
     s = Served(target_elf)
     r = Raw(s.port)
     assert r.cmd(b"QStartNoAckMode") == b"OK"
     assert r.cmd(b"?").startswith(b"S05")
+    main = s.machine.symbol("main") & ~1
+    assert r.cmd(b"Z1,%x,2" % main) == b"OK"
+    assert r.cmd(b"c").startswith(b"T05")          # at main: .bss is initialised
+    assert r.cmd(b"z1,%x,2" % main) == b"OK"
+    addr = s.machine.symbol("spin_forever")
+    assert r.cmd(b"M%x,4:01000000" % addr) == b"OK"
     r.send(_packet(b"vCont;c"))
+    time.sleep(0.3)
+    t0 = s.machine.clock.now
     r.send(b"\x03")
     rep = r.reply()
-    assert rep.startswith(b"T02") or rep.startswith(b"W"), rep
-    r.send(_packet(b"k"))
+    assert rep.startswith(b"T02"), rep
+    halted_at = s.machine.clock.now
+    assert halted_at > t0 >= 0
+    time.sleep(0.2)
+    assert s.machine.clock.now == halted_at            # halted: emulated time frozen
+    cnt = s.machine.symbol("counter")
+    c1 = int.from_bytes(bytes.fromhex(r.cmd(b"m%x,4" % cnt).decode()), "little")
+    assert c1 > 200                                    # it was spinning
+    assert r.cmd(b"D") == b"OK"                        # detach: target runs on
     r.s.close()
+    time.sleep(0.3)
+    assert s.machine.clock.now > halted_at
+    s.machine.halt_requested = False
+    s.stub.killed = True                                # end the serve loop
     s.join()
+
+
+def test_gdb_ctrl_c_while_running(target_elf):
+    """Ctrl-C in gdb (SIGINT to the gdb process) makes it send 0x03 to the stub."""
+    if GDB is None:
+        pytest.skip("gdb-multiarch not installed")
+    s = Served(target_elf)
+    args = [GDB, "-batch", "-nx", "-ex", "set pagination off", "-ex",
+            f"target remote 127.0.0.1:{s.port}", "-ex", "break main", "-ex", "continue",
+            "-ex", "delete", "-ex", "set var spin_forever = 1", "-ex", "continue",
+            "-ex", "print counter > 200", "-ex", "kill", target_elf]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        # wait for the second continue: running, breakpoints gone, past reset
+        while time.monotonic() < deadline:
+            if not s.stub.halted and s.machine.clock.now > 0 and not s.stub.breakpoints:
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=15)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    s.join()
+    assert "received signal SIGINT" in out, out
+    assert "$1 = 1" in out, out

@@ -12,6 +12,7 @@ volatile uint32_t ticks;          /* changed by the SysTick handler */
 volatile uint32_t watched;        /* written once per loop iteration */
 volatile float fval = 1.5f;
 volatile uint32_t poke;           /* tests write this from GDB */
+volatile uint32_t spin_forever;   /* set from GDB: never finish (Ctrl-C tests) */
 
 __attribute__((noinline)) void tick_work(uint32_t n) {
     ticks = ticks + n;            /* line for a breakpoint inside the handler */
@@ -43,6 +44,8 @@ int main(void) {
         fval = fmath(fval) - fval;
         poke += 0;
     }
+    while (spin_forever)
+        counter++;
     SYST_CSR = 0;
     semihost_puts("acc=");  put_hex(acc);
     semihost_puts(" counter="); put_hex(counter);
