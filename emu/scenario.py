@@ -15,7 +15,7 @@ and ``board``, or just the list of steps.  Each step is a one-key mapping::
       - expect_pin: {pin: 17, level: 1}            # optional timeout_ms to wait for it
       - tap: {x: 120, y: 120}
       - swipe: up                                 # up | down | left | right
-      - button: {press_ms: 200}
+      - button: {press_ms: 200}                   # runs through the press and release
       - screenshot: out/screen.png
       - expect_screen: {png: golden.png, tolerance: 8, mask: [[0, 0, 240, 20]]}
       - expect_motor: on                          # on | off
@@ -29,7 +29,8 @@ unloadable firmware) with a one-line error.
 
 Not modelled / limits: touch, button and motor steps need the PineTime board
 API (``board.touch``, ``board.button``, ``board.motor``); on a board without
-one the step fails saying so.  Steps run strictly in sequence; there is no
+one the step fails saying so.  On the PineTime board the external NOR flash
+starts blank and is kept in memory (no flash file), so runs are repeatable.  Steps run strictly in sequence; there is no
 parallel input while waiting.
 """
 from __future__ import annotations
@@ -271,10 +272,17 @@ def _do_swipe(m, a):
 
 def _do_button(m, a):
     button = tb.device(m, "button")
-    fn = getattr(button, "press", None)
-    if fn is None:
-        raise tb.BoardFeatureMissing(m, "button.press")
-    fn(a["press_ms"])
+    hold = getattr(button, "hold", None)
+    if hold is not None:
+        hold(a["press_ms"])               # press now, release press_ms later (exact ticks)
+    else:
+        press, release = getattr(button, "press", None), getattr(button, "release", None)
+        if press is None or release is None:
+            raise tb.BoardFeatureMissing(m, "button.hold or button.press/release")
+        press()
+        release(a["press_ms"])
+    # the step covers the whole press: run until just after the release
+    _do_run(m, {"ms": a["press_ms"]})
 
 
 def _do_expect_pin(m, a):
@@ -396,7 +404,9 @@ def main(argv: Optional[list] = None, out=None) -> int:
         board = args.board or sc.board or "pinetime"
         print(f"scenario {sc.name} ({sc.path}) on {board}", file=out)
         try:
-            m = Machine(args.firmware, board=board)
+            # hermetic: the PineTime's NOR flash starts blank in memory, no file
+            opts = {"flash_file": None} if board == "pinetime" else {}
+            m = Machine(args.firmware, board=board, **opts)
         except FirmwareError as e:
             return _usage_error(str(e))
         run_scenario(sc, m, out)

@@ -102,3 +102,26 @@ def test_screen_step_on_board_without_screen_fails_clearly(fw, tmp_path):
     rc, out = run_main(p, "--firmware", fw("cpu_exceptions"))
     assert rc == 1
     assert "has no screen" in out and not (tmp_path / "a.png").exists()
+
+
+def test_pinetime_scenario_touch_pulse_and_screenshot(fw, tmp_path):
+    import shutil
+    from emu.testbench import read_png
+    sc = tmp_path / "pinetime_touch.yaml"          # copy: the screenshot lands next to it
+    shutil.copy(SCEN / "pinetime_touch.yaml", sc)
+    rc, out = run_main(sc, "--firmware", fw("pinetime_demo"))
+    assert rc == 0, out
+    lines = [l for l in out.splitlines() if "expect_pin P0.28" in l]
+    # INT goes low at the tap and back high 0.5 ms later (CST816S pulse)
+    t_low = float(lines[1].split("t=")[1].split()[0])
+    t_high = float(lines[2].split("t=")[1].split()[0])
+    assert t_high - t_low == pytest.approx(0.0005, abs=2e-6)
+    assert read_png(str(tmp_path / "out" / "pinetime_demo.png")).shape == (240, 240, 3)
+
+
+def test_pinetime_pin_expectation_failure_names_level(fw, tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("board: pinetime\nsteps:\n  - expect_pin: {pin: 28, level: 0, timeout_ms: 3}\n")
+    rc, out = run_main(p, "--firmware", fw("pinetime_demo"))
+    assert rc == 1
+    assert "expected P0.28 == 0" in out and "saw P0.28 = 1" in out and "t=0.003000" in out
