@@ -1,0 +1,170 @@
+"""WDT: watchdog timer.
+
+nRF52832 Product Specification v1.4, section 25 "WDT - Watchdog timer".
+Slot 0x40010000, IRQ 16.
+
+TASKS_START loads the down-counter with CRV and starts it on the 32.768 kHz
+clock; it times out after (CRV + 1) LFCLK periods unless every reload
+request register enabled in RREN has been written with 0x6E524635
+(``RR[n]``), which reloads the counter.  On timeout EVENTS_TIMEOUT is set
+and, two 32.768 kHz cycles later, the chip resets (``soc.request_reset
+('dog')``).  Once started the watchdog cannot be stopped, and CRV, RREN and
+CONFIG are read-only (writes logged and ignored) until a reset.  RUNSTATUS
+reads 1 while running; REQSTATUS bit n is 1 while RR[n] is enabled and not
+yet written since the last reload.
+
+The counter is lazy: one clock event at the timeout.  CONFIG.HALT=0 pauses
+the watchdog while :attr:`debug_halted` is true (set by the GDB stub through
+``set_debug_halted``).  The watchdog is not reset by a soft reset
+(SYSRESETREQ) or CPU lockup (PS "Reset behavior"); every other reset stops
+it.
+
+Not modelled: CONFIG.SLEEP=0 (pause while the CPU sleeps) -- the watchdog
+keeps counting in sleep (logged once if configured).
+"""
+from __future__ import annotations
+
+from emu.clock import LFCLK_TICKS
+from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, WO
+
+RELOAD = 0x6E524635
+KEEP_RUNNING = {"sysresetreq", "lockup"}
+
+
+class Wdt(NrfPeripheral):
+    NAME = "WDT"
+    HAS_INTEN = False
+    TASKS = {0x000: "START"}
+    EVENTS = {0x100: "TIMEOUT"}
+    REGISTERS = [
+        Reg(0x400, "RUNSTATUS", 0, RO, read="_rd_runstatus"),
+        Reg(0x404, "REQSTATUS", 1, RO, read="_rd_reqstatus"),
+        Reg(0x504, "CRV", 0xFFFFFFFF, RW, write="_wr_locked"),
+        Reg(0x508, "RREN", 1, RW, mask=0xFF, write="_wr_locked"),
+        Reg(0x50C, "CONFIG", 1, RW, mask=0x9, write="_wr_locked"),
+        Reg(0x600, "RR", 0, WO, write="_wr_rr", count=8),
+    ]
+
+    def __init__(self, soc, base: int, name=None, irq=None):
+        self._ev_timeout = soc.clock.event("wdt.timeout", self._on_timeout)
+        self._ev_reset = soc.clock.event("wdt.reset", self._on_reset)
+        self.debug_halted = False
+        super().__init__(soc, base, name, irq)
+
+    def reset(self) -> None:
+        super().reset()
+        self.running = False
+        self.reloaded = 0            # RR[n] written since the last reload
+        self.deadline = None         # absolute tick of the timeout
+        self.paused_left = None      # ticks left while paused by the debugger
+        self._ev_timeout.cancel()
+        self._ev_reset.cancel()
+
+    # -- public --------------------------------------------------------
+    def system_reset(self, reason: str) -> None:
+        if self.running and reason in KEEP_RUNNING:
+            return                   # PS: soft reset and lockup do not reset the WDT
+        self.reset()
+
+    def set_debug_halted(self, halted: bool) -> None:
+        """The debugger halted/resumed the CPU; CONFIG.HALT=0 pauses the WDT."""
+        if halted == self.debug_halted:
+            return
+        self.debug_halted = halted
+        if not self.running or self.values[0x50C] & 0x8:
+            return
+        if halted and self.deadline is not None:
+            self.paused_left = max(0, self.deadline - self.clock.now)
+            self._ev_timeout.cancel()
+        elif not halted and self.paused_left is not None:
+            self._arm(self.paused_left)
+            self.paused_left = None
+
+    @property
+    def counter(self) -> int:
+        """The down-counter value now (LFCLK periods left)."""
+        if not self.running:
+            return self.values[0x504]
+        left = self.paused_left if self.paused_left is not None else \
+            max(0, self.deadline - self.clock.now)
+        return -(-left // LFCLK_TICKS) - 1 if left else 0
+
+    # -- tasks ---------------------------------------------------------
+    def task_START(self) -> None:
+        if self.running:
+            return
+        self.running = True
+        if not self.values[0x50C] & 1:
+            self.log_once("sleep", "CONFIG.SLEEP=0 (pause in sleep) not modelled: WDT keeps "
+                          "counting while the CPU sleeps")
+        self.reloaded = 0
+        self._reload()
+
+    # -- registers -----------------------------------------------------
+    def _rd_runstatus(self, _off) -> int:
+        return int(self.running)
+
+    def _rd_reqstatus(self, _off) -> int:
+        return self.values[0x508] & ~self.reloaded & 0xFF
+
+    def _wr_locked(self, new, old) -> None:
+        pass        # writes while running are refused in write()
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        if self.running and offset in (0x504, 0x508, 0x50C):
+            self.log_once(("locked", offset), "write to %s while the WDT runs ignored",
+                          self._regs[offset].name)
+            return
+        if 0x600 <= offset < 0x620:
+            self._handle_rr((offset - 0x600) >> 2, value)
+            return
+        super().write(offset, value, size)
+
+    def _wr_rr(self, new, old) -> None:
+        pass
+
+    def _handle_rr(self, n: int, value: int) -> None:
+        if value != RELOAD or not self.running:
+            return
+        rren = self.values[0x508] & 0xFF
+        if not (rren >> n) & 1:
+            return
+        self.reloaded |= 1 << n
+        if self.reloaded & rren == rren:
+            self.reloaded = 0
+            self._reload()
+
+    # -- internals -----------------------------------------------------
+    def _reload(self) -> None:
+        crv = max(self.values[0x504], 0xF)
+        period = (crv + 1) * LFCLK_TICKS
+        if self.paused_left is not None:
+            self.paused_left = period
+            return
+        self._arm(period)
+
+    def _arm(self, ticks: int) -> None:
+        self.deadline = self.clock.now + ticks
+        self._ev_timeout.schedule_at(self.deadline)
+
+    def _on_timeout(self) -> None:
+        self.deadline = None
+        self.fire(0x100)
+        self._ev_reset.schedule_in(2 * LFCLK_TICKS)
+
+    def _on_reset(self) -> None:
+        self.log.info("watchdog timeout: chip reset")
+        self.soc.request_reset("dog")
+
+    def save_model_state(self) -> dict:
+        return {"running": self.running, "reloaded": self.reloaded, "deadline": self.deadline,
+                "paused_left": self.paused_left, "debug_halted": self.debug_halted,
+                "reset_at": self._ev_reset.when}
+
+    def load_model_state(self, s: dict) -> None:
+        for k in ("running", "reloaded", "deadline", "paused_left", "debug_halted"):
+            setattr(self, k, s[k])
+        if self.deadline is not None and self.paused_left is None:
+            self._ev_timeout.schedule_at(self.deadline)
+        if s.get("reset_at") is not None:
+            self._ev_reset.schedule_at(s["reset_at"])

@@ -1,0 +1,76 @@
+"""WDT tests (PS v1.4 section 25): register level and a chip reset through a
+Machine running firmware/tests/periph_wdt.c."""
+from emu.clock import LFCLK_TICKS as LF
+from emu.soc.nrf52832 import Nrf52832
+from conftest import assert_firmware_passed
+
+RELOAD = 0x6E524635
+
+
+def test_timeout_event_then_reset_two_lfclk_later():
+    soc = Nrf52832()
+    wdt = soc.peripherals["wdt"]
+    resets = []
+    soc.reset_request_handler = lambda why: resets.append((why, soc.clock.now))
+    wdt.write(0x504, 15)                   # CRV: 16 LFCLK periods
+    wdt.write(0x304, 1)                    # INTENSET TIMEOUT
+    wdt.write(0x000, 1)
+    soc.clock.advance_to(8 * LF)
+    wdt.write(0x600, RELOAD)               # reload at t=8
+    soc.clock.advance_to(24 * LF - 1)      # one tick short of the timeout
+    assert wdt.read(0x100) == 0
+    soc.clock.advance_to(24 * LF)
+    assert wdt.read(0x100) == 1 and (soc.cpu.irq_level >> 16) & 1
+    assert resets == []
+    soc.clock.advance_to(26 * LF)
+    assert resets == [("dog", 26 * LF)]
+
+
+def test_cannot_be_stopped_or_reconfigured_and_rren():
+    soc = Nrf52832()
+    wdt = soc.peripherals["wdt"]
+    assert wdt.read(0x504) == 0xFFFFFFFF and wdt.read(0x508) == 1 and wdt.read(0x50C) == 1
+    wdt.write(0x508, 0b101)                # RR[0], RR[2]
+    wdt.write(0x504, 99)
+    wdt.write(0x000, 1)
+    wdt.write(0x504, 5)
+    wdt.write(0x508, 1)
+    assert wdt.read(0x504) == 99 and wdt.read(0x508) == 0b101
+    assert wdt.read(0x404) == 0b101
+    wdt.write(0x600, 0x12345678)           # wrong value: nothing
+    assert wdt.read(0x404) == 0b101
+    wdt.write(0x600, RELOAD)
+    assert wdt.read(0x404) == 0b100
+    soc.clock.advance_to(50 * LF)
+    wdt.write(0x608, RELOAD)               # all enabled RR written: reload
+    assert wdt.read(0x404) == 0b101
+    soc.clock.advance_to(149 * LF)
+    assert wdt.read(0x100) == 0
+    soc.clock.advance_to(150 * LF)
+    assert wdt.read(0x100) == 1
+    wdt.system_reset("sysresetreq")        # soft reset does not stop it
+    assert wdt.read(0x400) == 1
+    wdt.system_reset("dog")
+    assert wdt.read(0x400) == 0
+
+
+def test_debug_halt_pauses_when_config_halt_0():
+    soc = Nrf52832()
+    wdt = soc.peripherals["wdt"]
+    wdt.write(0x504, 15)
+    wdt.write(0x000, 1)
+    soc.clock.advance_to(10 * LF)
+    wdt.set_debug_halted(True)
+    soc.clock.advance_to(100 * LF)
+    assert wdt.read(0x100) == 0
+    wdt.set_debug_halted(False)
+    soc.clock.advance_to(106 * LF)
+    assert wdt.read(0x100) == 1
+
+
+def test_watchdog_resets_machine(run_firmware):
+    m, r = run_firmware("periph_wdt", ms=200, board="nrf52832")
+    assert_firmware_passed(m, r, min_passes=9)
+    assert m.resets == 1
+    assert "PASS resetreas dog only" in m.console_text()
+    assert m.soc.peripherals["clock_power"].read(0x400) == 0   # firmware cleared it
