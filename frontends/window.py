@@ -75,7 +75,7 @@ class Window:
     def __init__(self, machine, scale: int = 2, realtime: bool = True,
                  on_close: Optional[Callable[[], None]] = None,
                  pollers: Iterable[Callable[[], None]] = (),
-                 screenshot_dir: str = ".",
+                 screenshot_dir: str = ".", seconds: Optional[float] = None, gdb=None,
                  wall_clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep):
         if not _have_display():
@@ -89,6 +89,11 @@ class Window:
         self.on_close = on_close
         self.pollers = list(pollers)
         self.screenshot_dir = Path(screenshot_dir)
+        self.gdb = gdb
+        self.result = None                      # the RunResult that stopped the machine
+        self.last_result = None
+        self._end_tick = (None if seconds is None
+                          else int(machine.clock.now) + int(round(seconds * TICKS_PER_SECOND)))
         self.wall = wall_clock
         self.sleep = sleep
         self.gestures = GestureTracker()
@@ -398,14 +403,29 @@ class Window:
     def _run_slice(self) -> None:
         if self.stopped is not None:
             return
-        r = self.machine.run(until_tick=self._emu_ticks() + SLICE_TICKS)
+        until = self._emu_ticks() + SLICE_TICKS
+        if self._end_tick is not None:
+            until = min(until, self._end_tick)
+        if self.gdb is not None:
+            # the GDB stub runs the machine (breakpoints, halts) and serves its socket
+            why = self.gdb.run_machine(until)
+            if why == "killed":
+                self.closed = True
+            elif why == "exit":
+                self.stopped = f"exit (status {self.machine.exit_code})"
+                self.note(f"machine stopped: {self.stopped}")
+        else:
+            r = self.last_result = self.machine.run(until_tick=until)
+            if not getattr(r, "ok", True) or str(getattr(r, "reason", "")) == "exit":
+                self.result = r
+                self.stopped = f"{r.reason} (exit {getattr(r, 'exit_code', None)})"
+                self.note(f"machine stopped: {self.stopped}")
         self._slices_since_press += 1
         if self._release_pending:
             self._release_pending = False
             self._button(False)
-        if not getattr(r, "ok", True):
-            self.stopped = f"{r.reason} (exit {getattr(r, 'exit_code', None)})"
-            self.note(f"machine stopped: {self.stopped}")
+        if self._end_tick is not None and self._emu_ticks() >= self._end_tick:
+            self.closed = True                  # --seconds elapsed
 
     def frame(self) -> None:
         """Handle pending events, run emulated time for one frame, draw."""
@@ -430,8 +450,11 @@ class Window:
                 self._run_slice()
                 if self.stopped is not None or self.wall() - w0 >= FAST_FRAME_S:
                     break
+        if self._emu_ticks() == e0:             # stopped or halted by GDB: don't spin
+            self.sleep(1 / 60)
+            self._reanchor()
         dt = self.wall() - w0
-        if dt > 0:
+        if dt > 0 and self._emu_ticks() != e0:
             inst = (self._emu_ticks() - e0) / TICKS_PER_SECOND / dt
             self._speed = inst if self._speed == 0 else 0.9 * self._speed + 0.1 * inst
         self._collect_messages()
@@ -522,6 +545,8 @@ class Window:
             parts.append(f"steps {getattr(acc, 'steps', 0)}" + (" walking" if self.walking else ""))
         if self.stopped:
             parts.append("STOPPED: " + self.stopped)
+        elif self.gdb is not None and getattr(self.gdb, "halted", False):
+            parts.append("halted by debugger")
         return "  |  ".join(parts)
 
     def _draw_status(self) -> None:
@@ -571,15 +596,35 @@ class Window:
 
 def run_window(machine, scale: int = 2, realtime: bool = True,
                on_close: Optional[Callable[[], None]] = None,
-               pollers: Iterable[Callable[[], None]] = ()) -> None:
-    """Open the window over ``machine`` and run until the user closes it.
+               pollers: Iterable[Callable[[], None]] = (),
+               seconds: Optional[float] = None, gdb=None):
+    """Open the window over ``machine`` and run until the user closes it (or,
+    with ``seconds``, until that much emulated time has run).
 
-    Raises :class:`NoDisplayError` (before touching the machine) when there is
-    no display.  On close: ``on_close()`` then ``board.close()``.
+    ``pollers`` run each frame between slices; with ``gdb`` (an
+    emu.gdbstub.GdbStub) the stub runs the machine, so breakpoints and halts
+    work while the window keeps drawing.  Raises :class:`NoDisplayError`
+    (before touching the machine) when there is no display.  On close:
+    ``on_close()`` then ``board.close()``.  Returns the RunResult that stopped
+    the machine (exit, fault, lockup), or the last one for ``seconds``, or None
+    when the user closed a running watch.
     """
-    win = Window(machine, scale=scale, realtime=realtime, on_close=on_close, pollers=pollers)
+    win = Window(machine, scale=scale, realtime=realtime, on_close=on_close, pollers=pollers,
+                 seconds=seconds, gdb=gdb)
     try:
         while not win.closed:
             win.frame()
     finally:
         win.close()
+    if win.result is None and seconds is not None:
+        return win.last_result or _Deadline(machine)
+    return win.result
+
+
+class _Deadline:
+    """A RunResult-like value for a window run that ended at --seconds."""
+    reason = "deadline"
+
+    def __init__(self, machine):
+        self.exit_code = getattr(machine, "exit_code", None)
+        self.time_ticks = machine.clock.now

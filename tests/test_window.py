@@ -491,3 +491,32 @@ def test_help_overlay_toggles_and_draws():
     assert not np.array_equal(before, pygame.surfarray.array3d(w.surface))
     key(w, pygame.K_ESCAPE)
     assert not w.show_help
+
+
+def test_seconds_limit_returns_last_result_and_stop_is_reported():
+    m = FakeMachine()
+    r = run_window(m, scale=1, realtime=False, seconds=0.05)
+    assert m.clock.now == int(0.05 * TPS) and r.reason == "deadline"
+
+    class Exited(Result):
+        reason, ok, exit_code = "exit", True, 3
+    m = FakeMachine()
+    m.run = lambda until_tick: Exited()
+    w = Window(m, scale=1, wall_clock=FakeWall(), sleep=lambda s: None)
+    w.frame()
+    w.frame()
+    assert w.result.exit_code == 3 and "STOPPED: exit" in w._status_text()
+
+
+def test_gdb_stub_runs_the_machine_and_kill_closes():
+    calls = []
+
+    class Stub:
+        halted = False
+
+        def run_machine(self, until):
+            calls.append(until)
+            return "killed" if len(calls) == 2 else "deadline"
+    m = FakeMachine()
+    r = run_window(m, scale=1, gdb=Stub())
+    assert calls == [TPS // 60, TPS // 60] and m.runs == [] and r is None
