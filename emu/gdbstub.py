@@ -41,7 +41,8 @@ import socket
 from typing import Optional
 
 import unicorn.arm_const as A
-from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UcError
+from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE,
+                     UcError)
 
 from emu.clock import NEVER, TICKS_PER_SECOND
 
@@ -144,7 +145,8 @@ class GdbStub:
         self._last_block = (0, 0)
         self._hit: Optional[str] = None   # stop reply prepared by a hook
         self._step = None
-        self._pending_reply: Optional[str] = None   # stop reply owed to a resume
+        self._on_watch = False       # last stop was a watchpoint (step over it on resume)
+        self._ignore_watch = False
         self.xml = _target_xml().encode()
 
     # ------------------------------------------------------------------
@@ -175,7 +177,6 @@ class GdbStub:
                 self.inbuf.clear()
                 self.no_ack = False
                 self.halted = True       # GDB attaches to a stopped target
-                self._pending_reply = None
                 log.info("gdb client connected")
             except OSError:
                 pass
@@ -231,6 +232,7 @@ class GdbStub:
 
     def _report_stop(self, reply: str) -> None:
         self.halted = True
+        self.wants_halt = False
         self._del_step()
         if self.conn is not None:
             self._send(reply + ("thread:1;" if reply.startswith("T") else ""))
@@ -264,21 +266,18 @@ class GdbStub:
             self._stop_cpu(address, f"T{SIGTRAP:02x}hwbreak:;")
 
     def _hook_watch(self, uc, access, address, size, value, _ud):
-        if self._hit is not None:
+        if self._hit is not None or self._ignore_watch:
             return
-        kind = "watch" if access == 17 or access == 0x11 else None
-        pc = uc.reg_read(A.UC_ARM_REG_PC)
-        name = "watch" if access in (A.__dict__.get("UC_MEM_WRITE", 17), 17) else "rwatch"
+        write = access == UC_MEM_WRITE
         for (k, a, ln) in self.watchpoints:
             if a < address + size and address < a + ln:
-                if k == 2 and name != "watch":
-                    continue
-                if k == 3 and name == "watch":
+                if (k == 2 and not write) or (k == 3 and write):
                     continue
                 tag = {2: "watch", 3: "rwatch", 4: "awatch"}[k]
-                self._stop_cpu(pc, f"T{SIGTRAP:02x}{tag}:{address:x};")
+                # stop before the access completes: PC is the accessing instruction
+                self._stop_cpu(uc.reg_read(A.UC_ARM_REG_PC), f"T{SIGTRAP:02x}{tag}:{address:x};")
+                self._on_watch = True
                 return
-        del kind
 
     def _hook_step(self, uc, address, size, _ud):
         st = self._step
@@ -309,6 +308,7 @@ class GdbStub:
     def step(self) -> None:
         """Execute exactly one instruction (or enter a pending exception: the step
         then stops at the handler's first instruction).  Emulated time is not paced."""
+        self._on_watch = False
         self._step = (self.cpu.pc, 0)
         self._step_hook = self.uc.hook_add(UC_HOOK_CODE, self._hook_step)
         self._need_block_hook()
@@ -328,11 +328,15 @@ class GdbStub:
 
     def resume(self) -> None:
         """Continue: step off a breakpoint at PC first, then run freely."""
-        if self.cpu.pc in self.breakpoints:
+        if self.cpu.pc in self.breakpoints or self._on_watch:
             saved = self.conn
             self.conn = None          # swallow the step's stop reply
-            self.step()
-            self.conn = saved
+            self._ignore_watch = True
+            try:
+                self.step()
+            finally:
+                self._ignore_watch = False
+                self.conn = saved
             if self._hit_reply_is_final():
                 return
         self.halted = False

@@ -287,3 +287,25 @@ def test_gdb_ctrl_c_while_running(target_elf):
     s.join()
     assert "received signal SIGINT" in out, out
     assert "$1 = 1" in out, out
+
+
+def test_raw_watchpoint_stops_before_the_store_and_continue_steps_over_it(target_elf):
+    s = Served(target_elf)
+    r = Raw(s.port)
+    assert r.cmd(b"QStartNoAckMode") == b"OK"
+    w = s.machine.symbol("watched")
+    main = s.machine.symbol("main") & ~1
+    assert r.cmd(b"Z0,%x,2" % main) == b"OK"
+    assert r.cmd(b"c").startswith(b"T05hwbreak:")
+    assert r.cmd(b"z0,%x,2" % main) == b"OK"
+    assert r.cmd(b"Z2,%x,4" % w) == b"OK"
+    seen = []
+    for _ in range(3):
+        rep = r.cmd(b"c")
+        assert rep.startswith(b"T05watch:%x;" % w), rep
+        seen.append(int.from_bytes(bytes.fromhex(r.cmd(b"m%x,4" % w).decode()), "little"))
+    # each stop is before the store of i: memory still holds i - 1
+    assert seen == [0, 0, 1], seen
+    assert r.cmd(b"z2,%x,4" % w) == b"OK"
+    r.send(_packet(b"k"))
+    s.join()
