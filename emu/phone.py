@@ -96,8 +96,9 @@ class Phone:
             raise PhoneError(f"no prompt after {cmd!r}; got {bytes(self.output[start:])!r}")
         text = bytes(self.output[start:]).decode("utf-8", "replace").replace("\r\n", "\n")
         text = text[:text.rfind(">>>")]
-        first, _, rest = text.partition("\n")       # the echoed command
-        return rest if first.strip() == cmd.strip() else text
+        echo = cmd.strip() + "\n"                   # the REPL echoes the command line
+        i = text.rfind(echo)
+        return text[i + len(echo):] if i >= 0 else text
 
     # ------------------------------------------------------------------ Gadgetbridge
     def send_gb(self, msg: dict) -> None:

@@ -1,0 +1,163 @@
+"""TCP bridge to the watch's Bluetooth UART: `pinetime-emu run FW --bridge PORT`.
+
+A client connecting to 127.0.0.1:PORT is the phone connecting over BLE
+(GAP CONNECTED, NUS discovery, TX notifications enabled); its bytes are
+written to the NUS RX characteristic (paced like a phone, 20 bytes per
+connection event); TX notifications are sent back to it; closing the socket
+disconnects the phone.  One client at a time; more are refused.
+
+The emulator loop calls :meth:`BridgeServer.poll` at slice boundaries (every
+few ms of emulated time).  Sockets are non-blocking and no thread touches the
+machine.  Socket errors and garbage input only drop the client.
+
+``phone_client_main(argv)`` is the ``pinetime-emu phone`` subcommand: connect
+to a running bridge and send Gadgetbridge messages or REPL lines.
+
+Not modelled: several simultaneous phones.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import select
+import socket
+import sys
+from typing import Optional
+
+log = logging.getLogger("emu.bridge")
+MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading pauses
+
+
+class BridgeServer:
+    def __init__(self, machine, host: str = "127.0.0.1", port: int = 0):
+        self.machine = machine
+        self.phone = machine.phone
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((host, port))
+        self.listener.listen(1)
+        self.listener.setblocking(False)
+        self.port = self.listener.getsockname()[1]
+        self.client: Optional[socket.socket] = None
+        self.rx_pending = bytearray()     # from client, waiting for the watch to advertise
+        self.tx_pending = bytearray()     # from the watch, waiting for the socket
+        self.phone.on_output(self._from_watch)
+        log.info("bridge listening on %s:%d", host, self.port)
+
+    # ------------------------------------------------------------------
+    def poll(self) -> None:
+        """Accept/serve the client; called by the emulator loop between slices."""
+        try:
+            self._accept()
+            if self.client is not None:
+                self._read()
+                self._forward()
+                self._write()
+        except Exception as e:          # never let the network break the emulator
+            log.warning("bridge: %s; dropping client", e)
+            self._drop()
+
+    def close(self) -> None:
+        self._drop()
+        self.listener.close()
+
+    # ------------------------------------------------------------------
+    def _accept(self) -> None:
+        try:
+            conn, addr = self.listener.accept()
+        except BlockingIOError:
+            return
+        if self.client is not None:
+            conn.close()
+            return
+        conn.setblocking(False)
+        self.client = conn
+        self.rx_pending.clear()
+        self.tx_pending.clear()
+        log.info("bridge: phone connected from %s:%d", *addr)
+
+    def _read(self) -> None:
+        while len(self.rx_pending) < MAX_PENDING:
+            try:
+                data = self.client.recv(4096)
+            except BlockingIOError:
+                return
+            if not data:
+                log.info("bridge: phone disconnected")
+                self._drop()
+                return
+            self.rx_pending += data
+
+    def _forward(self) -> None:
+        ph = self.phone
+        if not ph.central.connected:
+            if ph.central.can_connect():
+                ph.central.connect(mtu=247)
+                ph.nus.discover()
+            return
+        if ph.nus.rx_handle is None:
+            return
+        if self.rx_pending and ph.central.writes_pending < 4:
+            chunk = bytes(self.rx_pending[:80])
+            del self.rx_pending[:80]
+            ph.nus.send(chunk)
+
+    def _write(self) -> None:
+        while self.tx_pending and self.client is not None:
+            try:
+                n = self.client.send(self.tx_pending)
+            except BlockingIOError:
+                return
+            del self.tx_pending[:n]
+
+    def _from_watch(self, data: bytes) -> None:
+        if self.client is not None:
+            self.tx_pending += data
+
+    def _drop(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.close()
+            except OSError:
+                pass
+            self.client = None
+            if self.phone.central.connected:
+                self.phone.disconnect()
+
+
+def phone_client_main(argv=None) -> int:
+    """pinetime-emu phone [--port N] (--gb JSON | --notify T B | --call NAME NUM | --repl LINE)"""
+    ap = argparse.ArgumentParser(prog="pinetime-emu phone",
+                                 description="Send Gadgetbridge messages to a running bridge")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=7878)
+    ap.add_argument("--gb", help="raw Gadgetbridge JSON object")
+    ap.add_argument("--notify", nargs=2, metavar=("TITLE", "BODY"))
+    ap.add_argument("--call", nargs=2, metavar=("NAME", "NUMBER"))
+    ap.add_argument("--repl", help="a REPL line")
+    ap.add_argument("--wait", type=float, default=1.0, help="seconds to print replies")
+    a = ap.parse_args(argv)
+    if a.gb:
+        msg = json.loads(a.gb)
+    elif a.notify:
+        msg = {"t": "notify", "id": 1, "src": "Messages", "title": a.notify[0], "body": a.notify[1]}
+    elif a.call:
+        msg = {"t": "call", "cmd": "incoming", "name": a.call[0], "number": a.call[1]}
+    else:
+        msg = None
+    payload = (b"\x10GB(" + json.dumps(msg, separators=(",", ":")).encode() + b")\n") if msg \
+        else ((a.repl or "").encode() + b"\r")
+    with socket.create_connection((a.host, a.port), timeout=5) as s:
+        s.sendall(payload)
+        s.setblocking(False)
+        end_polls = int(a.wait / 0.05)
+        for _ in range(end_polls):      # a CLI tool on the host, not emulation code
+            r, _, _ = select.select([s], [], [], 0.05)
+            if r:
+                data = s.recv(4096)
+                if not data:
+                    break
+                sys.stdout.write(data.decode("utf-8", "replace"))
+                sys.stdout.flush()
+    return 0
