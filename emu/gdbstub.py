@@ -14,9 +14,10 @@ c/s/vCont, Ctrl-C, ?, qRcmd monitor commands, D, k, qAttached, qC, thread info.
 
 Breakpoints never write guest memory: each is a Unicorn UC_HOOK_CODE limited to
 one address that stops the CPU before the instruction.  Watchpoints are
-UC_HOOK_MEM_READ/WRITE hooks limited to the range; the CPU stops before the
-access completes with PC at the accessing instruction (ARM GDB treats
-watchpoints as non-steppable and steps over the access itself).
+UC_HOOK_MEM_READ/WRITE hooks limited to the range; the stop is reported before
+the access, with PC at the accessing instruction and memory holding the old
+value (ARM GDB treats watchpoints as non-steppable and steps over the access;
+a raw `c` from a watchpoint stop steps over it too).
 
 Cycle accounting: the block hook charges a translation block's whole cost when
 the block starts.  When the stub stops inside a block at address B, the cost of
@@ -31,7 +32,9 @@ Not modelled:
   end of that block (block-granular interrupt timing is shifted, not time);
 - flash programming through GDB (vFlashWrite): `load` is not supported, the
   firmware is loaded by the emulator; M/X into flash patch the image directly;
-- non-stop mode, multiple threads, tracepoints, access watchpoints on MMIO.
+- non-stop mode, multiple threads, tracepoints; a write watchpoint on a
+  peripheral register reports the stop after the register write took effect
+  (and the write is performed again when stepping over it).
 """
 from __future__ import annotations
 
@@ -147,6 +150,7 @@ class GdbStub:
         self._step = None
         self._on_watch = False       # last stop was a watchpoint (step over it on resume)
         self._ignore_watch = False
+        self._watch_undo: Optional[tuple] = None
         self.xml = _target_xml().encode()
 
     # ------------------------------------------------------------------
@@ -211,6 +215,10 @@ class GdbStub:
 
     def _after_run(self, r) -> None:
         reason = str(r.reason)
+        if self._watch_undo is not None:
+            addr, old = self._watch_undo
+            self._watch_undo = None
+            self.uc.mem_write(addr, old)
         if self._hit is not None:
             self._report_stop(self._hit)
             self._hit = None
@@ -274,7 +282,16 @@ class GdbStub:
                 if (k == 2 and not write) or (k == 3 and write):
                     continue
                 tag = {2: "watch", 3: "rwatch", 4: "awatch"}[k]
-                # stop before the access completes: PC is the accessing instruction
+                # report the stop before the access: PC is the accessing instruction
+                # (its register writeback has not happened) but Unicorn completes
+                # the store itself, so the old bytes are put back after the stop.
+                if write:
+                    try:
+                        r = self._region(address)
+                        if r is not None and r[2] != "mmio":
+                            self._watch_undo = (address, bytes(uc.mem_read(address, size)))
+                    except UcError:
+                        pass
                 self._stop_cpu(uc.reg_read(A.UC_ARM_REG_PC), f"T{SIGTRAP:02x}{tag}:{address:x};")
                 self._on_watch = True
                 return
