@@ -80,10 +80,15 @@ def default_uicr(pselreset: Optional[int] = None) -> bytes:
 # base, module, class, instance name.  Filled in as models are written; the
 # slots not listed get register storage (see ``STORAGE_SLOTS``).
 PERIPHERALS: list = [
+    (0x40001000, "emu.peripherals.radio", "Radio", "radio"),
     (0x40002000, "emu.peripherals.uart", "Uart0", "uart0"),
     (0x40003000, "emu.peripherals.serial", "SerialMux", "serial0"),
     (0x40007000, "emu.peripherals.saadc", "Saadc", "saadc"),
+    (0x40012000, "emu.peripherals.qdec", "Qdec", "qdec"),
+    (0x40013000, "emu.peripherals.comp", "CompLpcomp", "comp_lpcomp"),
     (0x4001C000, "emu.peripherals.pwm", "Pwm", "pwm0"),
+    (0x4001D000, "emu.peripherals.pdm", "Pdm", "pdm"),
+    (0x40025000, "emu.peripherals.i2s", "I2s", "i2s"),
     (0x40021000, "emu.peripherals.pwm", "Pwm", "pwm1"),
     (0x40022000, "emu.peripherals.pwm", "Pwm", "pwm2"),
     (0x40004000, "emu.peripherals.serial", "SerialMux", "serial1"),
