@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -125,3 +126,61 @@ def test_pinetime_pin_expectation_failure_names_level(fw, tmp_path):
     rc, out = run_main(p, "--firmware", fw("pinetime_demo"))
     assert rc == 1
     assert "expected P0.28 == 0" in out and "saw P0.28 = 1" in out and "t=0.003000" in out
+
+
+# ----------------------------------------------------------------------
+# pytest plugin (entry point pytest11 "pinetime_emu"): the watch fixture
+# ----------------------------------------------------------------------
+PLUGIN_TESTS = '''
+import pytest
+from emu.testbench import wait_for_text
+
+@pytest.mark.pinetime_firmware({exc!r}, board="nrf52832")
+def test_marker_firmware(watch):
+    m = watch()
+    wait_for_text(m, "PASS cpuid", timeout_ms=50)
+    assert watch() is not m                        # a fresh machine per call
+
+def test_option_firmware_on_pinetime(watch):
+    m = watch()
+    assert m.board_name == "pinetime"
+    wait_for_text(m, "pinetime demo running", timeout_ms=500)
+    assert False, "deliberate failure"
+
+@pytest.mark.pinetime_firmware({exc!r}, board="nrf52832")
+def test_fails_with_console(watch):
+    m = watch()
+    m.run(ms=5)
+    assert "never" in m.console_text()
+'''
+
+
+def test_pytest_plugin_watch_fixture_and_failure_report(fw, tmp_path):
+    exc = fw("cpu_exceptions")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_w.py").write_text(PLUGIN_TESTS.format(exc=exc))
+    art = tmp_path / "art"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "--pinetime-firmware", fw("pinetime_demo"), "--pinetime-artifacts",
+                        str(art), str(tmp_path / "test_w.py")],
+                       capture_output=True, text=True, cwd=tmp_path)
+    out = r.stdout
+    assert r.returncode == 1, out + r.stderr
+    assert "1 passed" in out and "2 failed" in out, out
+    # failure sections carry the console transcript and the emulated time
+    assert re.search(r"pinetime-emu machine: console at t=0\.\d{6} s \(nrf52832\)", out), out
+    assert "PASS ICER clears" in out
+    assert re.search(r"console at t=0\.\d{6} s \(pinetime\)", out)
+    assert "pinetime demo running" in out
+    # the PineTime test's last screen was saved; the bare board has no screen
+    pngs = sorted(p.name for p in art.glob("*.png"))
+    assert len(pngs) == 1 and "test_option_firmware_on_pinetime" in pngs[0]
+
+
+def test_pytest_plugin_without_firmware_fails_clearly(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_n.py").write_text("def test_x(watch):\n    watch()\n")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        str(tmp_path / "test_n.py")], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 1
+    assert "watch: no firmware given" in r.stdout
