@@ -253,10 +253,8 @@ class GdbStub:
         try:
             code = bytes(self.uc.mem_read(addr, a + s - addr))
             cost = self.cpu.cost_model.block_cost(code, addr)
-        except (UcError, Exception):  # noqa: BLE001 - never raise out of a hook
+        except Exception:  # noqa: BLE001 - never raise out of a Unicorn hook
             return
-        if addr == a:
-            cost = self.cpu.cost_model.block_cost(code, addr)
         cs = self.cpu.cs
         cs.cycles = max(0, cs.cycles - cost)
 
@@ -550,7 +548,7 @@ class GdbStub:
         if cmd == "X":
             colon = pkt.index(b":")
             a, ln = (int(x, 16) for x in pkt[1:colon].decode().split(","))
-            data = _unescape(pkt[colon + 1:]) if False else pkt[colon + 1:]
+            data = pkt[colon + 1:]          # already unescaped with the packet
             if len(data) != ln:
                 raise GdbError(1)
             if ln:

@@ -309,3 +309,48 @@ def test_raw_watchpoint_stops_before_the_store_and_continue_steps_over_it(target
     assert r.cmd(b"z2,%x,4" % w) == b"OK"
     r.send(_packet(b"k"))
     s.join()
+
+
+def test_protocol_queries(target_elf):
+    s = Served(target_elf)
+    r = Raw(s.port)
+    r.send(_packet(b"qSupported:multiprocess+;swbreak+;hwbreak+"))
+    assert r.s.recv(1) == b"+"                     # ack mode until QStartNoAckMode
+    sup = r.reply()
+    r.send(b"+")
+    assert b"PacketSize=" in sup and b"QStartNoAckMode+" in sup
+    assert b"qXfer:features:read+" in sup and b"qXfer:memory-map:read+" in sup
+    r.send(_packet(b"QStartNoAckMode"))
+    assert r.reply() == b"OK"
+    xml = b""
+    off = 0
+    while True:
+        rep = r.cmd(b"qXfer:features:read:target.xml:%x,200" % off)
+        xml += rep[1:]
+        off += len(rep) - 1
+        if rep[:1] == b"l":
+            break
+        assert rep[:1] == b"m", rep
+    for needle in (b"org.gnu.gdb.arm.m-profile", b"org.gnu.gdb.arm.vfp", b'name="d15"',
+                   b'name="fpscr"', b'name="msp"', b'name="psp"', b'name="primask"',
+                   b'name="basepri"', b'name="faultmask"', b'name="control"', b'name="xpsr"'):
+        assert needle in xml, needle
+    mm = r.cmd(b"qXfer:memory-map:read::0,4000")
+    assert mm.startswith(b"l")
+    assert b'<memory type="flash" start="0x0" length="0x80000"><property name="blocksize">' in mm
+    assert b'<memory type="ram" start="0x20000000" length="0x10000"/>' in mm
+    assert r.cmd(b"vCont?").startswith(b"vCont;c;C;s;S")
+    assert r.cmd(b"qC") == b"QC1"
+    assert r.cmd(b"qAttached") == b"1"
+    assert r.cmd(b"qfThreadInfo") == b"m1" and r.cmd(b"qsThreadInfo") == b"l"
+    assert r.cmd(b"qUnknownThing") == b""
+    # p 15 is the PC: reset vector entry
+    pc = int.from_bytes(bytes.fromhex(r.cmd(b"pf").decode()), "little")
+    assert pc == s.machine.cpu.pc
+    # single step from reset advances the PC by exactly one instruction
+    rep = r.cmd(b"vCont;s:1")
+    assert rep.startswith(b"T05"), rep
+    pc2 = int.from_bytes(bytes.fromhex(r.cmd(b"pf").decode()), "little")
+    assert pc2 in (pc + 2, pc + 4), (hex(pc), hex(pc2))
+    r.send(_packet(b"k"))
+    s.join()
