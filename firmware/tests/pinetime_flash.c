@@ -15,7 +15,7 @@ static void nor_addr(uint8_t c, uint32_t a) {
 static uint8_t nor_status(void) { nor_begin(); pt_spi_xfer(0x05); uint8_t s = pt_spi_xfer(0); nor_end(); return s; }
 static int nor_wait(void) {
     int n = 0;
-    while ((nor_status() & 1) && n < 10000000) n++;
+    while ((nor_status() & 1) && n < 200000) n++;
     return n;
 }
 static void nor_read(uint32_t a, uint8_t *buf, int n) {
