@@ -1,0 +1,211 @@
+"""GPIO P0: 32 general-purpose pins.
+
+nRF52832 Product Specification v1.4, section 22 "GPIO - General purpose
+input/output".  Slot 0x50000000 (AHB), no interrupt.
+
+OUT/OUTSET/OUTCLR, DIR/DIRSET/DIRCLR (DIR mirrors PIN_CNF[n].DIR), IN (the
+resolved ``soc.pins`` level for pins whose input buffer is connected, else
+0), LATCH (W1C), DETECTMODE and PIN_CNF[n] (DIR, INPUT, PULL -> ``Pin.set_pull``,
+DRIVE stored, SENSE).  A pin configured as output is driven with
+``pin.drive("gpio", OUT[n])``; an input releases it.
+
+Peripherals that take a pin over (GPIOTE task, SPIM, TWIM, UARTE, PWM...)
+drive it under their own owner name and call ``soc.gpio.claim(n, owner)``;
+while a pin is claimed GPIO does not drive it (``release(n, owner)`` gives
+it back).  GPIO never fights a claimed pin.
+
+DETECT (22.2): pin n meets its SENSE condition when SENSE=High and the pin
+is high, or SENSE=Low and the pin is low.  LATCH[n] is set while the
+condition holds (and set again after a W1C if it still holds).  With
+DETECTMODE=Default, DETECT is the OR of the pin conditions; with
+DETECTMODE=LDETECT, DETECT is LATCH != 0.  A rising DETECT sets GPIOTE
+EVENTS_PORT (``soc.peripherals['gpiote'].port_detect()``) and wakes the chip
+from System OFF (``clock_power.wake_from_off()``).
+
+Not modelled: DRIVE strengths (S0S1/H0H1/open drain are stored; an
+open-drain "disconnect 1" output is driven high), the input buffer's
+analog characteristics, the 20 mA high-drive limit.
+"""
+from __future__ import annotations
+
+from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, W1C
+
+NUM_PINS = 32
+
+
+class Gpio(NrfPeripheral):
+    NAME = "GPIO"
+    TASKS: dict = {}
+    EVENTS: dict = {}
+    REGISTERS = [
+        Reg(0x504, "OUT", 0, RW, write="_wr_out"),
+        Reg(0x508, "OUTSET", 0, RW, read="_rd_out", write="_wr_outset"),
+        Reg(0x50C, "OUTCLR", 0, RW, read="_rd_out", write="_wr_outclr"),
+        Reg(0x510, "IN", 0, RO, read="_rd_in"),
+        Reg(0x514, "DIR", 0, RW, write="_wr_dir"),
+        Reg(0x518, "DIRSET", 0, RW, read="_rd_dir", write="_wr_dirset"),
+        Reg(0x51C, "DIRCLR", 0, RW, read="_rd_dir", write="_wr_dirclr"),
+        Reg(0x520, "LATCH", 0, W1C, write="_wr_latch"),
+        Reg(0x524, "DETECTMODE", 0, RW, mask=1, write="_wr_detect"),
+        Reg(0x700, "PIN_CNF", 2, RW, mask=0x0003070F, write="_wr_pin_cnf", count=NUM_PINS),
+    ]
+
+    def __init__(self, soc, base: int, name=None, irq=None):
+        self.claims: dict = {}          # pin -> set of owners
+        self.detect = False
+        super().__init__(soc, base, name, irq=None)
+        for i, pin in enumerate(soc.pins):
+            pin.on_change(lambda level, i=i: self._pin_changed(i))
+
+    def reset(self) -> None:
+        super().reset()
+        self.detect = False
+        if hasattr(self, "claims"):
+            for i in range(min(NUM_PINS, len(self.soc.pins))):
+                self.soc.pins[i].drive("gpio", None)
+                self.soc.pins[i].set_pull(None)
+
+    # -- public --------------------------------------------------------
+    def claim(self, pin: int, owner: str) -> None:
+        """``owner`` takes the pin over: GPIO stops driving it."""
+        self.claims.setdefault(pin, set()).add(owner)
+        self.soc.pins[pin].drive("gpio", None)
+
+    def release(self, pin: int, owner: str) -> None:
+        s = self.claims.get(pin)
+        if s:
+            s.discard(owner)
+            if not s:
+                del self.claims[pin]
+        self._apply_pin(pin)
+
+    def pin_cnf(self, n: int) -> int:
+        return self.values[0x700 + 4 * n]
+
+    # -- registers -----------------------------------------------------
+    def _rd_out(self, _off) -> int:
+        return self.values[0x504]
+
+    def _rd_dir(self, _off) -> int:
+        return self.values[0x514]
+
+    def _rd_in(self, _off) -> int:
+        v = 0
+        pins = self.soc.pins
+        vals = self.values
+        for i in range(NUM_PINS):
+            if not vals[0x700 + 4 * i] & 2 and pins[i].level:
+                v |= 1 << i
+        return v
+
+    def _wr_out(self, new, old) -> None:
+        self._apply_changed(new ^ old)
+
+    def _wr_outset(self, new, old) -> None:
+        self._set_out(self.values[0x504] | new)
+
+    def _wr_outclr(self, new, old) -> None:
+        self._set_out(self.values[0x504] & ~new)
+
+    def _set_out(self, v: int) -> None:
+        old = self.values[0x504]
+        self.values[0x504] = v & 0xFFFFFFFF
+        self._apply_changed(old ^ v)
+
+    def _wr_dir(self, new, old) -> None:
+        self._set_dir(new)
+
+    def _wr_dirset(self, new, old) -> None:
+        self._set_dir(self.values[0x514] | new)
+
+    def _wr_dirclr(self, new, old) -> None:
+        self._set_dir(self.values[0x514] & ~new)
+
+    def _set_dir(self, v: int) -> None:
+        old = self.values[0x514]
+        self.values[0x514] = v & 0xFFFFFFFF
+        for i in range(NUM_PINS):
+            off = 0x700 + 4 * i
+            self.values[off] = (self.values[off] & ~1) | ((v >> i) & 1)
+        self._apply_changed(old ^ v)
+
+    def _wr_pin_cnf(self, new, old) -> None:
+        # which pin: the written offset is found in write()
+        pass
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        super().write(offset, value, size)
+        if 0x700 <= offset < 0x780:
+            n = (offset - 0x700) >> 2
+            cnf = self.values[offset]
+            if cnf & 0x700 not in (0x000, 0x100, 0x200, 0x300):
+                self.log_once(("drive", n), "PIN_CNF[%d].DRIVE=%d stored, not modelled", n,
+                              (cnf >> 8) & 7)
+            d = self.values[0x514]
+            self.values[0x514] = (d & ~(1 << n)) | ((cnf & 1) << n)
+            pull = (cnf >> 2) & 3
+            self.soc.pins[n].set_pull({0: None, 1: False, 3: True}.get(pull))
+            if pull == 2:
+                self.log_once(("pull", n), "PIN_CNF[%d].PULL=2 is reserved", n)
+            self._apply_pin(n)
+            self._update_detect()
+
+    def _wr_latch(self, new, old) -> None:
+        self._update_detect()
+
+    def _wr_detect(self, new, old) -> None:
+        self._update_detect()
+
+    # -- internals -----------------------------------------------------
+    def _apply_changed(self, mask: int) -> None:
+        i = 0
+        while mask:
+            if mask & 1:
+                self._apply_pin(i)
+            mask >>= 1
+            i += 1
+
+    def _apply_pin(self, n: int) -> None:
+        pin = self.soc.pins[n]
+        if n in self.claims:
+            return
+        if self.values[0x514] >> n & 1:
+            pin.drive("gpio", bool(self.values[0x504] >> n & 1))
+        else:
+            pin.drive("gpio", None)
+
+    def _pin_changed(self, n: int) -> None:
+        if self.values[0x700 + 4 * n] & 0x30000:
+            self._update_detect()
+
+    def _update_detect(self) -> None:
+        cond = 0
+        pins = self.soc.pins
+        vals = self.values
+        for i in range(NUM_PINS):
+            sense = (vals[0x700 + 4 * i] >> 16) & 3
+            if sense == 2 and pins[i].level or sense == 3 and not pins[i].level:
+                cond |= 1 << i
+        vals[0x520] |= cond
+        det = bool(vals[0x520]) if vals[0x524] & 1 else bool(cond)
+        if det and not self.detect:
+            self.detect = True
+            gpiote = self.soc.peripherals.get("gpiote")
+            fn = getattr(gpiote, "port_detect", None)
+            if fn is not None:
+                fn()
+            power = self.soc.peripherals.get("clock_power")
+            wake = getattr(power, "wake_from_off", None)
+            if wake is not None:
+                wake()
+        elif not det:
+            self.detect = False
+
+    def save_model_state(self) -> dict:
+        return {"detect": self.detect, "claims": {k: sorted(v) for k, v in self.claims.items()}}
+
+    def load_model_state(self, s: dict) -> None:
+        self.detect = s["detect"]
+        self.claims = {int(k): set(v) for k, v in s["claims"].items()}
+        for n in range(NUM_PINS):
+            self._apply_pin(n)

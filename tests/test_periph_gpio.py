@@ -1,0 +1,78 @@
+"""GPIO P0 register-level tests (PS v1.4 section 22)."""
+from emu.soc.nrf52832 import Nrf52832
+
+OUT, OUTSET, OUTCLR, IN, DIR, DIRSET, DIRCLR, LATCH, DETECTMODE = (
+    0x504, 0x508, 0x50C, 0x510, 0x514, 0x518, 0x51C, 0x520, 0x524)
+
+
+def cnf(n):
+    return 0x700 + 4 * n
+
+
+def make():
+    soc = Nrf52832()
+    return soc, soc.peripherals["gpio"]
+
+
+def test_output_drives_pin_only_when_dir_output():
+    soc, g = make()
+    assert g.read(cnf(5)) == 2                   # reset: input, buffer disconnected
+    g.write(OUTSET, 1 << 5)
+    assert not soc.pins[5].driven
+    g.write(DIRSET, 1 << 5)
+    assert soc.pins[5].driven and soc.pins[5].level
+    assert g.read(cnf(5)) & 1 == 1               # DIR mirrored in PIN_CNF
+    g.write(OUTCLR, 1 << 5)
+    assert soc.pins[5].level is False and g.read(OUT) == 0
+    g.write(DIRCLR, 1 << 5)
+    assert not soc.pins[5].driven
+
+
+def test_in_needs_connected_buffer_and_pull():
+    soc, g = make()
+    soc.pins[3].drive("button", True)
+    assert g.read(IN) & (1 << 3) == 0            # input buffer disconnected
+    g.write(cnf(3), 0)                           # input, connected
+    assert g.read(IN) & (1 << 3)
+    soc.pins[3].drive("button", None)
+    assert g.read(IN) & (1 << 3) == 0            # floating reads 0
+    g.write(cnf(3), 3 << 2)                      # pull-up
+    assert soc.pins[3].level and g.read(IN) & (1 << 3)
+
+
+def test_claimed_pin_not_driven_by_gpio():
+    soc, g = make()
+    g.write(DIRSET, 1 << 7)
+    g.write(OUTSET, 1 << 7)
+    g.claim(7, "spim0")
+    assert "gpio" not in soc.pins[7].drivers
+    g.write(OUTCLR, 1 << 7)
+    assert "gpio" not in soc.pins[7].drivers
+    g.release(7, "spim0")
+    assert soc.pins[7].drivers == {"gpio": False}
+
+
+def test_sense_latch_and_detect_modes():
+    soc, g = make()
+    port = []
+    soc.peripherals["gpiote"].port_detect = lambda: port.append(soc.clock.now)
+    g.write(cnf(10), (3 << 16) | (3 << 2))       # SENSE=Low, pull-up
+    assert g.read(LATCH) == 0 and port == []
+    soc.pins[10].drive("button", False)          # press: low
+    assert g.read(LATCH) == 1 << 10 and len(port) == 1
+    g.write(LATCH, 1 << 10)                      # W1C, still low: set again
+    assert g.read(LATCH) == 1 << 10
+    soc.pins[10].drive("button", None)           # release
+    g.write(LATCH, 1 << 10)
+    assert g.read(LATCH) == 0
+    # LDETECT: DETECT follows LATCH, so a second press only rises after clearing
+    g.write(DETECTMODE, 1)
+    soc.pins[10].drive("button", False)
+    assert len(port) == 2
+    soc.pins[10].drive("button", None)
+    soc.pins[10].drive("button", False)
+    assert len(port) == 2                        # LATCH never cleared: DETECT stayed high
+    soc.pins[10].drive("button", None)
+    g.write(LATCH, 1 << 10)
+    soc.pins[10].drive("button", False)
+    assert len(port) == 3
