@@ -73,3 +73,14 @@ def test_prescaler_and_updown():
     assert p.read(0x110) == 0
     soc.clock.advance_to(t0 + 200 * 256)
     assert p.read(0x110) == 1
+
+
+def test_firmware_motor_pulse(fw):
+    from conftest import assert_firmware_passed
+    from emu import Machine
+    m = Machine(fw("periph_pwm"), board="nrf52832")
+    r = m.run(ms=200)
+    assert_firmware_passed(m, r, min_passes=2)
+    tl = m.soc.pwm0.timeline
+    assert tl[0][1:] == (16, 0.25) and tl[-1][1:] == (16, None)
+    assert tl[-1][0] > tl[0][0]

@@ -72,3 +72,20 @@ def test_sample_before_start_does_nothing_and_stop():
     a.write(0x000, 1)
     a.write(0x008, 1)
     assert a.read(0x114) == 1
+
+
+def test_firmware_battery_sample(fw):
+    from conftest import assert_firmware_passed
+    from emu import Machine
+    m = Machine(fw("periph_saadc"), board="nrf52832")
+    m.soc.saadc.set_input(7, 1.95)
+    r = m.run(ms=20)
+    assert_firmware_passed(m, r, min_passes=2)
+
+
+def test_firmware_battery_sample_can_fail(fw):
+    from emu import Machine
+    m = Machine(fw("periph_saadc"), board="nrf52832")
+    m.soc.saadc.set_input(7, 1.0)
+    r = m.run(ms=20)
+    assert "FAIL saadc battery result" in m.console_text()

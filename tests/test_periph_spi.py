@@ -79,3 +79,18 @@ def test_unselected_device_sees_nothing():
     s.write(0x51C, 0x55)
     soc.clock.advance_to(soc.clock.now + 512)
     assert dev.got == [] and s.read(0x518) == 0xFF
+
+
+def test_firmware_spi_and_spim(fw):
+    """Legacy SPI polled + SPIM2 EasyDMA/IRQ from firmware, fake device on the buses."""
+    from conftest import assert_firmware_passed
+    from emu import Machine
+    m = Machine(fw("periph_spi"), board="nrf52832")
+    dev = Echo()
+    m.soc.spi_bus[0].attach(dev, m.soc.pins[25])
+    m.soc.spi_bus[2].attach(dev, m.soc.pins[27])
+    m.soc.pins[25].drive("test", 0)
+    m.soc.pins[27].drive("test", 0)
+    r = m.run(ms=20)
+    assert_firmware_passed(m, r, min_passes=6)
+    assert dev.got == list(range(0x10, 0x18)) + list(range(0xA0, 0xB0))

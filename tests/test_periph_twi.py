@@ -97,3 +97,16 @@ def test_overrun_when_rxd_not_read():
     t.write(0x000, 1)
     soc.clock.advance_to(soc.clock.now + 40 * BIT)   # several bytes, RXD never read
     assert t.read(0x4C4) & 1
+
+
+def test_firmware_twi_and_twim(fw):
+    from conftest import assert_firmware_passed
+    from emu import Machine
+    m = Machine(fw("periph_twi"), board="nrf52832")
+    d1, d0 = Reg8(), Reg8()
+    m.soc.i2c_bus[1].attach(d1, 0x15)
+    m.soc.i2c_bus[0].attach(d0, 0x18)
+    r = m.run(ms=50)
+    assert_firmware_passed(m, r, min_passes=10)
+    assert d1.log[:4] == [("S", False), ("W", 1), ("S", True), ("P",)]
+    assert d0.log == [("S", False), ("W", 0x20), ("S", True), ("P",)]

@@ -71,3 +71,13 @@ def test_psel_shared_between_uart_and_uarte():
     u.write(0x50C, 6)                    # PSELTXD / PSEL.TXD before ENABLE
     u.write(0x500, 8)
     assert u.read(0x50C) == 6
+
+
+def test_firmware_uart_echo(fw):
+    from conftest import assert_firmware_passed
+    from emu import Machine
+    m = Machine(fw("periph_uart"), board="nrf52832")
+    m.soc.uart0.host_send(b"echo")
+    r = m.run(ms=50)
+    assert_firmware_passed(m, r, min_passes=3)
+    assert bytes(m.soc.uart0.host_output) == b"hi\necho"
