@@ -354,3 +354,53 @@ def test_protocol_queries(target_elf):
     assert pc2 in (pc + 2, pc + 4), (hex(pc), hex(pc2))
     r.send(_packet(b"k"))
     s.join()
+
+
+def _reg(r, n):
+    return int.from_bytes(bytes.fromhex(r.cmd(b"p%x" % n).decode()), "little")
+
+
+def test_single_step_out_of_interrupt_handler_lands_in_thread_code(target_elf):
+    s = Served(target_elf)
+    r = Raw(s.port)
+    assert r.cmd(b"QStartNoAckMode") == b"OK"
+    h = s.machine.symbol("SysTick_Handler") & ~1
+    assert r.cmd(b"Z0,%x,2" % h) == b"OK"
+    assert r.cmd(b"c").startswith(b"T05")
+    assert _reg(r, 15) == h and _reg(r, 16) & 0x1FF == 15
+    assert r.cmd(b"z0,%x,2" % h) == b"OK"
+    sp = _reg(r, 13)
+    stacked_pc = int.from_bytes(bytes.fromhex(r.cmd(b"m%x,4" % (sp + 24)).decode()), "little")
+    cycles = []
+    for _ in range(60):                              # through tick_work and the return
+        assert r.cmd(b"s").startswith(b"T05")
+        cycles.append(s.machine.cpu.cycles)
+        if _reg(r, 16) & 0x1FF == 0:
+            break
+    assert _reg(r, 16) & 0x1FF == 0, "never left the handler"
+    assert _reg(r, 15) == stacked_pc                # back where the interrupt came in
+    assert _reg(r, 13) == sp + 0x20 or _reg(r, 13) == sp + 0x68   # frame popped
+    assert cycles == sorted(cycles) and cycles[-1] > cycles[0]
+    r.send(_packet(b"k"))
+    s.join()
+
+
+def test_client_vanishing_while_running_leaves_emulator_running(target_elf):
+    s = Served(target_elf)
+    r = Raw(s.port)
+    assert r.cmd(b"QStartNoAckMode") == b"OK"
+    main = s.machine.symbol("main") & ~1
+    assert r.cmd(b"Z0,%x,2" % main) == b"OK"
+    assert r.cmd(b"c").startswith(b"T05")
+    assert r.cmd(b"z0,%x,2" % main) == b"OK"
+    assert r.cmd(b"M%x,4:01000000" % s.machine.symbol("spin_forever")) == b"OK"
+    r.send(_packet(b"c"))
+    time.sleep(0.2)
+    r.s.close()                                     # no detach, no kill
+    time.sleep(0.3)
+    t1 = s.machine.clock.now
+    time.sleep(0.3)
+    assert s.machine.clock.now > t1                 # still running
+    assert s.stub.conn is None
+    s.stub.killed = True
+    s.join()
