@@ -104,6 +104,7 @@ PERIPHERALS: list = [
     (0x40000000, "emu.peripherals.clock_power", "ClockPower", "clock_power"),
     (0x50000000, "emu.peripherals.gpio", "Gpio", "gpio"),
     (0x40006000, "emu.peripherals.gpiote", "Gpiote", "gpiote"),
+    (0x4001E000, "emu.peripherals.nvmc", "Nvmc", "nvmc"),
     (0x4001F000, "emu.peripherals.ppi", "Ppi", "ppi"),
     (0x40010000, "emu.peripherals.wdt", "Wdt", "wdt"),
     (0x4000C000, "emu.peripherals.temp", "Temp", "temp"),

@@ -1,0 +1,152 @@
+"""NVMC: non-volatile memory controller (flash and UICR programming).
+
+nRF52832 Product Specification v1.4, section 11 "NVMC - Non-volatile memory
+controller".  Slot 0x4001E000, no interrupt.
+
+CONFIG.WEN selects read-only (Ren, 0), write (Wen, 1) or erase (Een, 2).
+CPU stores into flash (0x00000000, 512 KiB) or UICR (0x10001000) reach
+:meth:`cpu_flash_write` through the SoC: with Wen the cells keep
+``before & after`` (a write can only clear bits), otherwise the store is
+ignored and logged.  With Een, writing a page address to ERASEPAGE (or its
+deprecated alias ERASEPCR1, or ERASEPCR0), 1 to ERASEALL (flash and UICR) or
+1 to ERASEUICR fills the memory with 0xFF (``soc.cpu.write_mem``) and
+invalidates translated code (``cpu.invalidate_code``).
+
+Busy time: READY (and READYNEXT) read 0 from the operation until it ends:
+T_WRITE per written word, T_ERASEPAGE for a page or UICR erase and
+T_ERASEALL for ERASEALL (PS v1.4 NVMC electrical specification, maximum
+figures: 41 us, 85 ms, 169 ms; the PS gives no typical value).  The memory
+contents change at once (the CPU on silicon is stalled while the NVMC
+writes when it runs from flash, so it cannot observe the difference).
+
+Persistence: every change sets :attr:`flash_dirty` and calls the functions in
+:attr:`on_change` with ``(start, end)``; a board saves flash/UICR and clears
+the flag.
+
+Not modelled: CPU stall during write/erase (the firmware polls READY), the
+nWRITE limit of writes per word between erases, partial erase
+(ERASEPAGEPARTIAL does not exist on the nRF52832), the instruction cache
+(ICACHECNF is storage; IHIT/IMISS read 0), unaligned/byte flash writes
+faulting (they are merged as words).
+"""
+from __future__ import annotations
+
+from emu.clock import ms, us
+from emu.peripherals.base import NrfPeripheral, Reg, RO, RW
+
+FLASH_SIZE = 512 * 1024
+PAGE = 4096
+UICR_BASE = 0x10001000
+
+T_WRITE = us(41)
+T_ERASEPAGE = ms(85)
+T_ERASEALL = ms(169)
+
+
+class Nvmc(NrfPeripheral):
+    NAME = "NVMC"
+    TASKS: dict = {}
+    EVENTS: dict = {}
+    REGISTERS = [
+        Reg(0x400, "READY", 0, RO, read="_rd_ready"),
+        Reg(0x408, "READYNEXT", 0, RO, read="_rd_ready"),
+        Reg(0x504, "CONFIG", 0, RW, mask=0x3),
+        Reg(0x508, "ERASEPAGE", 0, RW, write="_wr_erasepage"),
+        Reg(0x50C, "ERASEALL", 0, RW, mask=1, write="_wr_eraseall"),
+        Reg(0x510, "ERASEPCR0", 0, RW, write="_wr_erasepage"),
+        Reg(0x514, "ERASEUICR", 0, RW, mask=1, write="_wr_eraseuicr"),
+        Reg(0x540, "ICACHECNF", 0, RW, mask=0x101),
+        Reg(0x548, "IHIT", 0, RW),
+        Reg(0x54C, "IMISS", 0, RW),
+    ]
+
+    def __init__(self, soc, base: int, name=None, irq=None):
+        self.flash_dirty = False
+        self.on_change: list = []     # fn(start, end)
+        super().__init__(soc, base, name, irq=None)
+
+    def reset(self) -> None:
+        super().reset()
+        self.busy_until = 0
+
+    # -- public --------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self.clock.now < self.busy_until
+
+    def cpu_flash_write(self, lo: int, before: bytes, after: bytes) -> bytes:
+        """A CPU store changed flash/UICR bytes ``before`` -> ``after`` at ``lo``."""
+        if self.values[0x504] & 3 != 1:
+            self.log.warning("flash write at %#010x with NVMC CONFIG=%d (not Wen): ignored",
+                             lo + _first_diff(before, after), self.values[0x504] & 3)
+            return before
+        if self.busy:
+            self.log_once("busywrite", "flash written while the NVMC is busy")
+        out = bytes(b & a for b, a in zip(before, after))
+        words = sum(1 for i in range(0, len(before), 4) if before[i:i + 4] != after[i:i + 4])
+        self._busy(T_WRITE * max(1, words))
+        self._changed(lo, lo + len(before))
+        return out
+
+    # -- registers -----------------------------------------------------
+    def _rd_ready(self, _off) -> int:
+        return 0 if self.clock.now < self.busy_until else 1
+
+    def _wr_erasepage(self, new, old) -> None:
+        if not self._erase_enabled("ERASEPAGE"):
+            return
+        addr = new
+        if addr % PAGE or not (0 <= addr < FLASH_SIZE):
+            if addr == UICR_BASE:
+                self._erase(UICR_BASE, UICR_BASE + PAGE, T_ERASEPAGE)
+                return
+            self.log.warning("ERASEPAGE %#010x: not a flash page address, ignored", addr)
+            return
+        self._erase(addr, addr + PAGE, T_ERASEPAGE)
+
+    def _wr_eraseall(self, new, old) -> None:
+        if new & 1 and self._erase_enabled("ERASEALL"):
+            self._erase(0, FLASH_SIZE, 0)
+            self._erase(UICR_BASE, UICR_BASE + PAGE, 0)
+            self._busy(T_ERASEALL)
+
+    def _wr_eraseuicr(self, new, old) -> None:
+        if new & 1 and self._erase_enabled("ERASEUICR"):
+            self._erase(UICR_BASE, UICR_BASE + PAGE, T_ERASEPAGE)
+
+    # -- internals -----------------------------------------------------
+    def _erase_enabled(self, what: str) -> bool:
+        if self.values[0x504] & 3 != 2:
+            self.log.warning("%s with NVMC CONFIG=%d (not Een): ignored", what,
+                             self.values[0x504] & 3)
+            return False
+        return True
+
+    def _erase(self, start: int, end: int, ticks: int) -> None:
+        cpu = self.soc.cpu
+        cpu.write_mem(start, b"\xff" * (end - start))
+        cpu.invalidate_code(start, end)
+        if ticks:
+            self._busy(ticks)
+        self._changed(start, end)
+
+    def _busy(self, ticks: int) -> None:
+        self.busy_until = max(self.busy_until, self.clock.now) + ticks
+
+    def _changed(self, start: int, end: int) -> None:
+        self.flash_dirty = True
+        for fn in self.on_change:
+            fn(start, end)
+
+    def save_model_state(self) -> dict:
+        return {"busy_until": self.busy_until}
+
+    def load_model_state(self, s: dict) -> None:
+        self.busy_until = s["busy_until"]
+
+
+def _first_diff(a: bytes, b: bytes) -> int:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return 0
