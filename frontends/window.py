@@ -526,7 +526,7 @@ class Window:
 
     def _status_text(self) -> str:
         b = self.board
-        parts = [f"t={self._emu_ticks() / TICKS_PER_SECOND:9.3f}s",
+        parts = [f"t={self._emu_ticks() / TICKS_PER_SECOND:.3f}s",
                  f"{self._speed:5.2f}x" + ("" if self.realtime else " FAST")]
         bl = self._part("backlight")
         if bl is not None:
