@@ -218,9 +218,12 @@ def test_breakpoints_and_steps_do_not_change_what_firmware_observes(target_elf):
     cycles, now, text = _plain_run(target_elf)
     s = Served(target_elf)
     out = gdb(target_elf, s.port, "break bump", "break tick_work", "continue", "continue",
-              "continue", "stepi", "stepi", "stepi", "next", "step", "stepi", "continue",
-              "delete", "watch watched", "continue", "stepi", "stepi", "delete", "continue")
+              "continue", "stepi", "stepi", "stepi", "next", "step", "stepi", "delete 1",
+              "continue", "stepi", "stepi", "stepi", "stepi", "finish", "continue", "delete",
+              "watch watched", "continue", "stepi", "stepi", "delete", "continue")
     s.join()
+    assert "Breakpoint 2, tick_work" in out, out
+    assert "in SysTick_Handler ()" in out, out   # finish returned into the handler
     assert "exited normally" in out, out
     assert s.machine.console_text() == text
     assert s.machine.cpu.cycles == cycles
@@ -404,3 +407,11 @@ def test_client_vanishing_while_running_leaves_emulator_running(target_elf):
     assert s.stub.conn is None
     s.stub.killed = True
     s.join()
+
+
+def test_serve_without_client_runs_like_a_plain_run(target_elf):
+    cycles, _now, text = _plain_run(target_elf)
+    m = Machine(target_elf)
+    stub = serve(m, 0, wait=False, run_seconds=0.05)
+    assert stub.exited == 0 and m.exit_code == 0
+    assert m.console_text() == text and m.cpu.cycles == cycles
