@@ -1,11 +1,9 @@
 """The PineTime board: wiring, public API, and firmware driving the devices.
 
-The display, touch and flash firmware tests need the GPIO/GPIOTE models
-(chip selects, D/C, the touch interrupt): they are xfail until those models
-exist in the tree.  The sensor test needs only TWI.
+The firmware tests run small programs from firmware/tests/pinetime_*.c
+through the real SPI0/TWI1/GPIO/GPIOTE models.
 """
-import importlib.util
-import os
+import hashlib
 import re
 
 import numpy as np
@@ -16,12 +14,6 @@ from emu import Machine
 from emu.board.pinetime import PineTime, WiringError
 from emu.clock import TICKS_PER_MS
 from emu.png import read_png
-
-HAVE_GPIO = all(importlib.util.find_spec(f"emu.peripherals.{m}") is not None
-                for m in ("gpio", "gpiote"))
-needs_gpio = pytest.mark.xfail(not HAVE_GPIO, reason="GPIO/GPIOTE models not in the tree yet", run=HAVE_GPIO,
-                               strict=False)
-
 
 def bare_pinetime(**kw):
     kw.setdefault("flash_file", None)
@@ -119,7 +111,6 @@ def pattern_565(w, h):
                     axis=-1).astype(np.uint8)
 
 
-@needs_gpio
 def test_firmware_display_pattern_pixel_exact(fw, tmp_path):
     m = Machine(fw("pinetime_display"), board="pinetime", flash_file=None)
     r = m.run(ms=3000)
@@ -132,7 +123,6 @@ def test_firmware_display_pattern_pixel_exact(fw, tmp_path):
     assert np.array_equal(got, want), f"{np.argwhere((got != want).any(-1))[:5]}"
 
 
-@needs_gpio
 def test_firmware_touch_gestures(fw):
     m = Machine(fw("pinetime_touch"), board="pinetime", flash_file=None)
     assert m.run_until(lambda: "READY" in m.console_text(), timeout_ms=500)
@@ -145,7 +135,6 @@ def test_firmware_touch_gestures(fw):
     assert touches == [("5", "120", "200"), ("2", "120", "40"), ("12", "30", "40")]
 
 
-@needs_gpio
 def test_firmware_flash_survives_restart(fw, tmp_path):
     path = str(tmp_path / "nor.bin")
     m = Machine(fw("pinetime_flash"), board="pinetime", flash_file=path)
@@ -168,3 +157,13 @@ def test_firmware_reads_steps_and_heart_rate(fw):
     text = m.console_text()
     assert re.search(r"STEPS (\d+)", text).group(1) == "321"
     assert abs(int(re.search(r"BPM (\d+)", text).group(1)) - 84) <= 12
+
+
+def test_firmware_display_is_deterministic(fw):
+    runs = []
+    for _ in range(2):
+        m = Machine(fw("pinetime_display"), board="pinetime", flash_file=None)
+        r = m.run(ms=3000)
+        runs.append((r.reason, r.cycles, r.time_ticks,
+                     hashlib.sha256(m.board.screen().tobytes()).hexdigest()))
+    assert runs[0] == runs[1]

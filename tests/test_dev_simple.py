@@ -73,3 +73,20 @@ def test_battery_pins_and_saadc_input():
     assert not chg.level and not pwr.level
     bat.voltage = 4.2
     assert adc.inputs[7] == 2.1 and bat.voltage == 4.2
+
+
+def test_motor_runs_while_a_pwm_keeps_the_pin_low_part_time():
+    clock = Clock()
+    p = Pin("P0.16", 16)
+    duty = [None]
+    m = VibrationMotor(clock, p, pwm_duty=lambda: duty[0])
+    p.drive("gpio", True)
+    assert not m.on
+    clock.advance_to(50)
+    duty[0] = 0.75                       # high 75 %: low a quarter of each period
+    p.drive("pwm0", True)                # majority level: high
+    assert m.on and m.timeline == [(50, True)]
+    clock.advance_to(90)
+    duty[0] = None
+    p.drive("pwm0", None)
+    assert not m.on and m.timeline[-1] == (90, False)

@@ -93,7 +93,7 @@ class PineTime(BareNrf52832):
         for name, addr in I2C_DEVICES.items():
             i2c.attach(getattr(self, name), addr)
 
-        self.motor = VibrationMotor(clock, pins[16])
+        self.motor = VibrationMotor(clock, pins[16], pwm_duty=self._pwm_duty_on_motor)
         self.button = Button(clock, pins[13], pins[15])
         self.battery = Battery(pins[12], pins[19], saadc=soc.peripherals.get("saadc"))
         self.validate()
@@ -119,6 +119,17 @@ class PineTime(BareNrf52832):
         # a chip reset does not reset the external parts (they keep power),
         # but GPIO outputs are released, which the devices see through pins
         super().system_reset(reason)
+
+    def _pwm_duty_on_motor(self):
+        """High-time fraction a PWM currently outputs on P0.16, or None."""
+        for name in ("pwm0", "pwm1", "pwm2"):
+            pwm = self.soc.peripherals.get(name)
+            for tick, pin, duty in reversed(getattr(pwm, "timeline", ())):
+                if pin == 16:
+                    if duty is not None:
+                        return duty
+                    break
+        return None
 
     # ---------------------------------------------------------- validation
     def validate(self) -> None:

@@ -26,17 +26,29 @@ from emu.devices.timeline import Timeline
 
 
 class VibrationMotor:
-    def __init__(self, clock, pin, name: str = "motor"):
+    """``pwm_duty()`` (optional) returns the high-time fraction a PWM output
+    currently gives the pin, or None when no PWM drives it: a PWM that keeps
+    the pin low for part of each period runs the motor."""
+
+    def __init__(self, clock, pin, name: str = "motor", pwm_duty=None):
         self.clock = clock
         self.pin = pin
         self.name = name
+        self.pwm_duty = pwm_duty
         self.timeline: list = []          # [(tick, on)]
-        self._on = pin.driven_low()
+        self._on = self._level_on()
         pin.on_change(self._changed)
 
     @property
     def on(self) -> bool:
+        self._changed(self.pin.level)
         return self._on
+
+    def _level_on(self) -> bool:
+        duty = self.pwm_duty() if self.pwm_duty is not None else None
+        if duty is not None:
+            return duty < 1.0
+        return self.pin.driven_low()
 
     def on_time_ticks(self, until: Optional[int] = None) -> int:
         """Total ticks spent on (up to ``until``, default now)."""
@@ -53,7 +65,7 @@ class VibrationMotor:
         return total
 
     def _changed(self, _level: bool) -> None:
-        on = self.pin.driven_low()
+        on = self._level_on()
         if on != self._on:
             self._on = on
             self.timeline.append((self.clock.now, on))
