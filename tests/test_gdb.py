@@ -415,3 +415,18 @@ def test_serve_without_client_runs_like_a_plain_run(target_elf):
     stub = serve(m, 0, wait=False, run_seconds=0.05)
     assert stub.exited == 0 and m.exit_code == 0
     assert m.console_text() == text and m.cpu.cycles == cycles
+
+
+def test_lockup_is_reported_as_sigsegv(target_elf):
+    s = Served(target_elf)
+    r = Raw(s.port)
+    assert r.cmd(b"QStartNoAckMode") == b"OK"
+    # PC and SP both in unmapped space: the fetch faults and the HardFault
+    # entry cannot stack its frame -> lockup
+    assert r.cmd(b"Pd=00000030") == b"OK"
+    assert r.cmd(b"Pf=00000030") == b"OK"
+    rep = r.cmd(b"c")
+    assert rep.startswith(b"T0b"), rep
+    assert r.cmd(b"qRcmd," + b"status".hex().encode()).startswith(b"50433d")   # "PC="
+    r.send(_packet(b"k"))
+    s.join()
