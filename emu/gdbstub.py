@@ -1,10 +1,20 @@
 """GDB Remote Serial Protocol stub: debug the emulated firmware with gdb-multiarch.
 
 ``serve(machine, port, host="127.0.0.1", wait=False, run_seconds=None)`` is the
-entry point for the CLI; :class:`GdbStub` integrates with any run loop that owns
-the machine (the emulator thread calls :meth:`GdbStub.poll` between slices, or
-:meth:`GdbStub.run_machine` to run in chunks while serving the socket).  Only
-the emulator thread touches the machine; the socket is non-blocking.
+entry point for a headless CLI run (``wait``: stay halted at reset until GDB
+connects and continues; ``run_seconds``: emulated seconds, None = until exit or
+``kill``).  A window loop integrates the same way, on its emulator thread::
+
+    stub = GdbStub(machine, host, port)
+    while window_open:
+        if stub.halted:                 # under debugger control: time is frozen
+            stub.poll(0.02)             # serve packets (host time paces the socket only)
+        else:
+            stub.run_machine(machine.now + slice_ticks)   # runs, polling for Ctrl-C
+        draw_frame()
+
+Only the emulator thread touches the machine; the socket is non-blocking.
+``stub.wants_halt`` is true between a Ctrl-C and the stop it causes.
 
 Protocol (GDB manual, "Remote Protocol"): qSupported (PacketSize, no-ack mode,
 qXfer features/memory-map), target description with org.gnu.gdb.arm.m-profile,
