@@ -73,3 +73,15 @@ def test_ppi_timer_compare_toggles_pin_without_cpu():
     edges = edges[1:]
     assert [t for t, _ in edges] == [160 * T16 * k for k in range(1, 6)]
     assert [lvl for _, lvl in edges] == [True, False, True, False, True]
+
+
+def test_firmware_rng_temp_ecb_and_port_detect(fw):
+    from emu import Machine
+    from conftest import assert_firmware_passed
+    m = Machine(fw("periph_misc"), board="nrf52832")
+    armed = m.symbol("armed")
+    assert m.run_until(lambda: m.cpu.read32(armed) == 1, timeout_ms=50)
+    assert "FAIL" not in m.console_text()
+    m.soc.pins[13].drive("button", False)  # press: P0.13 low meets SENSE=Low
+    r = m.run(ms=10)
+    assert_firmware_passed(m, r, min_passes=8)

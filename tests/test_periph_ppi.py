@@ -76,3 +76,23 @@ def test_rtc_event_without_evten_not_routed():
     soc.clock.advance_to(3 * LF)
     assert r(soc, RTC0 + 0x140) == 1
     assert not soc.peripherals["timer0"].running
+
+
+def test_firmware_ppi_chain_toggles_pin_without_cpu(fw):
+    from emu import Machine
+    from conftest import assert_firmware_passed
+    m = Machine(fw("periph_ppi"), board="nrf52832")
+    edges = []
+    pin = m.soc.pins[20]
+
+    def on_change(level):
+        if not edges or edges[-1][1] != level:
+            edges.append((m.clock.now, level))
+    edges.append((0, pin.level))
+    pin.on_change(on_change)
+    r = m.run(ms=50)
+    assert_firmware_passed(m, r, min_passes=2)
+    toggles = edges[1:]
+    assert len(toggles) == 20
+    gaps = {b[0] - a[0] for a, b in zip(toggles, toggles[1:])}
+    assert gaps == {50 * 512}              # exactly 50 us apart

@@ -126,3 +126,9 @@ def test_rtc0_has_three_cc():
     soc = Nrf52832()
     assert soc.peripherals["rtc0"].num_cc == 3
     assert soc.peripherals["rtc2"].num_cc == 4
+
+
+def test_firmware_rtc_and_timer_interrupts(run_firmware):
+    from conftest import assert_firmware_passed
+    m, r = run_firmware("periph_rtc_timer", ms=100, board="nrf52832")
+    assert_firmware_passed(m, r, min_passes=7)
