@@ -187,6 +187,12 @@ class Machine:
     # ------------------------------------------------------------------
     # debug output
     # ------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the board's resources (the PineTime saves its NOR flash file)."""
+        close = getattr(self.board, "close", None)
+        if close is not None:
+            close()
+
     def console_text(self) -> str:
         return self.console.decode("utf-8", "replace")
 

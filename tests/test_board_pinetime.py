@@ -167,3 +167,14 @@ def test_firmware_display_is_deterministic(fw):
         runs.append((r.reason, r.cycles, r.time_ticks,
                      hashlib.sha256(m.board.screen().tobytes()).hexdigest()))
     assert runs[0] == runs[1]
+
+
+def test_machine_close_saves_flash_and_battery_reaches_saadc(tmp_path):
+    path = str(tmp_path / "nor.bin")
+    m = Machine(None, board="pinetime", flash_file=path)
+    m.board.flash.data[8:10] = b"ok"
+    m.board.flash.dirty = True
+    m.close()
+    assert open(path, "rb").read(10)[8:] == b"ok"
+    m.board.battery.voltage = 3.9
+    assert m.soc.peripherals["saadc"].inputs[7] == pytest.approx(1.95)
