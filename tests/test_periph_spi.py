@@ -35,6 +35,18 @@ def test_byte_completes_after_eight_bit_times():
     assert s.read(0x108) == 0 and dev.got == []
     soc.clock.advance_to(t0 + 512)
     assert s.read(0x108) == 1 and dev.got == [0x41]
+
+
+def test_late_poll_sees_back_to_back_timing():
+    """Polled lazily: a READY read long after the bytes still gives wire timing."""
+    soc, s, dev = make(0x80000000)
+    s.write(0x304, 0)                # no interrupt: completion is lazy
+    t0 = soc.clock.now
+    s.write(0x51C, 1)
+    s.write(0x51C, 2)                # starts at t0 + 512 on the wire
+    soc.clock.advance_to(t0 + 5000)
+    assert s.read(0x108) == 1 and dev.got == [1, 2]
+    assert s.active._due == t0 + 1024
     assert s.read(0x518) == 0        # first byte back from the echo device
 
 
@@ -54,8 +66,8 @@ def test_double_buffer_and_rx_fifo():
     s.write(0x51C, 0x10)
     s.write(0x51C, 0x20)             # buffered behind the first
     soc.clock.advance_to(t0 + 1024)
+    assert s.read(0x108) == 1        # both bytes completed back to back
     assert dev.got == [0x10, 0x20]
-    assert s.read(0x108) == 1
     s.write(0x108, 0)
     assert s.read(0x518) == 0x00     # first RX byte; second moves up -> READY again
     assert s.read(0x108) == 1

@@ -79,6 +79,8 @@ class SerialMux(Peripheral):
     def reset(self) -> None:
         self.enable = 0
         self.active = None
+        self.__dict__.pop("read", None)
+        self.__dict__.pop("write", None)
         self.shared: dict = {}       # offset -> last value written while disabled
         for v in getattr(self, "variants", {}).values():
             v.reset()
@@ -109,6 +111,12 @@ class SerialMux(Peripheral):
             return
         self.shared[offset] = value & 0xFFFFFFFF
 
+    def _write_enabled(self, offset: int, value: int, size: int = 4) -> None:
+        if offset == ENABLE:
+            self._set_enable(value & 0xF)
+        else:
+            self.active.write(offset, value, size)
+
     # ------------------------------------------------------------------
     def _set_enable(self, value: int) -> None:
         old = self.active
@@ -129,6 +137,13 @@ class SerialMux(Peripheral):
             self.shared[0x200] = old.shorts
             old._set_irq(False)
         self.active = new
+        # the bus calls slot.read/slot.write: bind the active variant's methods
+        # on the instance so an access costs one Python call, not two
+        if new is not None:
+            self.read, self.write = new.read, self._write_enabled
+        else:
+            self.__dict__.pop("read", None)
+            self.__dict__.pop("write", None)
         if new is not None:
             for off, val in self.shared.items():
                 if off in new._regs and off != ENABLE:
@@ -151,6 +166,8 @@ class SerialMux(Peripheral):
         self.shared = dict(state["shared"])
         self.enable = state["enable"]
         self.active = self.variants.get(self.enable)
+        if self.active is not None:
+            self.read, self.write = self.active.read, self._write_enabled
 
 
 class SerialMuxSpiOnly(SerialMux):
