@@ -347,8 +347,6 @@ class GdbStub:
             if not self.halted and self.m.clock.now - start >= TICKS_PER_SECOND:
                 # asleep with nothing to wake it: the step ends where it is
                 self._report_stop(f"T{SIGTRAP:02x}")
-            if not self.halted:
-                self.poll(0.0)
         self._del_step()
 
     def resume(self) -> None:
