@@ -62,7 +62,6 @@ from emu.clock import NEVER, TICKS_PER_SECOND
 log = logging.getLogger("emu.gdbstub")
 
 PACKET_SIZE = 0x4000
-CPU_TICKS = 8
 SIGINT, SIGTRAP, SIGSEGV = 2, 5, 11
 
 # register numbering of our target description
@@ -153,6 +152,7 @@ class GdbStub:
         self.killed = False
         self.exited: Optional[int] = None
         self.breakpoints: dict = {}  # addr -> hook handle
+        self._bp_kind: dict = {}     # addr -> 0 (Z0, "software") or 1 (Z1, hardware)
         self.watchpoints: dict = {}  # (kind, addr, length) -> hook handle
         self._block_hook = None
         self._last_block = (0, 0)
@@ -279,7 +279,8 @@ class GdbStub:
 
     def _hook_bp(self, uc, address, size, _ud):
         if self._hit is None:
-            self._stop_cpu(address, f"T{SIGTRAP:02x}hwbreak:;")
+            kind = "swbreak" if self._bp_kind.get(address) == 0 else "hwbreak"
+            self._stop_cpu(address, f"T{SIGTRAP:02x}{kind}:;")
 
     def _hook_watch(self, uc, access, address, size, value, _ud):
         if self._hit is not None or self._ignore_watch:
@@ -676,6 +677,7 @@ class GdbStub:
         kind, addr, ln = int(kind_s), int(addr_s, 16), int(len_s.split(";")[0], 16)
         if kind in (0, 1):
             if insert:
+                self._bp_kind[addr] = kind
                 if addr not in self.breakpoints:
                     self.breakpoints[addr] = self.uc.hook_add(UC_HOOK_CODE, self._hook_bp,
                                                               begin=addr, end=addr)

@@ -299,7 +299,7 @@ def test_raw_watchpoint_stops_before_the_store_and_continue_steps_over_it(target
     w = s.machine.symbol("watched")
     main = s.machine.symbol("main") & ~1
     assert r.cmd(b"Z0,%x,2" % main) == b"OK"
-    assert r.cmd(b"c").startswith(b"T05hwbreak:")
+    assert r.cmd(b"c").startswith(b"T05swbreak:")   # Z0 -> swbreak
     assert r.cmd(b"z0,%x,2" % main) == b"OK"
     assert r.cmd(b"Z2,%x,4" % w) == b"OK"
     seen = []
