@@ -37,3 +37,27 @@ def test_irq_line_follows_active_variant():
     assert soc.cpu.irq_level & (1 << 4)
     s.write(0x500, 0)            # disabling drops the variant's line
     assert not soc.cpu.irq_level & (1 << 4)
+
+
+def test_save_load_state_round_trip_mid_transfer():
+    """A state saved mid-byte resumes the transfer at the same tick."""
+    from tests.test_periph_spi import Echo
+    soc = Nrf52832()
+    s = soc.serial0
+    s.write(0x524, 0x10000000)       # 1 MHz: 4096 ticks per byte
+    s.write(0x304, 1 << 2)           # INTENSET.READY: completion is a clock event
+    s.write(0x500, 1)
+    t0 = soc.clock.now
+    s.write(0x51C, 0x33)
+    st = s.save_state()
+    soc2 = Nrf52832()
+    soc2.clock.now = soc.clock.now
+    dev = Echo()
+    soc2.spi_bus[0].attach(dev, soc2.pins[3])
+    soc2.pins[3].drive("test", 0)
+    soc2.serial0.load_state(st)
+    assert soc2.serial0.read(0x500) == 1 and soc2.serial0.read(0x524) == 0x10000000
+    soc2.clock.advance_to(t0 + 4095)
+    assert dev.got == []
+    soc2.clock.advance_to(t0 + 4096)
+    assert dev.got == [0x33] and soc2.cpu.irq_level & (1 << 3)
