@@ -159,6 +159,11 @@ class Bma421:
             elif v == 0x01:
                 self._settle()
                 self.regs[INTERNAL_STATUS] = 0x01 if self.config_loaded >= MIN_CONFIG else 0x02
+                if "features" not in self._logged:
+                    self._logged.add("features")
+                    log.info("%s: config loaded (%d bytes); the feature engine is not modelled: "
+                             "steps come from walk()/steps per minute", self.name,
+                             self.config_loaded)
                 self._spm_since = self.clock.now
 
     def _read_reg(self, reg: int) -> int:

@@ -20,9 +20,12 @@ current effects, the real sensor's AGC behaviour, motion artefacts.
 """
 from __future__ import annotations
 
+import logging
 import math
 
 from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND
+
+log = logging.getLogger("emu.dev.hrs3300")
 
 ADDRESS = 0x44
 HWT_MS = (800, 400, 200, 100, 75, 50, 12.5, 0)
@@ -88,6 +91,10 @@ class Hrs3300:
         if reg not in (0x00, 0x08, 0x09, 0x0A, 0x0D, 0x0E, 0x0F):
             was = self.enabled
             self.regs[reg] = byte
+            if reg in (0x0C, 0x16, 0x17) and not getattr(self, "_gain_logged", False):
+                self._gain_logged = True
+                log.info("%s: PDRIVER/RES/HGAIN stored; their effect on the signal is not "
+                         "modelled", self.name)
             if reg == 0x01 and self.enabled != was:
                 if self.enabled:
                     self._ev.schedule_in(self._period())
