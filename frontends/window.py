@@ -424,8 +424,9 @@ class Window:
         if self._release_pending:
             self._release_pending = False
             self._button(False)
-        if self._end_tick is not None and self._emu_ticks() >= self._end_tick:
-            self.closed = True                  # --seconds elapsed
+        if self._end_tick is not None and (self._emu_ticks() >= self._end_tick
+                                           or self.stopped is not None):
+            self.closed = True                  # --seconds elapsed, or the run is over
 
     def frame(self) -> None:
         """Handle pending events, run emulated time for one frame, draw."""

@@ -457,6 +457,12 @@ def test_real_board_window_shows_the_panel_and_closes(firmware_dir):
     want = np.repeat(np.repeat(np.asarray(m.board.screen()), 2, axis=0), 2, axis=1)
     assert np.array_equal(area, want)
     assert f"backlight {m.board.backlight.level}/3" in w._status_text()
+    key(w, pygame.K_SPACE, up=False)           # the side button reaches the real board
+    w.frame()
+    assert m.board.button.pressed
+    w.handle_event(pygame.event.Event(pygame.KEYUP, key=pygame.K_SPACE, mod=0, unicode=" "))
+    w.frame()
+    assert not m.board.button.pressed
     w.close()
     assert closed == [True]
 
@@ -506,6 +512,12 @@ def test_seconds_limit_returns_last_result_and_stop_is_reported():
     w.frame()
     w.frame()
     assert w.result.exit_code == 3 and "STOPPED: exit" in w._status_text()
+    assert not w.closed                      # without --seconds the last screen stays up
+    pygame.display.quit()
+    m2 = FakeMachine()
+    m2.run = lambda until_tick: Exited()
+    r = run_window(m2, scale=1, seconds=5.0)  # with --seconds, a finished run closes
+    assert r.exit_code == 3
 
 
 def test_gdb_stub_runs_the_machine_and_kill_closes():
