@@ -85,3 +85,34 @@ def test_png_round_trip_and_compare(tmp_path):
     assert compare_png(other, str(p), masks=[(18, 10, 5, 5)])
     assert not compare_png(img[:10], str(p))
     assert "cannot read" in compare_png(img, str(tmp_path / "missing.png")).summary
+
+
+def test_motor_on_follows_active_low_pin(fw):
+    from emu.testbench import motor_on
+    m = Machine(fw("pinetime_demo"), board="pinetime", flash_file=None)
+    assert motor_on(m) is False
+    m.soc.pins[16].drive("test", False)        # P0.16 low: motor on (active low)
+    assert motor_on(m) is True
+    m.soc.pins[16].drive("test", True)
+    assert motor_on(m) is False
+
+
+def test_device_missing_on_bare_board(fw):
+    from emu.testbench import device, motor_on
+    m = Machine(fw("cpu_exceptions"), board="nrf52832")
+    with pytest.raises(BoardFeatureMissing, match="no touch"):
+        device(m, "touch")
+    with pytest.raises(BoardFeatureMissing, match="no motor"):
+        motor_on(m)
+
+
+def test_touch_tap_pulses_int_low_for_half_a_ms(fw):
+    m = Machine(fw("pinetime_demo"), board="pinetime", flash_file=None)
+    m.run(ms=1)
+    m.soc.pins[28].set_pull(True)               # as firmware does with PIN_CNF pull-up
+    m.board.touch.tap(120, 120, delay_ms=2)
+    t0 = m.time
+    t_low = wait_for_pin(m, 28, 0, timeout_ms=5)
+    t_high = wait_for_pin(m, 28, 1, timeout_ms=5)
+    assert t_low - t0 == pytest.approx(0.002, abs=1e-6)
+    assert t_high - t_low == pytest.approx(0.0005, abs=1e-6)
