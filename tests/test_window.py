@@ -457,6 +457,12 @@ def test_real_board_window_shows_the_panel_and_closes(firmware_dir):
     want = np.repeat(np.repeat(np.asarray(m.board.screen()), 2, axis=0), 2, axis=1)
     assert np.array_equal(area, want)
     assert f"backlight {m.board.backlight.level}/3" in w._status_text()
+    reports = getattr(m.board.touch, "reports", None)
+    if reports is not None and not m.board.touch.in_reset:   # the click reaches the CST816S
+        n = len(reports)
+        click(w, *window_pos(w, 33, 177), wall)
+        w.frame()
+        assert [(g, x, y) for _, g, x, y in reports[n:]] == [(5, 33, 177)]  # SINGLE_CLICK
     key(w, pygame.K_SPACE, up=False)           # the side button reaches the real board
     w.frame()
     assert m.board.button.pressed
