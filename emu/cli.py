@@ -235,10 +235,14 @@ def cmd_run(args) -> int:
         stub = None
         if args.gdb is not None:
             from emu.gdbstub import GdbStub
-            stub = GdbStub(machine, host=args.gdb_host, port=args.gdb, wait=args.gdb_wait)
+            stub = GdbStub(machine, host=args.gdb_host, port=args.gdb)
             closers.append(stub.close)
-            print(f"pinetime-emu: GDB stub listening on {args.gdb_host}:{stub.port}",
+            print(f"pinetime-emu: GDB stub listening on {args.gdb_host}:{stub.port}"
+                  f"{' (halted at reset until GDB continues)' if args.gdb_wait else ''}",
                   file=sys.stderr)
+            if args.gdb_wait:
+                while stub.conn is None:
+                    stub.poll(0.2)
     except OSError as e:
         _error(f"cannot listen: {e}")
         return EXIT_USAGE
@@ -290,12 +294,12 @@ def _finish(machine, args, result) -> int:
 
 
 def _run_headless(machine, args, pollers, stub) -> int:
-    from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND
-    seconds = args.seconds if args.seconds is not None else 5.0
-    end = machine.clock.now + int(seconds * TICKS_PER_SECOND)
+    from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND
+    from emu.machine import RunResult
+    seconds = args.seconds if args.seconds is not None else (None if stub else 5.0)
+    end = NEVER if seconds is None else machine.clock.now + int(seconds * TICKS_PER_SECOND)
     if stub is not None:
-        result = stub.run_machine(end, pollers=pollers)
-        return _finish(machine, args, result)
+        return _finish(machine, args, _run_headless_gdb(machine, stub, end, pollers))
     step = 10 * TICKS_PER_MS if pollers else end - machine.clock.now
     while True:
         result = machine.run(until_tick=min(end, machine.clock.now + step))
@@ -304,6 +308,33 @@ def _run_headless(machine, args, pollers, stub) -> int:
         if result.reason != "deadline" or machine.clock.now >= end:
             break
     return _finish(machine, args, result)
+
+
+def _run_headless_gdb(machine, stub, end, pollers):
+    """Headless run under the GDB stub: the target runs until a client halts it,
+    and stays halted while the client is attached; a fault with no client ends
+    the run with the usual report."""
+    from emu.clock import TICKS_PER_MS
+    from emu.machine import RunResult
+    while not stub.killed:
+        for p in pollers:
+            p()
+        reason = machine.cpu.stop_reason
+        if stub.halted or stub.exited is not None:
+            if stub.conn is None:
+                if stub.exited is not None or reason in ("lockup", "fault"):
+                    break
+                stub.halted = False      # the client left: keep running
+                continue
+            stub.poll(0.05)
+            continue
+        if machine.clock.now >= end:
+            break
+        stub.run_machine(min(end, machine.clock.now + 10 * TICKS_PER_MS))
+    reason = machine.cpu.stop_reason or "deadline"
+    if machine.exit_code is not None:
+        reason = "exit"
+    return RunResult(reason, machine)
 
 
 def _run_window(machine, args, pollers, stub) -> int:

@@ -191,3 +191,28 @@ def test_window_without_display_says_use_headless(fw):
                        timeout=60)
     assert r.returncode == 2
     assert "--headless" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_gdb_wait_then_gdb_multiarch_breaks_on_main(fw):
+    import shutil
+    import socket
+    if shutil.which("gdb-multiarch") is None:
+        pytest.fail("gdb-multiarch not installed (scripts/setup.sh installs it)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    emu_p = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", fw("gdb_target"),
+                              "--board", "nrf52832", "--headless", "--gdb", str(port),
+                              "--gdb-wait", "--console", "none"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = emu_p.stderr.readline()      # the stub says when it listens
+        assert "GDB stub listening on 127.0.0.1" in line, line
+        g = subprocess.run(["gdb-multiarch", "-batch", "-nx", "-ex",
+                            f"target remote 127.0.0.1:{port}", "-ex", "break main", "-ex",
+                            "continue", "-ex", "bt", "-ex", "kill", fw("gdb_target")],
+                           capture_output=True, text=True, timeout=60)
+        assert "#0  main" in g.stdout, g.stdout + g.stderr
+        emu_p.wait(timeout=30)
+    finally:
+        emu_p.kill()
