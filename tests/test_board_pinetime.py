@@ -50,6 +50,11 @@ def test_board_spi_reaches_display_through_pins():
     assert b.backlight.level == 3
     s = b.screen()
     assert s.shape == (240, 240, 3) and s.dtype == np.uint8
+    # no INVON yet: this panel shows the complement (true colours need INVON)
+    assert tuple(s[5, 10]) == (0, 255, 255) and (s == 255).sum() == 240 * 240 * 3 - 1
+    cmd_cs = lambda c: (pins[25].drive("test", False), cmd(c), pins[25].drive("test", True))
+    cmd_cs(0x21)
+    s = b.screen()
     assert tuple(s[5, 10]) == (255, 0, 0) and s.sum() == 255
     # NOR is not selected (its CS not driven): nothing reached it
     assert b.flash.read(0, 4) == b"\xff" * 4
@@ -60,6 +65,7 @@ def test_screenshot_png_round_trip(tmp_path):
     m.board.display.mem[0:240, :, 1] = np.arange(240, dtype=np.uint8)[None, :]
     m.board.display.sleeping = False
     m.board.display.display_on = True
+    m.board.display.inverted = True            # INVON: true colours on this panel
     for n in (14, 22, 23):
         m.soc.pins[n].drive("test", False)
     p = tmp_path / "shot.png"
@@ -115,8 +121,9 @@ def test_firmware_display_pattern_pixel_exact(fw, tmp_path):
     m = Machine(fw("pinetime_display"), board="pinetime", flash_file=None)
     r = m.run(ms=3000)
     assert_firmware_passed(m, r, min_passes=2)
-    want = np.zeros((240, 240, 3), np.uint8)            # RAM 0xFFFF inverted -> black
-    want[60:60 + 48, 40:40 + 64] = 255 - pattern_565(64, 48)   # INVON
+    # the PineTime panel shows true colours with INVON: cleared RAM 0xFFFF is white
+    want = np.full((240, 240, 3), 255, np.uint8)
+    want[60:60 + 48, 40:40 + 64] = pattern_565(64, 48)
     path = tmp_path / "screen.png"
     m.board.screenshot(str(path))
     got = read_png(str(path))

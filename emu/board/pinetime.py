@@ -81,7 +81,8 @@ class PineTime(BareNrf52832):
         self.i2c = i2c
 
         self.backlight = Backlight(pins[14], pins[22], pins[23])
-        self.display = St7789(pins[18], pins[26], backlight=self.backlight)
+        self.display = St7789(pins[18], pins[26], backlight=self.backlight,
+                              panel_inverted=True)     # true colours with INVON
         self.flash = Xt25f32(clock, self.flash_path)
         spi.attach(self.display, pins[SPI_DEVICES["display"]])
         spi.attach(self.flash, pins[SPI_DEVICES["flash"]])

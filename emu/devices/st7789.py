@@ -10,7 +10,8 @@ CASET 2A / RASET 2B with write-pointer wrap-around inside the window,
 RAMWR 2C / RAMWRC 3C, VSCRDEF 33 / VSCSAD 37 (vertical scrolling over the
 320-line memory), MADCTL 36 (MY, MX, MV, ML, RGB/BGR), COLMOD 3A (16-bit
 RGB565 big-endian, 18-bit RGB666), hardware reset pin (active low).
-Pixel data is buffered and converted in bulk with numpy.
+Pixel data is buffered and converted in bulk with numpy.  ``panel_inverted``
+describes a panel that shows true colours only with INVON (the PineTime's).
 
 Not modelled: 12-bit colour (COLMOD 3), read-back of frame memory (RAMRD),
 partial mode (PTLON/PTLAR), tearing effect line, gamma/porch/power
@@ -42,8 +43,11 @@ MY, MX, MV, ML, BGR = 0x80, 0x40, 0x20, 0x10, 0x08
 
 class St7789:
     def __init__(self, dc_pin, rst_pin=None, backlight: Optional[Callable[[], int]] = None,
-                 name: str = "lcd"):
+                 name: str = "lcd", panel_inverted: bool = False):
         self.name = name
+        # an IPS panel that needs INVON for true colours (the PineTime's does:
+        # wasp-os and InfiniTime both send INVON at init)
+        self.panel_inverted = panel_inverted
         self.dc_pin = dc_pin
         self.rst_pin = rst_pin
         self.backlight = backlight          # () -> level 0..3, or None (full)
@@ -83,7 +87,7 @@ class St7789:
         if self.in_reset or self.sleeping or not self.display_on or level <= 0:
             return np.zeros((HEIGHT, WIDTH, 3), dtype=np.uint8)
         img = self.mem[self._visible_lines()]
-        if self.inverted:
+        if self.inverted != self.panel_inverted:
             img = 255 - img
         if level < 3:
             img = (img.astype(np.uint16) * level // 3).astype(np.uint8)

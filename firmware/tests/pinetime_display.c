@@ -26,7 +26,7 @@ int main(void) {
     pt_lcd_cmd(0x13, 0, 0);                     /* NORON */
     pt_lcd_cmd(0x29, 0, 0);                     /* DISPON */
 
-    /* clear the visible area to (inverted) black: RAM 0xFFFF */
+    /* clear the visible area to white (RAM 0xFFFF; the panel shows true colours with INVON) */
     uint8_t ca[4] = {0, 0, 0, 239}, ra[4] = {0, 0, 0, 239};
     pt_lcd_cmd(0x2A, ca, 4); pt_lcd_cmd(0x2B, ra, 4);
     GPIO_OUTCLR = 1u << PIN_LCD_CS; GPIO_OUTCLR = 1u << PIN_DC;
