@@ -1,7 +1,7 @@
 /* The default firmware for `scripts/demo.sh`: a bare-metal PineTime demo.
  * Drives the ST7789 through legacy SPI0 exactly like wasp-os does (PS 33,
  * "SPI - Serial peripheral interface master"), draws a watch face with a
- * 3x5 pixel font, and ticks the seconds with SysTick + WFI (1 Hz, so an idle
+ * 3x5 pixel font, and ticks the seconds with SysTick + WFI (8 Hz, so an idle
  * watch runs far faster than real time).  No semihosting exit: it runs until
  * the emulator stops it. */
 #include <stdint.h>
@@ -79,8 +79,8 @@ static void draw_char(int x, int y, int ch, int scale, uint16_t fg, uint16_t bg)
         }
 }
 
-static volatile uint32_t seconds;
-void SysTick_Handler(void) { seconds++; }
+static volatile uint32_t ticks8, seconds;
+void SysTick_Handler(void) { if (++ticks8 % 8 == 0) seconds++; }
 
 int main(void) {
     uint32_t outs = (1u << PIN_LCD_CS) | (1u << PIN_DC) | (1u << PIN_LCD_RST) |
@@ -112,7 +112,7 @@ int main(void) {
     semihost_puts("pinetime demo running\n");
 
 
-    REG32(0xE000E014) = 64000000 - 1;          /* 1 Hz at 64 MHz */
+    REG32(0xE000E014) = 8000000 - 1;           /* 8 Hz at 64 MHz (RVR is 24 bits) */
     REG32(0xE000E018) = 0;
     REG32(0xE000E010) = 7;
     uint32_t shown = 0;
