@@ -20,8 +20,14 @@ applied between slices, so the emulation itself stays deterministic.  The T
 key (set the watch's time from the host clock) is the one deliberate use of
 host time, as a user action.
 
-Not modelled / limits: multi-touch; the motor is shown as a frame shake and
-an indicator, not sound; the window does not resize (choose --scale).
+Not modelled / limits: multi-touch and finger-move reports (a drag becomes
+one swipe gesture on release); a double click delivers a tap then a double
+tap (the first click cannot be held back without delaying every tap); a long
+press is sent after 0.6 s of hold and the CST816S model adds its own 1 s
+finger-down time; the motor is shown as a frame shake and an indicator, not
+sound; the window does not resize (choose --scale).  Phone actions connect
+on demand, which runs the machine until the watch advertises (up to 5 s of
+emulated time) and fails with a log line when there is no BLE stack.
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ log = logging.getLogger("frontends.window")
 TICKS_PER_SECOND = 512_000_000
 SLICE_TICKS = TICKS_PER_SECOND // 60
 FAST_FRAME_S = 1 / 30
+WALK_STEPS_PER_MINUTE = 120
 
 CASE = (38, 40, 46)
 CASE_EDGE = (70, 74, 84)
@@ -104,6 +111,7 @@ class Window:
         self.log_lines: list = []
         self.status_note = ""
         self.walking = False
+        self._walk_by_device = False
         self._walk_since = 0
         self._walk_done = 0
         self._msg_seen = 0
@@ -379,6 +387,11 @@ class Window:
         self.walking = not self.walking
         self._walk_since = self._emu_ticks()
         self._walk_done = 0
+        accel = self._part("accel")
+        cadence = getattr(accel, "set_steps_per_minute", None)
+        self._walk_by_device = cadence is not None
+        if cadence is not None:          # the sensor paces steps in emulated time itself
+            cadence(WALK_STEPS_PER_MINUTE if self.walking else 0)
         self.note("walking" if self.walking else "standing still")
 
     # ------------------------------------------------------------------
@@ -391,8 +404,10 @@ class Window:
     def _between_slices(self) -> None:
         """Inputs that depend on emulated time, and the pollers."""
         self._apply_gestures(self.gestures.poll(self.wall()))
-        if self.walking:   # two steps per emulated second, deterministic in emulated time
-            due = (self._emu_ticks() - self._walk_since) * 2 // TICKS_PER_SECOND
+        if self.walking and not self._walk_by_device:
+            # two steps per emulated second, deterministic in emulated time
+            due = (self._emu_ticks() - self._walk_since) * WALK_STEPS_PER_MINUTE // (
+                60 * TICKS_PER_SECOND)
             accel = self._part("accel")
             if accel is not None and due > self._walk_done:
                 accel.walk(int(due - self._walk_done))

@@ -538,3 +538,13 @@ def test_gdb_stub_runs_the_machine_and_kill_closes():
     m = FakeMachine()
     r = run_window(m, scale=1, gdb=Stub())
     assert calls == [TPS // 60, TPS // 60] and m.runs == [] and r is None
+
+
+def test_walking_uses_the_sensor_cadence_when_it_has_one():
+    m, w, wall = make(2)
+    cadence = []
+    m.board.accel.set_steps_per_minute = cadence.append
+    key(w, pygame.K_w, text="w")
+    w.frame()
+    key(w, pygame.K_w, text="w")
+    assert cadence == [120, 0] and m.board.accel.steps == 0   # no double counting
