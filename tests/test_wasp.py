@@ -33,6 +33,10 @@ def watch():
                      f"SoftDevice layer: pc={m.cpu.pc:#x} {m.describe_address(m.cpu.pc)})")
     assert ok, f"wasp-os did not start advertising; SVCs: {dict(sd.calls)}"
     m.phone.connect()
+    # wasp-os reaches its prompt after ~1.8 s of emulated time (first boot formats /flash)
+    if not m.phone.wait_for(b">>> ", timeout_ms=2500):
+        pytest.xfail("wasp-os connected over BLE but printed no prompt within 2.5 s of emulated "
+                     f"time; output so far: {bytes(m.phone.output)[-120:]!r}")
     return m
 
 
