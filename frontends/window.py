@@ -87,6 +87,7 @@ class Window:
                  sleep: Callable[[float], None] = time.sleep):
         if not _have_display():
             raise NoDisplayError(_no_display_message())
+        os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
         import pygame
         self.pg = pygame
         self.machine = machine
