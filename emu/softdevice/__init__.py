@@ -12,13 +12,17 @@ References: S132 SoftDevice v6.1.1 API (nrf_sdm.h, nrf_soc.h, ble.h, ble_gap.h,
 ble_gatts.h, ble_gattc.h); S132 SoftDevice Specification v6.x (interrupt
 priorities, reserved peripherals).
 
-Not modelled: the link layer and radio timing beyond "one batch of packets per
-connection event"; security/bonding (sec_params_reply is accepted, no
-pairing); GATTC as a client of a remote server (returns NOT_SUPPORTED for now);
-scanning/central role of the watch; SoftDevice memory protection (MWU); the
-exact RAM requirement computation (a fixed minimum matching wasp-os's
-configuration, see ``APP_RAM_BASE_MIN``); sd_flash_*, ECB, radio
-notification; unknown SVCs are logged once and answered NOT_SUPPORTED.
+Not modelled: the link layer and radio timing beyond "one central write and
+up to PACKETS_PER_CONN_EVENT notifications per connection event"; security
+and bonding (sec_params_reply is accepted, no pairing); indications (sent as
+notifications, logged once); the watch as GAP central/observer (scan, connect)
+and GATTC; sd_app_evt_wait, sd_rand_*, sd_power_*, sd_clock_*, sd_flash_*,
+ECB, radio notification, sd_mbr_command (all answered NOT_SUPPORTED and
+logged once with name and caller); enforcement of the SoftDevice-reserved
+interrupts (SD_RESERVED_IRQ_MASK is only declared) and of its RAM/peripheral
+protection (MWU); the exact RAM requirement computation from the cfg_set
+calls (a fixed minimum matching wasp-os's configuration, APP_RAM_BASE_MIN);
+ADV_SET_TERMINATED (never raised: advertising has no timeout here).
 """
 from __future__ import annotations
 
