@@ -101,47 +101,76 @@ def declared(p: NrfPeripheral) -> dict:
     return out
 
 
-@pytest.fixture(scope="module")
-def soc():
-    from emu.soc.nrf52832 import Nrf52832
-    return Nrf52832()
+_SOC = None
+_SVD = None
 
 
-def test_models_match_svd(soc):
-    svd = svd_peripherals()
-    problems = []
+def _soc():
+    global _SOC
+    if _SOC is None:
+        from emu.soc.nrf52832 import Nrf52832
+        _SOC = Nrf52832()
+    return _SOC
+
+
+def _svd():
+    global _SVD
+    if _SVD is None:
+        _SVD = svd_peripherals()
+    return _SVD
+
+
+def check_peripheral(pname: str, p) -> tuple:
+    """(coverage line, [problems]) for one mapped peripheral."""
+    cands = _svd().get(p.base)
+    if not cands:
+        line = f"  {pname:12s} (no SVD peripheral at {p.base:#x})"
+        if type(p).__name__ != "StoragePeripheral":
+            return line, [f"{pname}: no SVD peripheral at {p.base:#x}"]
+        return line, []
+    # shared slots (CLOCK+POWER, SPIM0/TWIM0/...): a register may match any
+    # SVD peripheral at this base address
+    ours = declared(p)
+    snames = "/".join(n for n, _ in cands)
+    union = set()
+    for _, regs in cands:
+        union |= set(regs)
+    bad = []
+    for off, (n, reset) in sorted(ours.items()):
+        found = [regs[off] for _, regs in cands if off in regs]
+        if not found:
+            if not any(n in PS_ONLY.get(re.sub(r"\d+$", "", sn), ()) for sn, _ in cands):
+                bad.append(f"+{off:#05x} {n} not in SVD {snames}")
+            continue
+        match = [f for f in found if norm(f[0]) == norm(n)]
+        if not match:
+            bad.append(f"+{off:#05x} ours {n} vs SVD {found[0][0]}")
+            continue
+        sreset = match[0][1]
+        if reset is not None and reset != sreset and not n.startswith(("TASKS_", "EVENTS_")):
+            bad.append(f"+{off:#05x} {n} reset {reset:#x} vs SVD {sreset:#x}")
+    line = (f"  {pname:12s} {snames:22s} {len(ours):4d} / {len(union):4d} registers modelled"
+            + (f"  {len(bad)} MISMATCH" if bad else ""))
+    return line, [f"{pname}: {b}" for b in bad]
+
+
+def _mapped():
+    return [name for name, p in sorted(_soc().peripherals.items(), key=lambda kv: kv[1].base)
+            if isinstance(p, NrfPeripheral)]
+
+
+def test_coverage_report():
+    """Prints declared / SVD register counts per peripheral (run with -s)."""
     print()
-    for pname, p in sorted(soc.peripherals.items(), key=lambda kv: kv[1].base):
-        if not isinstance(p, NrfPeripheral):
-            continue
-        cands = svd.get(p.base)
-        if not cands:
-            print(f"  {pname:12s} (no SVD peripheral at {p.base:#x})")
-            if type(p).__name__ != "StoragePeripheral":
-                problems.append(f"{pname}: no SVD peripheral at {p.base:#x}")
-            continue
-        # shared slots (CLOCK+POWER, SPIM0/TWIM0/...): a register may match any
-        # SVD peripheral at this base address
-        ours = declared(p)
-        snames = "/".join(n for n, _ in cands)
-        union = set()
-        for _, regs in cands:
-            union |= set(regs)
-        bad = []
-        for off, (n, reset) in sorted(ours.items()):
-            found = [regs[off] for _, regs in cands if off in regs]
-            if not found:
-                if not any(n in PS_ONLY.get(re.sub(r"\d+$", "", sn), ()) for sn, _ in cands):
-                    bad.append(f"+{off:#05x} {n} not in SVD {snames}")
-                continue
-            match = [f for f in found if norm(f[0]) == norm(n)]
-            if not match:
-                bad.append(f"+{off:#05x} ours {n} vs SVD {found[0][0]}")
-                continue
-            sreset = match[0][1]
-            if reset is not None and reset != sreset and not n.startswith(("TASKS_", "EVENTS_")):
-                bad.append(f"+{off:#05x} {n} reset {reset:#x} vs SVD {sreset:#x}")
-        print(f"  {pname:12s} {snames:22s} {len(ours):4d} / {len(union):4d} registers modelled"
-              + (f"  {len(bad)} MISMATCH" if bad else ""))
-        problems += [f"{pname}: {b}" for b in bad]
+    n = 0
+    for name in _mapped():
+        line, _ = check_peripheral(name, _soc().peripherals[name])
+        print(line)
+        n += 1
+    assert n >= 30          # every slot of the chip is mapped and checked
+
+
+@pytest.mark.parametrize("pname", _mapped())
+def test_peripheral_matches_svd(pname):
+    _, problems = check_peripheral(pname, _soc().peripherals[pname])
     assert not problems, "\n".join(problems)
