@@ -116,3 +116,24 @@ def test_touch_tap_pulses_int_low_for_half_a_ms(fw):
     t_high = wait_for_pin(m, 28, 1, timeout_ms=5)
     assert t_low - t0 == pytest.approx(0.002, abs=1e-6)
     assert t_high - t_low == pytest.approx(0.0005, abs=1e-6)
+
+
+def test_wait_for_pixel_sees_seconds_bar_grow(fw):
+    """The demo redraws its seconds bar (x=20.., y=200..209) on each 1 Hz SysTick."""
+    from emu.testbench import screen_region_equals, wait_for_pixel
+    ref = Machine(fw("pinetime_demo"), board="pinetime", flash_file=None)
+    ref.run(ms=300)
+    grey = tuple(int(v) for v in screen(ref)[205, 25])
+    ref.run(ms=1300)                             # past the first second
+    lit = tuple(int(v) for v in screen(ref)[205, 25])
+    assert lit != grey
+    m = Machine(fw("pinetime_demo"), board="pinetime", flash_file=None)
+    t_start = wait_for_text(m, "pinetime demo running", timeout_ms=500)   # SysTick starts now
+    with pytest.raises(ExpectationFailed) as ei:
+        wait_for_pixel(m, 25, 205, lit, timeout_ms=900)    # 0.1 s before the first tick
+    assert ei.value.seen == "#%02x%02x%02x" % grey
+    t = wait_for_pixel(m, 25, 205, lit, timeout_ms=1000)
+    # the first 1 Hz tick plus the time to send the bar over SPI (a few ms)
+    assert 1.0 <= t - t_start < 1.02
+    assert screen_region_equals(m, 20, 200, 10, 10, lit)
+    assert not screen_region_equals(m, 20, 200, 10, 10, grey)
