@@ -47,6 +47,7 @@ def test_refresh_and_steps_and_loop():
     p = motor(soc, values=(0x8000, 0x8000 | 500, 0), refresh=1, top=1000)   # 3 steps x 2 periods
     p.write(0x514, 2)                # LOOP = 2: seq0, seq1, seq0, seq1
     p.write(0x540, RAM); p.write(0x544, 1)       # SEQ[1]: one value
+    p.write(0x548, 0)                # SEQ[1].REFRESH = 0 (reset value is 1)
     p.write(0x200, 1 << 4)           # LOOPSDONE_STOP
     t0 = soc.clock.now
     p.write(0x008, 1)

@@ -58,7 +58,7 @@ class Pwm(NrfPeripheral):
         Reg(0x514, "LOOP", mask=0xFFFF),
         Reg(0x520, "SEQ_PTR", count=2, stride=0x20),
         Reg(0x524, "SEQ_CNT", count=2, stride=0x20, mask=0x7FFF),
-        Reg(0x528, "SEQ_REFRESH", count=2, stride=0x20, mask=0xFFFFFF),
+        Reg(0x528, "SEQ_REFRESH", 1, count=2, stride=0x20, mask=0xFFFFFF),
         Reg(0x52C, "SEQ_ENDDELAY", count=2, stride=0x20, mask=0xFFFFFF),
         Reg(0x560, "PSEL_OUT", 0xFFFFFFFF, count=4),
     ]

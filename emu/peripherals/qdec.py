@@ -10,6 +10,7 @@ from emu.peripherals.taskevent import TaskEventBlock
 
 
 class Qdec(TaskEventBlock):
+    HAS_INTEN = False   # only INTENSET/INTENCLR
     NAME = "QDEC"
     TASKS = {0x000: "START", 0x004: "STOP", 0x008: "READCLRACC", 0x00C: "RDCLRACC",
              0x010: "RDCLRDBL"}

@@ -21,6 +21,7 @@ STATE, MODECNF0 = 0x550, 0x650
 
 
 class Radio(TaskEventBlock):
+    HAS_INTEN = False   # only INTENSET/INTENCLR (PS 23.14)
     NAME = "RADIO"
     TASKS = {T_TXEN: "TXEN", T_RXEN: "RXEN", T_START: "START", T_STOP: "STOP",
              T_DISABLE: "DISABLE", 0x014: "RSSISTART", 0x018: "RSSISTOP",
