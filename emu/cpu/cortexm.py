@@ -636,6 +636,19 @@ class CortexM:
         return False
 
     def _hook_write_prot(self, uc, access, address, size, value, _ud):
+        wen = self.flash_write_enabled
+        if wen is not None and not wen(address):
+            # Writes to read-only flash are ignored by the silicon: returning
+            # True makes Unicorn drop the store and go on (base writeback and
+            # all), with no emulation stop.  This is the common case (firmware
+            # passing a NULL receive buffer to an SPI driver, say).
+            self.ignored_flash_writes += 1
+            if self.ignored_flash_writes == 1:
+                pc = uc.reg_read(A.UC_ARM_REG_PC)
+                log.info("write to flash at %#010x ignored (NVMC not in write mode) at pc=%#010x "
+                         "%s; further ones are counted in cpu.ignored_flash_writes", address, pc,
+                         self.symbolize(pc))
+            return True
         self._trap = ("write_prot", address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
         return False
 
@@ -987,6 +1000,10 @@ class CortexM:
 
     svc_calls = 0
     tail_chains = 0
+    ignored_flash_writes = 0
+    # set by the SoC: fn(address) -> True when a CPU store there may change the
+    # cells (NVMC in write mode); None means always take the slow path
+    flash_write_enabled: Optional[Callable[[int], bool]] = None
     _slice_pc = -1
 
 

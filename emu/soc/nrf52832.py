@@ -36,6 +36,7 @@ log = logging.getLogger("emu.soc")
 FLASH_BASE, FLASH_SIZE = 0x00000000, 512 * 1024
 RAM_BASE, RAM_SIZE = 0x20000000, 64 * 1024
 FICR_BASE, UICR_BASE = 0x10000000, 0x10001000
+ROM_TABLE_BASE = 0xF0000000
 PAGE_SIZE = 4096
 NUM_IRQ = 39
 
@@ -157,11 +158,18 @@ class Nrf52832:
         cpu.map_memory(FICR_BASE, 0x1000, "FICR", writable=False, executable=False, flash=True)
         cpu.map_memory(UICR_BASE, 0x1000, "UICR", writable=False, executable=False, flash=True)
         cpu.map_memory(RAM_BASE, RAM_SIZE, "RAM")
+        # CoreSight ROM table page: nrfx's errata checks identify the part from
+        # its peripheral ID registers (0xF0000FE0..FEC) on nRF52832 rev 1/2.
+        cpu.map_memory(ROM_TABLE_BASE, 0x1000, "ROM table", writable=False, executable=False,
+                       flash=True)
         self.ficr = default_ficr()
         self.uicr_default = default_uicr(uicr_pselreset)
         cpu.write_mem(FLASH_BASE, b"\xff" * FLASH_SIZE)
         cpu.write_mem(FICR_BASE, self.ficr)
         cpu.write_mem(UICR_BASE, self.uicr_default)
+        rom = bytearray(0x1000)
+        struct.pack_into("<4I", rom, 0xFE0, 0x06, 0x00, 0x50, 0x00)  # nRF52832 rev 2
+        cpu.write_mem(ROM_TABLE_BASE, bytes(rom))
         self.pins = [Pin(f"P0.{i:02d}", i) for i in range(self.NUM_PINS)]
         self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a))
         self.peripherals: dict = {}
@@ -173,6 +181,10 @@ class Nrf52832:
         self.reset_request_handler = None
         self._build_peripherals()
         cpu.flash_write_handler = self._flash_write
+        nvmc = self.peripherals.get("nvmc")
+        if nvmc is not None and hasattr(nvmc, "cpu_flash_write"):
+            config = nvmc.offset_of("CONFIG")
+            cpu.flash_write_enabled = lambda addr, n=nvmc, c=config: (n.values[c] & 3) == 1
 
     # ------------------------------------------------------------------
     def _build_peripherals(self) -> None:
