@@ -84,6 +84,7 @@ class Timer(NrfPeripheral):
     def task_CLEAR(self) -> None:
         self.base_value = 0
         self.base_time = self.clock.now
+        self._ev.cancel()            # the counter jumped: no stale edge to process
         self._rearm()
 
     def task_COUNT(self) -> None:
@@ -129,6 +130,11 @@ class Timer(NrfPeripheral):
     def _rearm(self) -> None:
         if not self.running or (self.values[0x504] & 3) != 0:
             self._ev.cancel()
+            return
+        ev = self._ev
+        if ev.pending and ev.when <= self.clock.now:
+            # due but not yet processed (MMIO time runs up to a block ahead of
+            # the scheduler): _on_event handles it and re-arms afterwards
             return
         k, cur = self._count_at(self.clock.now)
         mask = self._mask()
