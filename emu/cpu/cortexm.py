@@ -107,6 +107,7 @@ class CortexM:
         self.cs = self.counter.s
         self.cost_model = cyc.CostModel(profile)
         self.regions: list = []         # (start, end, kind, name)
+        self._mmio_cfuncs: list = []
         self._flash_regions: list = []  # (start, end)
         self.flash_write_handler: Optional[Callable[[int, bytes, bytes], bytes]] = None
         self.svc_handler: Optional[Callable[[int], bool]] = None
@@ -150,7 +151,17 @@ class CortexM:
         for (s, e, _k, n) in self.regions:
             if base < e and s < base + size:
                 raise ValueError(f"MMIO {name} at {base:#x} overlaps {n} at {s:#x}-{e:#x}")
-        self.uc.mmio_map(base, size, read_cb, None, write_cb, None)
+        # Register plain ctypes callbacks with uc_mmio_map directly: the
+        # binding's wrapper layers cost about a third of every access, and
+        # MMIO-polling firmware lives on this path.  The callbacks get
+        # uc=None and never raise (they catch and log model errors).
+        from unicorn.unicorn_py3.unicorn import MMIO_READ_CFUNC, MMIO_WRITE_CFUNC, uclib
+        rd = MMIO_READ_CFUNC(lambda _h, off, sz, _k: read_cb(None, off, sz, None))
+        wr = MMIO_WRITE_CFUNC(lambda _h, off, sz, val, _k: write_cb(None, off, sz, val, None))
+        self._mmio_cfuncs.append((rd, wr))      # keep them alive
+        err = uclib.uc_mmio_map(self.uc._uch, base, size, rd, None, wr, None)
+        if err:
+            raise UcError(err)
         self.regions.append((base, base + size, "mmio", name))
 
     def read32(self, addr: int) -> int:

@@ -105,6 +105,9 @@ class NrfPeripheral(Peripheral):
             for i in range(r.count):
                 off = r.offset + i * r.stride
                 self._regs[off] = r
+        # offset -> bound computed-read method: a single dict lookup on the hot path
+        self._readers: dict = {off: getattr(self, r.read) for off, r in self._regs.items()
+                               if r.read is not None}
         self._task_handlers: dict = {}
         for off, tname in self.TASKS.items():
             meth = getattr(self, "task_" + tname.replace("[", "_").replace("]", ""), None)
@@ -172,12 +175,13 @@ class NrfPeripheral(Peripheral):
 
     # -- bus -----------------------------------------------------------
     def read(self, offset: int, size: int = 4) -> int:
+        fn = self._readers.get(offset)
+        if fn is not None:                      # computed reads (COUNTER, IN, ...)
+            return fn(offset) & 0xFFFFFFFF
         if offset in self.events:
             return self.events[offset]
         r = self._regs.get(offset)
         if r is not None:
-            if r.read is not None:
-                return getattr(self, r.read)(offset) & 0xFFFFFFFF
             if r.access == WO:
                 return 0
             return self.values[offset]

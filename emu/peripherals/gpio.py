@@ -57,8 +57,13 @@ class Gpio(NrfPeripheral):
         for i, pin in enumerate(soc.pins):
             pin.on_change(lambda level, i=i: self._pin_changed(i))
 
+    _connected = None
+
     def reset(self) -> None:
         super().reset()
+        self._connected = None
+        pins = getattr(self.soc, "pins", None) or []
+        self._levels = sum(1 << i for i, p in enumerate(pins) if p.level)
         self.detect = False
         if hasattr(self, "claims"):
             for i in range(min(NUM_PINS, len(self.soc.pins))):
@@ -90,13 +95,18 @@ class Gpio(NrfPeripheral):
         return self.values[0x514]
 
     def _rd_in(self, _off) -> int:
-        v = 0
-        pins = self.soc.pins
-        vals = self.values
-        for i in range(NUM_PINS):
-            if not vals[0x700 + 4 * i] & 2 and pins[i].level:
-                v |= 1 << i
-        return v
+        # Hot path (drivers busy-poll IN): pin levels are kept as a bitmask by
+        # the pin listeners; the input-buffer mask is recomputed only after a
+        # PIN_CNF write or a reset.
+        connected = self._connected
+        if connected is None:
+            vals = self.values
+            connected = 0
+            for i in range(NUM_PINS):
+                if not vals[0x700 + 4 * i] & 2:
+                    connected |= 1 << i
+            self._connected = connected
+        return self._levels & connected
 
     def _wr_out(self, new, old) -> None:
         self._apply_changed(new ^ old)
@@ -131,7 +141,7 @@ class Gpio(NrfPeripheral):
 
     def _wr_pin_cnf(self, new, old) -> None:
         # which pin: the written offset is found in write()
-        pass
+        self._connected = None
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
         super().write(offset, value, size)
@@ -175,6 +185,10 @@ class Gpio(NrfPeripheral):
             pin.drive("gpio", None)
 
     def _pin_changed(self, n: int) -> None:
+        if self.soc.pins[n].level:
+            self._levels |= 1 << n
+        else:
+            self._levels &= ~(1 << n)
         if self.values[0x700 + 4 * n] & 0x30000:
             self._update_detect()
 
@@ -207,5 +221,7 @@ class Gpio(NrfPeripheral):
     def load_model_state(self, s: dict) -> None:
         self.detect = s["detect"]
         self.claims = {int(k): set(v) for k, v in s["claims"].items()}
+        self._connected = None
         for n in range(NUM_PINS):
             self._apply_pin(n)
+        self._levels = sum(1 << i for i, p in enumerate(self.soc.pins) if p.level)
