@@ -5,59 +5,24 @@
  * watch runs far faster than real time).  No semihosting exit: it runs until
  * the emulator stops it. */
 #include <stdint.h>
-#include "harness.h"
-
-#define GPIO        0x50000000u
-#define GPIO_OUTSET REG32(GPIO + 0x508)
-#define GPIO_OUTCLR REG32(GPIO + 0x50C)
-#define GPIO_DIRSET REG32(GPIO + 0x518)
-#define GPIO_PIN_CNF(n) REG32(GPIO + 0x700 + 4 * (n))
-#define SPI0        0x40003000u
-#define SPI_EVENTS_READY REG32(SPI0 + 0x108)
-#define SPI_ENABLE  REG32(SPI0 + 0x500)
-#define SPI_PSEL_SCK  REG32(SPI0 + 0x508)
-#define SPI_PSEL_MOSI REG32(SPI0 + 0x50C)
-#define SPI_PSEL_MISO REG32(SPI0 + 0x510)
-#define SPI_RXD     REG32(SPI0 + 0x518)
-#define SPI_TXD     REG32(SPI0 + 0x51C)
-#define SPI_FREQUENCY REG32(SPI0 + 0x524)
-#define SPI_CONFIG  REG32(SPI0 + 0x554)
-
-enum { PIN_SCK = 2, PIN_MOSI = 3, PIN_MISO = 4, PIN_BL_LOW = 14, PIN_DC = 18, PIN_BL_MID = 22,
-       PIN_BL_HIGH = 23, PIN_LCD_CS = 25, PIN_LCD_RST = 26, PIN_NOR_CS = 5 };
+#include "pinetime.h"
 
 static void delay(volatile uint32_t n) { while (n--) __asm volatile("nop"); }
-
-static uint8_t spi_xfer(uint8_t b) {
-    SPI_TXD = b;
-    while (!SPI_EVENTS_READY) ;
-    SPI_EVENTS_READY = 0;
-    return (uint8_t)SPI_RXD;
-}
-
-static void lcd_cmd(uint8_t c, const uint8_t *data, int n) {
-    GPIO_OUTCLR = 1u << PIN_LCD_CS;
-    GPIO_OUTCLR = 1u << PIN_DC;
-    spi_xfer(c);
-    GPIO_OUTSET = 1u << PIN_DC;
-    for (int i = 0; i < n; i++) spi_xfer(data[i]);
-    GPIO_OUTSET = 1u << PIN_LCD_CS;
-}
 
 static void lcd_window(int x, int y, int w, int h) {
     uint8_t ca[4] = {0, (uint8_t)x, 0, (uint8_t)(x + w - 1)};
     uint8_t ra[4] = {0, (uint8_t)y, 0, (uint8_t)(y + h - 1)};
-    lcd_cmd(0x2A, ca, 4);
-    lcd_cmd(0x2B, ra, 4);
+    pt_lcd_cmd(0x2A, ca, 4);
+    pt_lcd_cmd(0x2B, ra, 4);
 }
 
 static void lcd_fill(int x, int y, int w, int h, uint16_t color) {
     lcd_window(x, y, w, h);
     GPIO_OUTCLR = 1u << PIN_LCD_CS;
     GPIO_OUTCLR = 1u << PIN_DC;
-    spi_xfer(0x2C);
+    pt_spi_xfer(0x2C);
     GPIO_OUTSET = 1u << PIN_DC;
-    for (int i = 0; i < w * h; i++) { spi_xfer(color >> 8); spi_xfer(color & 0xFF); }
+    for (int i = 0; i < w * h; i++) { pt_spi_xfer(color >> 8); pt_spi_xfer(color & 0xFF); }
     GPIO_OUTSET = 1u << PIN_LCD_CS;
 }
 
@@ -83,24 +48,17 @@ static volatile uint32_t ticks8, seconds;
 void SysTick_Handler(void) { if (++ticks8 % 8 == 0) seconds++; }
 
 int main(void) {
-    uint32_t outs = (1u << PIN_LCD_CS) | (1u << PIN_DC) | (1u << PIN_LCD_RST) |
-                    (1u << PIN_NOR_CS) | (1u << PIN_BL_LOW) | (1u << PIN_BL_MID) |
-                    (1u << PIN_BL_HIGH) | (1u << PIN_SCK) | (1u << PIN_MOSI);
-    GPIO_OUTSET = (1u << PIN_LCD_CS) | (1u << PIN_NOR_CS) | (1u << PIN_LCD_RST);
-    GPIO_DIRSET = outs;
+    pt_gpio_init();
     GPIO_OUTCLR = (1u << PIN_BL_LOW) | (1u << PIN_BL_MID) | (1u << PIN_BL_HIGH); /* full */
-    SPI_PSEL_SCK = PIN_SCK; SPI_PSEL_MOSI = PIN_MOSI; SPI_PSEL_MISO = PIN_MISO;
-    SPI_FREQUENCY = 0x80000000u;   /* 8 Mbps */
-    SPI_CONFIG = 0x6;              /* mode 3 */
-    SPI_ENABLE = 1;
+    pt_spi_init();
 
     GPIO_OUTCLR = 1u << PIN_LCD_RST; delay(1000); GPIO_OUTSET = 1u << PIN_LCD_RST; delay(1000);
-    lcd_cmd(0x11, 0, 0);                       /* SLPOUT */
-    uint8_t colmod = 0x05; lcd_cmd(0x3A, &colmod, 1);
-    uint8_t madctl = 0x00; lcd_cmd(0x36, &madctl, 1);
-    lcd_cmd(0x21, 0, 0);                       /* INVON */
-    lcd_cmd(0x13, 0, 0);                       /* NORON */
-    lcd_cmd(0x29, 0, 0);                       /* DISPON */
+    pt_lcd_cmd(0x11, 0, 0);                       /* SLPOUT */
+    uint8_t colmod = 0x05; pt_lcd_cmd(0x3A, &colmod, 1);
+    uint8_t madctl = 0x00; pt_lcd_cmd(0x36, &madctl, 1);
+    pt_lcd_cmd(0x21, 0, 0);                       /* INVON */
+    pt_lcd_cmd(0x13, 0, 0);                       /* NORON */
+    pt_lcd_cmd(0x29, 0, 0);                       /* DISPON */
 
     /* background: vertical gradient, then a face */
     for (int y = 0; y < 240; y += 8) lcd_fill(0, y, 240, 8, rgb(0, y / 3, 40 + y / 2));
