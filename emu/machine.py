@@ -232,14 +232,12 @@ class Machine:
             self._emit(cpu.read_mem(buf, min(n, 65536)))
             result = 0
         elif op in (SYS_EXIT, SYS_EXIT_EXTENDED):
-            if op == SYS_EXIT_EXTENDED or self.cpu.profile == "m0" and False:
+            if op == SYS_EXIT_EXTENDED:   # r1 -> {reason, subcode}
                 reason, code = struct.unpack("<II", cpu.read_mem(arg, 8))
-            else:
-                reason, code = arg, 0
-                if arg != ADP_STOPPED_APPLICATION_EXIT:
-                    code = 1
-            if op == SYS_EXIT_EXTENDED:
-                code = code if reason == ADP_STOPPED_APPLICATION_EXIT else (code or 1)
+                if reason != ADP_STOPPED_APPLICATION_EXIT:
+                    code = code or 1
+            else:                         # r1 = reason
+                code = 0 if arg == ADP_STOPPED_APPLICATION_EXIT else 1
             self.exit_code = code & 0xFF
             cpu.pc = pc + 2
             cpu.halt(StopReason.EXIT, f"semihosting exit {self.exit_code}")

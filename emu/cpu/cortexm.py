@@ -491,17 +491,14 @@ class CortexM:
         """ARMv7-M B1.5.8 ExceptionReturn, with tail-chaining."""
         uc = self.uc
         cur = self._ipsr
-        if exc_return not in VALID_EXC_RETURN or cur == 0 or not (self.active >> cur) & 1:
-            if exc_return not in VALID_EXC_RETURN or cur == 0:
-                self.take_fault(USAGEFAULT, UFSR_INVPC, self.pc, f"invalid EXC_RETURN {exc_return:#010x}")
-                return
+        if exc_return not in VALID_EXC_RETURN or cur == 0:
+            self.take_fault(USAGEFAULT, UFSR_INVPC, self.pc, f"invalid EXC_RETURN {exc_return:#010x}")
+            return
         for cb in self.on_exception:
             cb(cur, False)
         self.active &= ~(1 << cur)
         if cur >= 16 and (self.irq_level >> (cur - 16)) & 1:
             self.pending |= 1 << cur
-        if cur == NMI:
-            pass
         # FAULTMASK is cleared on return from any exception but NMI
         if self.profile == "m4" and cur != NMI:
             uc.reg_write(A.UC_ARM_REG_FAULTMASK, 0)
@@ -959,14 +956,12 @@ class CortexM:
             self.take_fault(HARDFAULT, 0, pc, f"CPU exception {intno}")
 
     def _handle_unmapped(self, access: int, address: int, pc: int, size: int) -> None:
-        from unicorn import UC_MEM_FETCH_UNMAPPED
+        from unicorn import UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE_UNMAPPED
         if access == UC_MEM_FETCH_UNMAPPED:
             self.take_fault(BUSFAULT, BFSR_IBUSERR, pc if pc != address else address,
                             f"instruction fetch from unmapped address {address:#010x}")
             return
-        kind = "write to" if access == 20 or access == 17 else "read from"
-        if access in (20,):  # UC_MEM_WRITE_UNMAPPED
-            kind = "write to"
+        kind = "write to" if access == UC_MEM_WRITE_UNMAPPED else "read from"
         sym = self.symbolize(pc)
         log.warning("bus error: %s unmapped address %#010x (%d bytes) at pc=%#010x%s", kind,
                     address, size, pc, f" ({sym})" if sym else "")
