@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "dump) on an emulated board.")
     r.add_argument("firmware", metavar="FIRMWARE", help="firmware file (.elf, .hex, .bin)")
     r.add_argument("--board", default="pinetime",
-                   help="board to emulate: pinetime (default), nrf52832 (bare chip), microbit")
+                   help="board to emulate: pinetime (default), nrf52832 (bare chip)")
     r.add_argument("--base", type=_int, default=None,
                    help="load address of a raw .bin (default: 0x26000 when its vector table "
                         "points there, else 0)")
