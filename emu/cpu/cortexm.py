@@ -92,8 +92,10 @@ class CortexM:
 
     def __init__(self, clock: Clock, *, profile: str = "m4", num_irq: int = 48,
                  prio_bits: int = 3, force_python_counter: bool = False,
-                 symbolizer: Optional[Callable[[int], str]] = None):
+                 symbolizer: Optional[Callable[[int], str]] = None,
+                 cycle_ticks: int = CPU_TICKS):
         self.clock = clock
+        self.cycle_ticks = cycle_ticks   # 512 MHz ticks per CPU cycle (8: 64 MHz, 32: 16 MHz)
         self.profile = profile
         self.num_irq = num_irq
         self.prio_bits = prio_bits
@@ -223,7 +225,7 @@ class CortexM:
 
     def sync_time(self) -> int:
         """Bring clock.now up to the cycles executed so far (called from MMIO)."""
-        now = self._cycle_base_ticks + (self.cs.cycles - self._cycle_base) * CPU_TICKS
+        now = self._cycle_base_ticks + (self.cs.cycles - self._cycle_base) * self.cycle_ticks
         if now > self.clock.now:
             self.clock.now = now
         return self.clock.now
@@ -240,7 +242,8 @@ class CortexM:
         """The scheduler's earliest event moved earlier: shorten the slice."""
         nd = self.clock.next_deadline
         if nd < NEVER and self._running:
-            cyc_deadline = self._cycle_base + max(0, -(-(nd - self._cycle_base_ticks) // CPU_TICKS))
+            cyc_deadline = self._cycle_base + max(0, -(-(nd - self._cycle_base_ticks)
+                                                           // self.cycle_ticks))
             if cyc_deadline < self.cs.deadline:
                 self.cs.deadline = cyc_deadline
 
@@ -843,7 +846,7 @@ class CortexM:
                 nxt = min(clock.next_event_time(), until)
                 if 3 <= self._ipsr <= 6 and getattr(self, "_fault_handler_since", None):
                     nxt = min(nxt, self._fault_handler_since[1] + self.fault_hang_ticks)
-                budget = max(1, -(-(nxt - clock.now) // CPU_TICKS))
+                budget = max(1, -(-(nxt - clock.now) // self.cycle_ticks))
                 self._rebase()
                 cs.deadline = cs.cycles + budget
                 cs.stop_flag = 0
@@ -1047,7 +1050,7 @@ class SysTick:
         return bool(self.csr & 1)
 
     def _elapsed(self) -> int:
-        return (self.cpu.clock.now - self._t0) // CPU_TICKS
+        return (self.cpu.clock.now - self._t0) // self.cpu.cycle_ticks
 
     def value(self) -> int:
         if not self.enabled:
@@ -1074,7 +1077,7 @@ class SysTick:
         else:
             return
         # schedule at the exact tick the counter reaches 0
-        self.event.schedule_at(self._t0 + delta * CPU_TICKS)
+        self.event.schedule_at(self._t0 + delta * self.cpu.cycle_ticks)
 
     def _underflow(self) -> None:
         self._v0 = 0

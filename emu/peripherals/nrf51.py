@@ -1,0 +1,242 @@
+"""nRF51 variants of the nRF52 peripheral models: the differences as data.
+
+nRF51 Series Reference Manual v3.0 (sections 13 "POWER", 14 "CLOCK", 6
+"NVMC", 10 "PPI", 11 "GPIO", 28 "UART", 29 "SPI", 30 "TWI") against the
+nRF52832 Product Specification: the behaviour of these blocks is the same,
+only their register sets, some register names and reset values, and a few
+sizes differ.  Each class here is the nRF52 model with the nRF51's register
+table (names and reset values as in Nordic's nrf51.svd) and sizes:
+
+* ClockPower51: no GPREGRET2/RAM[n] registers; adds XTALFREQ (0x550),
+  RESET (0x544) and DCDCFORCE (0xA08); the MPU registers of the same slot
+  (PERR0, RLENR0, PROTENSET0/1, DISABLEINDEBUG, PROTBLOCKSIZE) are storage.
+* Uart51: legacy UART only (no UARTE at ENABLE=8); BAUDRATE resets to 0.
+* Spi51 / Twi51: PSELSCK/PSELMOSI/PSELMISO and PSELSCL/PSELSDA spellings;
+  the shared slots hold SPI (1), SPIS (2, slot 1 only) and TWI (5).
+* Nvmc51: 1 KiB pages, 256 KiB flash; no READYNEXT/ICACHE registers.
+* Ppi51: 16 programmable channels, 4 groups, no FORK; fixed channels 20-31
+  as on the nRF52.
+* Gpio51: no LATCH/DETECTMODE (DETECT is the OR of the pin conditions).
+
+Not modelled: the per-peripheral POWER register at +0xFFC (stored, logged
+once; a block is never powered down), the MPU region protection.
+"""
+from __future__ import annotations
+
+from emu.peripherals.base import Peripheral, Reg, RO, RW, WO, W1C
+from emu.peripherals.clock_power import ClockPower
+from emu.peripherals.gpio import NUM_PINS, Gpio
+from emu.peripherals.nvmc import T_ERASEPAGE, T_ERASEALL, UICR_BASE, Nvmc
+from emu.peripherals.ppi import FIXED, Ppi
+from emu.peripherals.serial import SerialMux, Spis
+from emu.peripherals.spi import RXD, TXD, Spi
+from emu.peripherals.twi import ERRORSRC as TWI_ERRORSRC
+from emu.peripherals.twi import Twi
+from emu.peripherals.uart import BAUDRATE, ERRORSRC as UART_ERRORSRC, Uart, Uart0
+
+FLASH_SIZE = 256 * 1024
+PAGE = 1024
+
+
+class ClockPower51(ClockPower):
+    TASKS = {0x000: "HFCLKSTART", 0x004: "HFCLKSTOP", 0x008: "LFCLKSTART", 0x00C: "LFCLKSTOP",
+             0x010: "CAL", 0x014: "CTSTART", 0x018: "CTSTOP", 0x078: "CONSTLAT", 0x07C: "LOWPWR"}
+    EVENTS = {0x100: "HFCLKSTARTED", 0x104: "LFCLKSTARTED", 0x108: "POFWARN", 0x10C: "DONE",
+              0x110: "CTTO"}
+    REGISTERS = [
+        # CLOCK
+        Reg(0x408, "HFCLKRUN", 0, RO),
+        Reg(0x40C, "HFCLKSTAT", 0, RO),
+        Reg(0x414, "LFCLKRUN", 0, RO),
+        Reg(0x418, "LFCLKSTAT", 0, RO),
+        Reg(0x41C, "LFCLKSRCCOPY", 0, RO),
+        Reg(0x518, "LFCLKSRC", 0, RW, mask=0x3),
+        Reg(0x538, "CTIV", 0, RW, mask=0x7F),
+        Reg(0x550, "XTALFREQ", 0xFFFFFFFF, RW, mask=0xFF),
+        # POWER
+        Reg(0x400, "RESETREAS", 0, W1C, mask=0x0007000F),
+        Reg(0x428, "RAMSTATUS", 0, RO, read="_rd_ramstatus"),
+        Reg(0x500, "SYSTEMOFF", 0, WO, write="_wr_systemoff"),
+        Reg(0x510, "POFCON", 0, RW, mask=0x7),
+        Reg(0x51C, "GPREGRET", 0, RW, mask=0xFF),
+        Reg(0x524, "RAMON", 3, RW, mask=0x00030003),
+        Reg(0x544, "RESET", 0, RW, mask=0x1),
+        Reg(0x554, "RAMONB", 3, RW, mask=0x00030003),
+        Reg(0x578, "DCDCEN", 0, RW, mask=0x1),
+        Reg(0xA08, "DCDCFORCE", 0, RW, mask=0x3),
+        # MPU (same slot): storage
+        Reg(0x528, "PERR0", 0, RW),
+        Reg(0x52C, "RLENR0", 0, RW),
+        Reg(0x600, "PROTENSET0", 0, RW),
+        Reg(0x604, "PROTENSET1", 0, RW),
+        Reg(0x608, "DISABLEINDEBUG", 1, RW, mask=0x1),
+        Reg(0x60C, "PROTBLOCKSIZE", 0, RW, mask=0x3),
+    ]
+
+    def system_reset(self, reason: str) -> None:
+        super().system_reset(reason)
+        self.values.pop(0x520, None)          # the nRF51 has no GPREGRET2
+
+    def read(self, offset: int, size: int = 4) -> int:   # no RAM[n] block on the nRF51
+        return super(ClockPower, self).read(offset, size)
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        super(ClockPower, self).write(offset, value, size)
+
+
+class UartLegacy51(Uart):
+    REGISTERS = [
+        Reg(UART_ERRORSRC, "ERRORSRC", access=W1C, mask=0xF),
+        Reg(0x500, "ENABLE", mask=0x7),
+        Reg(0x508, "PSELRTS", 0xFFFFFFFF), Reg(0x50C, "PSELTXD", 0xFFFFFFFF),
+        Reg(0x510, "PSELCTS", 0xFFFFFFFF), Reg(0x514, "PSELRXD", 0xFFFFFFFF),
+        Reg(0x518, "RXD", access=RO, read="_read_rxd"),
+        Reg(0x51C, "TXD", mask=0xFF, write="_write_txd"),
+        Reg(BAUDRATE, "BAUDRATE", 0),
+        Reg(0x56C, "CONFIG", mask=0xF, write="_write_config"),
+    ]
+
+
+class Uart51(Uart0):
+    """Slot 0x40002000 of the nRF51: the legacy UART (ENABLE=4) only."""
+
+    def __init__(self, soc, base, name=None):
+        super().__init__(soc, base, name)
+        self.variants = {4: UartLegacy51(soc, base, f"{self.name}.uart", self.irq, self.link)}
+        self._mux.variants = self.variants
+        self._mux.reset()
+
+
+class Spi51(Spi):
+    REGISTERS = [
+        Reg(0x500, "ENABLE", mask=0x7),
+        Reg(0x508, "PSELSCK", 0xFFFFFFFF),
+        Reg(0x50C, "PSELMOSI", 0xFFFFFFFF),
+        Reg(0x510, "PSELMISO", 0xFFFFFFFF),
+        Reg(RXD, "RXD", access=RO, read="_read_rxd"),
+        Reg(TXD, "TXD", mask=0xFF, write="_write_txd"),
+        Reg(0x524, "FREQUENCY", 0x04000000),
+        Reg(0x554, "CONFIG", mask=0x7),
+    ]
+
+
+class Twi51(Twi):
+    REGISTERS = [
+        Reg(TWI_ERRORSRC, "ERRORSRC", access=W1C, mask=0x7),
+        Reg(0x500, "ENABLE", mask=0x7),
+        Reg(0x508, "PSELSCL", 0xFFFFFFFF),
+        Reg(0x50C, "PSELSDA", 0xFFFFFFFF),
+        Reg(0x518, "RXD", access=RO, read="_read_rxd"),
+        Reg(0x51C, "TXD", mask=0xFF, write="_write_txd"),
+        Reg(0x524, "FREQUENCY", 0x04000000),
+        Reg(0x588, "ADDRESS", mask=0x7F),
+    ]
+
+
+class SerialMux51(SerialMux):
+    """0x40003000: SPI0/TWI0; 0x40004000: SPI1/SPIS1/TWI1 (chosen by ENABLE)."""
+
+    def __init__(self, soc, base, name=None):
+        Peripheral.__init__(self, soc, base, name)
+        self.instance = int(self.name[-1]) if self.name[-1].isdigit() else 0
+        self.irq = (base >> 12) & 0xFF
+        self.spi_bus = soc.spi_bus[self.instance]
+        self.i2c_bus = soc.i2c_bus[self.instance]
+        table = {1: Spi51, 5: Twi51}
+        if self.instance == 1:
+            table[2] = Spis
+        self.variants = {}
+        for val, cls in table.items():
+            v = cls(soc, base, f"{self.name}.{cls.NAME.lower()}", self.irq)
+            v.spi_bus = self.spi_bus
+            v.i2c_bus = self.i2c_bus
+            v.mux = self
+            self.variants[val] = v
+        self.reset()
+
+
+class Nvmc51(Nvmc):
+    REGISTERS = [
+        Reg(0x400, "READY", 0, RO, read="_rd_ready"),
+        Reg(0x504, "CONFIG", 0, RW, mask=0x3),
+        Reg(0x508, "ERASEPAGE", 0, RW, write="_wr_erasepage"),
+        Reg(0x50C, "ERASEALL", 0, RW, mask=1, write="_wr_eraseall"),
+        Reg(0x510, "ERASEPCR0", 0, RW, write="_wr_erasepage"),
+        Reg(0x514, "ERASEUICR", 0, RW, mask=1, write="_wr_eraseuicr"),
+    ]
+
+    def _wr_erasepage(self, new, old) -> None:
+        if not self._erase_enabled("ERASEPAGE"):
+            return
+        if new % PAGE or not (0 <= new < FLASH_SIZE):
+            self.log.warning("ERASEPAGE %#010x: not a flash page address, ignored", new)
+            return
+        self._erase(new, new + PAGE, T_ERASEPAGE)
+
+    def _wr_eraseall(self, new, old) -> None:
+        if new & 1 and self._erase_enabled("ERASEALL"):
+            self._erase(0, FLASH_SIZE, 0)
+            self._erase(UICR_BASE, UICR_BASE + PAGE, 0)
+            self._busy(T_ERASEALL)
+
+    def _wr_eraseuicr(self, new, old) -> None:
+        if new & 1 and self._erase_enabled("ERASEUICR"):
+            self._erase(UICR_BASE, UICR_BASE + PAGE, T_ERASEPAGE)
+
+
+NUM_PROG_51 = 16
+NUM_GROUPS_51 = 4
+
+
+class Ppi51(Ppi):
+    TASKS = {}
+    for _n in range(NUM_GROUPS_51):
+        TASKS[8 * _n] = f"CHG[{_n}].EN"
+        TASKS[8 * _n + 4] = f"CHG[{_n}].DIS"
+    REGISTERS = [
+        Reg(0x500, "CHEN", 0, RW, write="_wr_chen"),
+        Reg(0x504, "CHENSET", 0, RW, read="_rd_chen", write="_wr_chenset"),
+        Reg(0x508, "CHENCLR", 0, RW, read="_rd_chen", write="_wr_chenclr"),
+        Reg(0x510, "CH_EEP", 0, RW, write="_wr_map", count=NUM_PROG_51, stride=8),
+        Reg(0x514, "CH_TEP", 0, RW, write="_wr_map", count=NUM_PROG_51, stride=8),
+        Reg(0x800, "CHG", 0, RW, count=NUM_GROUPS_51),
+    ]
+
+    def reset(self) -> None:
+        super().reset()
+        # No FORK on the nRF51: the routing code reads FORK[n].TEP, which is
+        # kept at 0 (no second task) outside the declared, bus-visible set.
+        for ch in range(32):
+            self.values[0x910 + 4 * ch] = 0
+
+    def endpoints(self, ch: int):
+        if ch in FIXED:
+            return FIXED[ch]
+        if ch >= NUM_PROG_51:
+            return 0, 0                      # channels 16-19 do not exist
+        return self.values[0x510 + 8 * ch], self.values[0x514 + 8 * ch]
+
+
+class Gpio51(Gpio):
+    REGISTERS = [
+        Reg(0x504, "OUT", 0, RW, write="_wr_out"),
+        Reg(0x508, "OUTSET", 0, RW, read="_rd_out", write="_wr_outset"),
+        Reg(0x50C, "OUTCLR", 0, RW, read="_rd_out", write="_wr_outclr"),
+        Reg(0x510, "IN", 0, RO, read="_rd_in"),
+        Reg(0x514, "DIR", 0, RW, write="_wr_dir"),
+        Reg(0x518, "DIRSET", 0, RW, read="_rd_dir", write="_wr_dirset"),
+        Reg(0x51C, "DIRCLR", 0, RW, read="_rd_dir", write="_wr_dirclr"),
+        Reg(0x700, "PIN_CNF", 2, RW, mask=0x0003070F, write="_wr_pin_cnf", count=NUM_PINS),
+    ]
+
+    def reset(self) -> None:
+        # DETECT logic shared with the nRF52 model reads LATCH/DETECTMODE:
+        # held at 0 (DETECTMODE=Default, i.e. the OR of the pin conditions)
+        # outside the bus-visible registers.
+        super().reset()
+        self.values[0x520] = 0
+        self.values[0x524] = 0
+
+    def _update_detect(self) -> None:
+        self.values[0x520] = 0
+        super()._update_detect()
