@@ -101,9 +101,18 @@ class Clock:
         # called when an event is scheduled earlier than every other one, so
         # the CPU can shorten the slice it is running
         self.on_earlier_deadline: Optional[Callable[[], None]] = None
+        # every event by name: a snapshot stores pending events as (name, due
+        # tick, sequence) and re-arms the same-named events of a new machine
+        self.events: dict = {}
 
     def event(self, name: str, fn: Callable[[], None]) -> Event:
-        return Event(self, name, fn)
+        """A new event handle; ``name`` must be unique on this clock."""
+        if name in self.events:
+            raise ValueError(f"two clock events named {name!r}: event names must be unique "
+                             "(snapshots restore pending events by name)")
+        ev = Event(self, name, fn)
+        self.events[name] = ev
+        return ev
 
     # -- scheduler ---------------------------------------------------------
     def _clean(self) -> None:

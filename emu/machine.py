@@ -248,3 +248,39 @@ class Machine:
         cpu.set_reg(A.UC_ARM_REG_R0, result)
         cpu.pc = pc + 2
         return True
+
+    # ------------------------------------------------------------------
+    # snapshots (emu/snapshot.py)
+    # ------------------------------------------------------------------
+    def save_snapshot(self, path: str) -> None:
+        """Save the whole machine state to ``path`` (call between runs)."""
+        from emu import snapshot
+        snapshot.save(self, path)
+
+    def load_snapshot(self, path: str) -> dict:
+        """Restore a snapshot taken on this firmware and board; returns its metadata.
+        Raises emu.snapshot.SnapshotError (one-line message) if it does not fit."""
+        from emu import snapshot
+        return snapshot.load(self, path)
+
+    @classmethod
+    def from_snapshot(cls, path: str, firmware: Union[str, FirmwareImage, None] = None,
+                      **board_options) -> "Machine":
+        """A new machine in the state saved in ``path``.  ``firmware`` defaults to
+        the path recorded in the snapshot; board options default to the recorded
+        ones (``flash_file`` to None: the snapshot holds the NOR flash)."""
+        from emu import snapshot
+        meta, _blob = snapshot.read_snapshot(path)
+        fw = firmware if firmware is not None else (meta.get("firmware") or {}).get("path")
+        if fw is None:
+            raise snapshot.SnapshotError(f"{path}: no firmware path recorded; pass firmware=")
+        opts = dict(meta.get("board_options") or {})
+        opts.update(board_options)
+        if meta.get("board") == "pinetime":
+            opts.setdefault("flash_file", None)
+        try:
+            m = cls(fw, board=meta.get("board", "pinetime"), **opts)
+        except (FirmwareError, OSError) as e:
+            raise snapshot.SnapshotError(f"{path}: cannot load its firmware {fw}: {e}") from None
+        m.load_snapshot(path)
+        return m

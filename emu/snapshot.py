@@ -1,0 +1,679 @@
+"""Machine snapshots: the whole emulated state in one file, restored exactly.
+
+    m = Machine("firmware/build/pinetime_demo.elf", flash_file=None)
+    m.run(ms=500)
+    m.save_snapshot("booted.snap")
+    m2 = Machine.from_snapshot("booted.snap")     # same firmware, same board
+    m2.run(ms=100)                                 # same cycles, frames, console
+                                                   # as m.run(ms=100)
+
+What is saved
+-------------
+* the CPU: every core register Unicorn holds (r0-r12, LR, PC, xPSR with the
+  IT/GE bits, MSP, PSP, PRIMASK, BASEPRI, FAULTMASK, CONTROL, S0-S31,
+  FPSCR), the exception model's Python state (NVIC enable/pending/active/
+  levels and priorities, IPSR, VTOR, SCB and fault registers, sleep and
+  event register, DWT CYCCNT base), SysTick and the cycle counter;
+* every mapped memory: flash, FICR, UICR, RAM, the ROM table page;
+* the clock: ``now`` and every pending event as (name, due tick, sequence
+  number), so events due at the same tick fire in the same order;
+* every object of the machine's graph defined in an ``emu`` module:
+  peripherals (and the variants of shared-ID slots), pins, SPI/I2C buses,
+  the board's devices (display, touch, accelerometer, heart rate, NOR flash
+  contents, motor, button, battery), input timelines, the SoftDevice's
+  GATT table, event queues and connection, the phone and its central;
+  the console transcript.
+
+How objects are captured
+------------------------
+The state of an object is its instance attributes (``__dict__`` and
+``__slots__``).  Its ``save_state()`` is called first when it has one (so a
+model can flush lazy state, e.g. the ST7789's pending pixels) and its
+``load_state()`` runs on restore before the attributes are set.  Attribute
+values are encoded by type: plain data (numbers, strings, bytes, lists,
+tuples, dicts with any keys, sets, deques, Counters, numpy arrays) by
+value; a reference to another object of the machine (the I2C bus's current
+device, the active variant of a serial slot, a bound method such as a
+listener) by its path in the graph, re-resolved in the restored machine;
+a clock Event by its name; a few pure data classes (``VALUE_CLASSES``) by
+value.  Callables that are not bound methods of machine objects (the
+wiring's lambdas) are structure, rebuilt by the board, and are skipped at
+the top level of an attribute; found *inside* state (a closure queued in a
+timeline) they make the save fail with the attribute's path, never a
+silently wrong snapshot.  ``audit(machine)`` lists what was skipped.
+
+File format (version 1)
+-----------------------
+A zip archive:
+
+* ``snapshot.json``: ``{"format": "pinetime-emu-snapshot", "version": 1,
+  "board": ..., "board_options": {...}, "firmware": {"path", "sha256"},
+  "time_ticks", "cycles", "state": {...}}``; ``state`` is tagged JSON
+  (``{"$b": n}`` is blob n, ``{"$t": [...]}`` a tuple, ``{"$d": [[k, v],
+  ...]}`` a dict with non-string keys, ``{"$ref": path}`` an object of the
+  machine, ``{"$ev": name}`` a clock event, ...);
+* ``blob/N``: raw bytes (memories, frame buffers, the NOR flash), deflated.
+
+Nothing is unpickled: a snapshot is data.  A corrupt file, a snapshot from
+another firmware image (its SHA-256 over the loaded segments), another
+board or another format version raises :class:`SnapshotError` with a
+one-line message.
+
+Snapshots are taken between runs (``Machine.run`` returns at a slice
+boundary), which may be inside an interrupt handler, asleep in WFI, or with
+a DMA transfer or SPI byte in flight: all of that is state.
+
+Not modelled: the exclusive monitor of LDREX/STREX (a snapshot taken between
+the two makes the STREX succeed or fail as the restored Unicorn decides);
+host-side objects outside the machine (a GDB stub, a window, a bridge
+socket) are not saved; callbacks registered by the user (console listeners,
+``breakpoint_handler``) are kept from the machine being restored into.
+"""
+from __future__ import annotations
+
+import base64
+import collections
+import hashlib
+import io
+import json
+import logging
+import random
+import types
+import zipfile
+from typing import Any, Optional
+
+log = logging.getLogger("emu.snapshot")
+
+FORMAT = "pinetime-emu-snapshot"
+VERSION = 1
+BLOB_MIN = 256             # bytes objects at least this long go to their own zip member
+
+# Modules whose objects are never part of the saved graph (host-side or rebuilt).
+SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "emu.gdbstub", "emu.bridge", "emu.testbench",
+                "emu.scenario", "emu.png", "emu.snapshot")
+# Objects encoded by value (pure data, created at run time).
+VALUE_CLASSES = {"emu.softdevice.Attribute"}
+# Attributes that are structure, not state, even though they hold plain data.
+SKIP_ATTRS = {
+    "emu.cpu.cortexm.CortexM": {"regions", "_flash_regions", "_div_hooks", "_sev_hooks",
+                                "_mmio_cfuncs", "uc", "counter", "cs", "cost_model"},
+    "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file
+    "emu.board.pinetime.PineTime": {"flash_path", "options"},
+    "emu.board.base.Board": {"options"},
+    "emu.machine.Machine": {"board_name", "image", "symbols"},
+    "emu.buses.SpiBus": {"_selected"},                 # keyed by id(): saved by device order
+    "emu.peripherals.base.NrfPeripheral": {"_regs", "_readers", "_task_handlers", "REGISTERS",
+                                           "TASKS", "EVENTS", "SHORTS"},   # declarations
+    "emu.peripherals.ppi.Ppi": {"_attached"},         # id()s; load_model_state re-attaches
+    "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events"},   # saved apart
+}
+
+
+class SnapshotError(Exception):
+    """A snapshot cannot be written or does not fit the machine (one-line message)."""
+
+
+def _qualname(obj) -> str:
+    cls = type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _skip_attrs(obj) -> set:
+    out: set = {n for n, _v in _attr_items(obj) if _is_wiring_name(n)}
+    for cls in type(obj).__mro__:
+        out |= SKIP_ATTRS.get(f"{cls.__module__}.{cls.__qualname__}", set())
+    return out
+
+
+def _is_wiring_name(name: str) -> bool:
+    """Listener lists and callback slots are wiring, rebuilt with the machine."""
+    return name.endswith("listeners") or name.startswith("on_")
+
+
+def _is_machine_object(v) -> bool:
+    mod = type(v).__module__
+    return (mod == "emu" or mod.startswith("emu.")) and not isinstance(v, type) \
+        and type(v).__name__ != "Reg" \
+        and not callable(v) and not mod.startswith(SKIP_MODULES) \
+        and _qualname(v) not in VALUE_CLASSES and type(v).__name__ != "Event"
+
+
+def _attr_items(obj):
+    d = getattr(obj, "__dict__", None)
+    if d is not None:
+        yield from list(d.items())
+    for cls in type(obj).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if name in ("__dict__", "__weakref__"):
+                continue
+            try:
+                yield name, getattr(obj, name)
+            except AttributeError:
+                pass
+
+
+# ---------------------------------------------------------------------------
+# the object graph
+# ---------------------------------------------------------------------------
+def object_graph(machine) -> dict:
+    """path -> object for every machine object reachable from ``machine``.
+
+    Paths are attribute paths from the machine in discovery order, so two
+    machines built the same way give the same paths to the same parts.
+    """
+    paths: dict = {}
+    seen: dict = {}
+    queue = collections.deque([("machine", machine)])
+    seen[id(machine)] = "machine"
+    paths["machine"] = machine
+
+    def visit(path: str, v) -> None:
+        if _is_machine_object(v):
+            if id(v) not in seen:
+                seen[id(v)] = path
+                paths[path] = v
+                queue.append((path, v))
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(k, (str, int)):
+                    visit(f"{path}[{k!r}]", x)
+        elif isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                visit(f"{path}[{i}]", x)
+
+    while queue:
+        path, obj = queue.popleft()
+        skip = _skip_attrs(obj)
+        for name, v in _attr_items(obj):
+            if name in skip:
+                continue
+            visit(f"{path}.{name}", v)
+    return paths
+
+
+# ---------------------------------------------------------------------------
+# tagged JSON codec
+# ---------------------------------------------------------------------------
+class _Unencodable(Exception):
+    pass
+
+
+class _Encoder:
+    def __init__(self, by_id: dict):
+        self.by_id = by_id           # id(obj) -> path
+        self.blobs: list = []
+
+    def blob(self, data: bytes) -> int:
+        self.blobs.append(bytes(data))
+        return len(self.blobs) - 1
+
+    def enc(self, v, where: str):
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, int):
+            return int(v)
+        if isinstance(v, float):
+            return {"$f": repr(v)} if v != v or v in (float("inf"), float("-inf")) else v
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            tag = "$ba" if isinstance(v, bytearray) else "$by"
+            b = bytes(v)
+            if len(b) >= BLOB_MIN:
+                return {tag: {"$b": self.blob(b)}}
+            return {tag: base64.b64encode(b).decode("ascii")}
+        if isinstance(v, tuple):
+            return {"$t": [self.enc(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+        if isinstance(v, list):
+            return [self.enc(x, f"{where}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, collections.Counter):
+            return {"$ctr": [[self.enc(k, where), self.enc(x, where)] for k, x in v.items()]}
+        if isinstance(v, collections.deque):
+            return {"$dq": [self.enc(x, f"{where}[{i}]") for i, x in enumerate(v)],
+                    "maxlen": v.maxlen}
+        if isinstance(v, dict):
+            if all(isinstance(k, str) and not k.startswith("$") for k in v):
+                return {k: self.enc(x, f"{where}[{k!r}]") for k, x in v.items()}
+            return {"$d": [[self.enc(k, where), self.enc(x, f"{where}[{k!r}]")]
+                           for k, x in v.items()]}
+        if isinstance(v, (set, frozenset)):
+            items = [self.enc(x, where) for x in v]
+            items.sort(key=lambda e: json.dumps(e, sort_keys=True))
+            return {"$fs" if isinstance(v, frozenset) else "$s": items}
+        mod = type(v).__module__
+        if mod == "numpy":
+            import numpy as np
+            if isinstance(v, np.ndarray):
+                return {"$nd": {"$b": self.blob(np.ascontiguousarray(v).tobytes())},
+                        "dtype": v.dtype.str, "shape": list(v.shape)}
+            if isinstance(v, np.generic):
+                return self.enc(v.item(), where)
+        if isinstance(v, random.Random):
+            return {"$rnd": self.enc(v.getstate(), where)}
+        if type(v).__name__ == "Event" and mod == "emu.clock":
+            return {"$ev": v.name}
+        if isinstance(v, types.MethodType):
+            path = self.by_id.get(id(v.__self__))
+            if path is None:
+                raise _Unencodable(f"{where}: method {v.__func__.__qualname__} of an object "
+                                   "outside the machine")
+            return {"$m": [path, v.__func__.__name__]}
+        path = self.by_id.get(id(v))
+        if path is not None:
+            return {"$ref": path}
+        if _qualname(v) in VALUE_CLASSES:
+            return {"$obj": _qualname(v),
+                    "attrs": {k: self.enc(x, f"{where}.{k}") for k, x in _attr_items(v)}}
+        raise _Unencodable(f"{where}: {type(v).__module__}.{type(v).__qualname__} value "
+                           f"{_short(v)} cannot be saved")
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) < 60 else r[:57] + "..."
+
+
+class _Decoder:
+    def __init__(self, graph: dict, clock, blobs):
+        self.graph = graph
+        self.clock = clock
+        self.blobs = blobs
+
+    def dec(self, v):
+        if isinstance(v, list):
+            return [self.dec(x) for x in v]
+        if not isinstance(v, dict):
+            return v
+        if len(v) >= 1:
+            k = next(iter(v))
+            if k.startswith("$"):
+                return self._tagged(k, v)
+        return {k: self.dec(x) for k, x in v.items()}
+
+    def _bytes(self, x) -> bytes:
+        if isinstance(x, dict):
+            return self.blobs(x["$b"])
+        return base64.b64decode(x)
+
+    def _tagged(self, tag: str, v: dict):
+        x = v[tag]
+        if tag == "$f":
+            return float(x)
+        if tag == "$by":
+            return self._bytes(x)
+        if tag == "$ba":
+            return bytearray(self._bytes(x))
+        if tag == "$t":
+            return tuple(self.dec(e) for e in x)
+        if tag == "$d":
+            return {_hashable(self.dec(k)): self.dec(e) for k, e in x}
+        if tag == "$ctr":
+            return collections.Counter({_hashable(self.dec(k)): self.dec(e) for k, e in x})
+        if tag == "$dq":
+            return collections.deque((self.dec(e) for e in x), v.get("maxlen"))
+        if tag == "$s":
+            return {_hashable(self.dec(e)) for e in x}
+        if tag == "$fs":
+            return frozenset(_hashable(self.dec(e)) for e in x)
+        if tag == "$nd":
+            import numpy as np
+            arr = np.frombuffer(self._bytes(x), dtype=np.dtype(v["dtype"]))
+            return arr.reshape(v["shape"]).copy()
+        if tag == "$rnd":
+            r = random.Random()
+            r.setstate(self.dec(x))
+            return r
+        if tag == "$ev":
+            ev = self.clock.events.get(x)
+            if ev is None:
+                raise SnapshotError(f"the snapshot refers to clock event {x!r}, which this "
+                                    "machine does not have")
+            return ev
+        if tag == "$m":
+            obj = self._ref(x[0])
+            return getattr(obj, x[1])
+        if tag == "$ref":
+            return self._ref(x)
+        if tag == "$obj":
+            return self._value_object(x, v["attrs"])
+        raise SnapshotError(f"unknown tag {tag!r} in snapshot data")
+
+    def _ref(self, path: str):
+        obj = self.graph.get(path)
+        if obj is None:
+            raise SnapshotError(f"the snapshot refers to {path}, which this machine does not have")
+        return obj
+
+    def _value_object(self, qualname: str, attrs: dict):
+        if qualname not in VALUE_CLASSES:
+            raise SnapshotError(f"class {qualname} may not be created from a snapshot")
+        import importlib
+        mod, _, name = qualname.rpartition(".")
+        cls = getattr(importlib.import_module(mod), name)
+        obj = cls.__new__(cls)
+        for k, x in attrs.items():
+            setattr(obj, k, self.dec(x))
+        return obj
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, bytearray):
+        return bytes(v)
+    return v
+
+
+# ---------------------------------------------------------------------------
+# capture and restore of one object
+# ---------------------------------------------------------------------------
+def _top_level_structure(v) -> bool:
+    """A callable (or a container of only callables) set up by the wiring."""
+    if isinstance(v, types.MethodType):
+        return False             # bound methods of machine objects are encodable refs
+    if callable(v) and not _is_machine_object(v) and type(v).__module__ != "numpy":
+        return True
+    if isinstance(v, dict):
+        v = list(v.values())
+    if isinstance(v, (list, tuple)) and v and all(callable(x) and not _is_machine_object(x)
+                                                  for x in v):
+        return True              # listeners, handler tables
+    return False
+
+
+_NEVER_SAVED_TYPES = ("logging", "unicorn", "capstone", "ctypes", "_ctypes", "emu.loader",
+                      "emu.cpu.cycles", "emu.gdbstub", "emu.bridge", "_io", "socket",
+                      "threading", "emu.testbench", "emu.scenario")
+
+
+def _capture(obj, enc: _Encoder, path: str, skipped: Optional[list] = None) -> dict:
+    skip = _skip_attrs(obj)
+    attrs = {}
+    for name, v in _attr_items(obj):
+        if name in skip:
+            continue
+        if type(v).__module__.startswith(_NEVER_SAVED_TYPES):
+            if skipped is not None:
+                skipped.append((path, name, type(v).__name__))
+            continue
+        if _top_level_structure(v):
+            if skipped is not None:
+                skipped.append((path, name, "callable"))
+            continue
+        try:
+            attrs[name] = enc.enc(v, f"{path}.{name}")
+        except _Unencodable as e:
+            if skipped is None:
+                raise SnapshotError(f"cannot snapshot: {e}") from None
+            skipped.append((path, name, f"UNENCODABLE: {e}"))
+    return attrs
+
+
+def _restore(obj, attrs: dict, dec: _Decoder) -> None:
+    for name, x in attrs.items():
+        try:
+            setattr(obj, name, dec.dec(x))
+        except AttributeError:
+            # a read-only property shadowing nothing: state lives elsewhere
+            log.debug("attribute %s of %s not settable", name, type(obj).__name__)
+
+
+# ---------------------------------------------------------------------------
+# CPU registers
+# ---------------------------------------------------------------------------
+def _cpu_reg_ids(cpu) -> list:
+    from unicorn import arm_const as A
+    ids = [("r%d" % i, A.UC_ARM_REG_R0 + i) for i in range(13)]
+    ids += [("lr", A.UC_ARM_REG_LR), ("pc", A.UC_ARM_REG_PC), ("xpsr", A.UC_ARM_REG_XPSR),
+            ("msp", A.UC_ARM_REG_MSP), ("psp", A.UC_ARM_REG_PSP),
+            ("primask", A.UC_ARM_REG_PRIMASK), ("control", A.UC_ARM_REG_CONTROL)]
+    if cpu.profile == "m4":
+        ids += [("basepri", A.UC_ARM_REG_BASEPRI), ("faultmask", A.UC_ARM_REG_FAULTMASK),
+                ("fpscr", A.UC_ARM_REG_FPSCR)]
+        ids += [("s%d" % i, A.UC_ARM_REG_S0 + i) for i in range(32)]
+    return ids
+
+
+def save_cpu_registers(cpu) -> dict:
+    uc = cpu.uc
+    return {n: uc.reg_read(rid) for n, rid in _cpu_reg_ids(cpu)}
+
+
+def load_cpu_registers(cpu, regs: dict) -> None:
+    from unicorn import arm_const as A
+    uc = cpu.uc
+    ids = dict(_cpu_reg_ids(cpu))
+    ipsr = cpu._ipsr
+    # mode first (IPSR, CONTROL select the banked SP), then both stack pointers
+    uc.reg_write(A.UC_ARM_REG_IPSR, ipsr)
+    uc.reg_write(A.UC_ARM_REG_CONTROL, regs["control"])
+    uc.reg_write(A.UC_ARM_REG_MSP, regs["msp"])
+    uc.reg_write(A.UC_ARM_REG_PSP, regs["psp"])
+    for name, value in regs.items():
+        if name in ("xpsr", "control", "msp", "psp", "pc"):
+            continue
+        uc.reg_write(ids[name], value)
+    uc.reg_write(A.UC_ARM_REG_XPSR, (regs["xpsr"] & ~0x1FF) | ipsr)
+    cpu._refresh_flags()
+    uc.reg_write(A.UC_ARM_REG_PC, regs["pc"] & ~1)
+
+
+# ---------------------------------------------------------------------------
+# save / load
+# ---------------------------------------------------------------------------
+def firmware_hash(machine) -> Optional[str]:
+    img = machine.image
+    if img is None:
+        return None
+    h = hashlib.sha256()
+    for addr, data in sorted(img.segments, key=lambda s: s[0]):
+        h.update(addr.to_bytes(4, "little"))
+        h.update(len(data).to_bytes(4, "little"))
+        h.update(bytes(data))
+    return h.hexdigest()
+
+
+def _board_options(machine) -> dict:
+    opts = {}
+    for k, v in (getattr(machine.board, "options", None) or {}).items():
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            opts[k] = v
+    return opts
+
+
+def _memory_regions(cpu):
+    return [(s, e, name) for (s, e, kind, name) in cpu.regions if kind in ("ram", "flash")]
+
+
+def build_state(machine) -> tuple:
+    """(metadata dict, blobs) for ``machine``: everything a snapshot holds."""
+    if getattr(machine.cpu, "_running", False):
+        raise SnapshotError("cannot snapshot while the CPU is running (call between runs)")
+    graph = object_graph(machine)
+    by_id = {id(o): p for p, o in graph.items()}
+    enc = _Encoder(by_id)
+    cpu = machine.cpu
+    clock = machine.clock
+    _check_event_names(clock)
+    objects = {}
+    for path, obj in graph.items():
+        entry = {}
+        if path != "machine" and hasattr(obj, "save_state") and callable(obj.save_state):
+            try:
+                entry["saved"] = enc.enc(obj.save_state(), f"{path}.save_state()")
+            except _Unencodable as e:
+                raise SnapshotError(f"cannot snapshot: {e}") from None
+        entry["attrs"] = _capture(obj, enc, path)
+        objects[path] = entry
+    spi = {}
+    for path, obj in graph.items():
+        if _qualname(obj) == "emu.buses.SpiBus":
+            spi[path] = [bool(obj._selected.get(id(d), False)) for d, _pin in obj.devices]
+    live = [(w, s, e.name) for (w, s, e) in clock._heap if e._seq == s and e.when == w]
+    live.sort()
+    memories = []
+    for s, e, name in _memory_regions(cpu):
+        memories.append({"name": name, "start": s, "size": e - s,
+                         "data": {"$b": enc.blob(cpu.read_mem(s, e - s))}})
+    state = {
+        "clock": {"now": clock.now, "seq": clock._seq,
+                  "events": [[w, s, n] for (w, s, n) in live]},
+        "cpu": {"registers": save_cpu_registers(cpu),
+                "counter": {"cycles": cpu.cs.cycles, "blocks": int(cpu.cs.blocks)}},
+        "memories": memories,
+        "objects": objects,
+        "spi_selected": spi,
+    }
+    meta = {
+        "format": FORMAT, "version": VERSION,
+        "board": machine.board_name,
+        "board_options": _board_options(machine),
+        "firmware": {"path": machine.image.path if machine.image else None,
+                     "sha256": firmware_hash(machine)},
+        "time_ticks": clock.now, "cycles": cpu.cs.cycles,
+        "state": state,
+    }
+    return meta, enc.blobs
+
+
+def save(machine, path: str) -> None:
+    """Write ``machine``'s whole state to ``path``."""
+    meta, blobs = build_state(machine)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as z:
+        z.writestr("snapshot.json", json.dumps(meta, separators=(",", ":")))
+        for i, b in enumerate(blobs):
+            z.writestr(f"blob/{i}", b)
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+
+
+def read_snapshot(path: str) -> tuple:
+    """(metadata, blob reader) from a snapshot file; SnapshotError if it is not one."""
+    try:
+        z = zipfile.ZipFile(path)
+        meta = json.loads(z.read("snapshot.json").decode("utf-8"))
+    except FileNotFoundError:
+        raise SnapshotError(f"{path}: no such file") from None
+    except (zipfile.BadZipFile, KeyError, ValueError, UnicodeDecodeError, OSError) as e:
+        raise SnapshotError(f"{path}: not a pinetime-emu snapshot or corrupt ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise SnapshotError(f"{path}: not a pinetime-emu snapshot")
+    if meta.get("version") != VERSION:
+        raise SnapshotError(f"{path}: snapshot format version {meta.get('version')} "
+                            f"(this emulator reads version {VERSION})")
+
+    def blob(i: int) -> bytes:
+        try:
+            return z.read(f"blob/{int(i)}")
+        except (KeyError, zipfile.BadZipFile, ValueError, OSError) as e:
+            raise SnapshotError(f"{path}: corrupt snapshot (blob {i}: {e})") from None
+    return meta, blob
+
+
+def check_compatible(machine, meta: dict, path: str = "snapshot") -> None:
+    if meta.get("board") != machine.board_name:
+        raise SnapshotError(f"{path} was taken on board {meta.get('board')!r}, "
+                            f"this machine is {machine.board_name!r}")
+    want = (meta.get("firmware") or {}).get("sha256")
+    have = firmware_hash(machine)
+    if want != have:
+        raise SnapshotError(f"{path} was taken with another firmware image "
+                            f"({(meta.get('firmware') or {}).get('path')}, sha256 "
+                            f"{str(want)[:12]}...); this machine runs "
+                            f"{machine.image.path if machine.image else 'no firmware'} "
+                            f"(sha256 {str(have)[:12]}...)")
+
+
+def load(machine, path: str) -> dict:
+    """Restore the state saved in ``path`` into ``machine`` (built for the same
+    firmware and board).  Returns the snapshot's metadata."""
+    meta, blob = read_snapshot(path)
+    check_compatible(machine, meta, path)
+    try:
+        apply_state(machine, meta["state"], blob)
+    except SnapshotError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise SnapshotError(f"{path}: corrupt or incompatible snapshot "
+                            f"({type(e).__name__}: {e})") from None
+    return meta
+
+
+def apply_state(machine, state: dict, blob) -> None:
+    cpu = machine.cpu
+    clock = machine.clock
+    graph = object_graph(machine)
+    dec = _Decoder(graph, clock, blob)
+    missing = [p for p in state["objects"] if p not in graph]
+    if missing:
+        raise SnapshotError(f"the snapshot has parts this machine lacks: {', '.join(missing[:5])}")
+    # memories (and forget translated code and block costs)
+    regions = {name: (s, e) for s, e, name in _memory_regions(cpu)}
+    for m in state["memories"]:
+        s, e = regions.get(m["name"], (None, None))
+        data = dec._bytes(m["data"])
+        if s != m["start"] or e - s != m["size"] or len(data) != m["size"]:
+            raise SnapshotError(f"memory region {m['name']} does not match this machine")
+        cpu.write_mem(s, data)
+        cpu.uc.ctl_remove_cache(s, e)
+    cpu.counter.clear()
+    # objects: their own load_state first, then every attribute
+    for path, entry in state["objects"].items():
+        obj = graph[path]
+        if "saved" in entry and hasattr(obj, "load_state"):
+            obj.load_state(dec.dec(entry["saved"]))
+    for path, entry in state["objects"].items():
+        obj = graph[path]
+        fresh = {n for n, v in _attr_items(obj)}
+        for name in fresh - set(entry["attrs"]) - _skip_attrs(obj):
+            v = getattr(obj, name, None)
+            if not _top_level_structure(v) and not type(v).__module__.startswith(
+                    _NEVER_SAVED_TYPES) and name in getattr(obj, "__dict__", {}):
+                delattr(obj, name)       # absent when the snapshot was taken
+        _restore(obj, entry["attrs"], dec)
+    for path, sel in state.get("spi_selected", {}).items():
+        bus = graph[path]
+        for (d, _pin), s in zip(bus.devices, sel):
+            bus._selected[id(d)] = bool(s)
+    # CPU registers after the exception model's attributes (IPSR lives there)
+    load_cpu_registers(cpu, state["cpu"]["registers"])
+    cpu.cs.cycles = state["cpu"]["counter"]["cycles"]
+    cpu.cs.blocks = state["cpu"]["counter"]["blocks"]
+    cpu.cs.stop_flag = 0
+    cpu.cs.mask_watch = 0
+    # the clock last: exactly the saved events, in their saved order
+    c = state["clock"]
+    for ev in clock.events.values():
+        ev.when = None
+        ev._seq = -1
+    heap = []
+    for when, seq, name in c["events"]:
+        ev = clock.events.get(name)
+        if ev is None:
+            raise SnapshotError(f"the snapshot has a pending event {name!r} this machine "
+                                "does not have")
+        ev.when = when
+        ev._seq = seq
+        heap.append((when, seq, ev))
+    import heapq
+    heapq.heapify(heap)
+    clock._heap = heap
+    clock.now = c["now"]
+    clock._seq = c["seq"]
+    clock._clean()
+
+
+def _check_event_names(clock) -> None:
+    dups = getattr(clock, "duplicate_event_names", None)
+    if dups:
+        raise SnapshotError(f"clock events with the same name cannot be told apart: "
+                            f"{', '.join(sorted(dups))}")
+
+
+def audit(machine) -> list:
+    """(path, attribute, why) for every attribute a snapshot leaves out."""
+    graph = object_graph(machine)
+    enc = _Encoder({id(o): p for p, o in graph.items()})
+    skipped: list = []
+    for path, obj in graph.items():
+        _capture(obj, enc, path, skipped)
+    return skipped
