@@ -44,7 +44,7 @@ class Cst816s:
         self.name = name
         self.int_pin = int_pin
         self.rst_pin = rst_pin
-        self.timeline = Timeline(clock, f"{name}.input")
+        self.timeline = Timeline(clock, f"{name}.input", owner=self)
         self.reports: list = []            # (tick, gesture, x, y) delivered
         self.in_reset = False
         if rst_pin is not None:
@@ -60,8 +60,8 @@ class Cst816s:
 
     def long_press(self, x: int, y: int, delay_ms: float = 0) -> None:
         """Finger down at now+delay; the long-press report comes 1 s later."""
-        self.timeline.after(int(delay_ms * TICKS_PER_MS) + LONG_PRESS_TICKS,
-                            lambda: self._report(LONG_PRESS, x, y))
+        self.timeline.call_after(int(delay_ms * TICKS_PER_MS) + LONG_PRESS_TICKS,
+                                 "_report", LONG_PRESS, x, y)
 
     def swipe(self, direction: str, delay_ms: float = 0) -> None:
         if direction not in SWIPES:
@@ -107,7 +107,7 @@ class Cst816s:
 
     # ------------------------------------------------------------- private
     def _schedule(self, delay_ms: float, gesture: int, x: int, y: int) -> None:
-        self.timeline.after(int(delay_ms * TICKS_PER_MS), lambda: self._report(gesture, x, y))
+        self.timeline.call_after(int(delay_ms * TICKS_PER_MS), "_report", gesture, x, y)
 
     def _report(self, gesture: int, x: int, y: int) -> None:
         if self.in_reset or self.asleep:
@@ -122,7 +122,7 @@ class Cst816s:
         r[0x06] = y & 0xFF
         self.reports.append((self.clock.now, gesture, x, y))
         self._int_low(True)
-        self.timeline.after(INT_PULSE_TICKS, lambda: self._int_low(False))
+        self.timeline.call_after(INT_PULSE_TICKS, "_int_low", False)
 
     def _int_low(self, low: bool) -> None:
         if self.int_pin is not None:

@@ -98,7 +98,7 @@ class Button:
         self.enable_pin = enable_pin
         self.name = name
         self._pressed = False
-        self.timeline = Timeline(clock, f"{name}.input")
+        self.timeline = Timeline(clock, f"{name}.input", owner=self)
         enable_pin.on_change(lambda _l: self._update())
 
     @property
@@ -120,7 +120,7 @@ class Button:
         if delay_ms <= 0 and not self.timeline.pending:
             self._set(pressed)
         else:
-            self.timeline.after(int(round(delay_ms * TICKS_PER_MS)), lambda: self._set(pressed))
+            self.timeline.call_after(int(round(delay_ms * TICKS_PER_MS)), "_set", pressed)
 
     def _set(self, pressed: bool) -> None:
         self._pressed = pressed

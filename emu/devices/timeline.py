@@ -2,6 +2,12 @@
 
 One clock event per device, re-armed to the earliest queued action, so
 scripted inputs (touch, button) happen at exact ticks.
+
+Actions queued with :meth:`Timeline.call_at` / :meth:`Timeline.call_after`
+name a method of the timeline's ``owner`` and its arguments: they are data,
+so a machine snapshot saves and restores them.  Actions queued as arbitrary
+callables (:meth:`Timeline.at`) still work but make a snapshot fail while
+they are pending.
 """
 from __future__ import annotations
 
@@ -10,8 +16,9 @@ from typing import Callable
 
 
 class Timeline:
-    def __init__(self, clock, name: str):
+    def __init__(self, clock, name: str, owner=None):
         self.clock = clock
+        self.owner = owner
         self._q: list = []
         self._seq = 0
         self._ev = clock.event(name, self._fire)
@@ -24,6 +31,16 @@ class Timeline:
 
     def after(self, ticks: int, fn: Callable[[], None]) -> None:
         self.at(self.clock.now + int(ticks), fn)
+
+    def call_at(self, tick: int, method: str, *args) -> None:
+        """At ``tick``, call ``owner.<method>(*args)`` (saved by snapshots)."""
+        tick = max(int(tick), self.clock.now)
+        self._seq += 1
+        heapq.heappush(self._q, (tick, self._seq, method, args))
+        self._rearm()
+
+    def call_after(self, ticks: int, method: str, *args) -> None:
+        self.call_at(self.clock.now + int(ticks), method, *args)
 
     def clear(self) -> None:
         self._q.clear()
@@ -43,6 +60,9 @@ class Timeline:
     def _fire(self) -> None:
         now = self.clock.now
         while self._q and self._q[0][0] <= now:
-            _, _, fn = heapq.heappop(self._q)
-            fn()
+            entry = heapq.heappop(self._q)
+            if len(entry) == 4:
+                getattr(self.owner, entry[2])(*entry[3])
+            else:
+                entry[2]()
         self._rearm()
