@@ -453,7 +453,8 @@ def load_cpu_registers(cpu, regs: dict) -> None:
         uc.reg_write(ids[name], value)
     uc.reg_write(A.UC_ARM_REG_XPSR, (regs["xpsr"] & ~0x1FF) | ipsr)
     cpu._refresh_flags()
-    uc.reg_write(A.UC_ARM_REG_PC, regs["pc"] & ~1)
+    # PC bit 0 sets Unicorn's Thumb state (xPSR.T) as emu_start would
+    uc.reg_write(A.UC_ARM_REG_PC, (regs["pc"] & ~1) | ((regs["xpsr"] >> 24) & 1))
 
 
 # ---------------------------------------------------------------------------

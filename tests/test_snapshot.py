@@ -1,0 +1,207 @@
+"""Machine snapshots (emu/snapshot.py): save at time T, restore into a fresh
+machine, run both N ms, and everything observable must be identical: the
+clock and cycle counter, the screen bytes, the console bytes, every pin,
+and the whole saved state (every model's attributes, memories, pending
+events) of the two machines.
+
+The snapshot moments are chosen to be awkward: inside an interrupt handler
+with an SPIM EasyDMA transfer in flight and events pending, and with
+scripted touch/button input still queued.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+
+import pytest
+
+from emu.machine import Machine
+from emu.snapshot import SnapshotError, audit, build_state
+
+WASP_HEX = os.path.expanduser("~/.cache/pinetime-emu/wasp-os/upstream/micropython.hex")
+
+
+def observable(m: Machine) -> dict:
+    return {"now": m.clock.now, "cycles": m.cpu.cycles,
+            "screen": hashlib.sha256(m.board.display.mem.tobytes()).hexdigest(),
+            "console": bytes(m.console), "pins": [p.level for p in m.soc.pins],
+            "pc": m.cpu.pc, "ipsr": m.cpu.ipsr}
+
+
+def full_state(m: Machine) -> str:
+    """Everything a snapshot would hold, as one comparable string."""
+    meta, blobs = build_state(m)
+    meta["firmware"]["path"] = None
+    return json.dumps(meta, sort_keys=True) + "".join(
+        hashlib.sha256(b).hexdigest() for b in blobs)
+
+
+def assert_same(a: Machine, b: Machine) -> None:
+    oa, ob = observable(a), observable(b)
+    for k in oa:
+        assert oa[k] == ob[k], f"{k} differs after restore: {oa[k]!r:.200} vs {ob[k]!r:.200}"
+    assert full_state(a) == full_state(b)
+
+
+def continue_and_compare(m: Machine, path: str, ms: float, steps: int = 1) -> Machine:
+    """Save m to path, restore into a fresh machine, run both, compare."""
+    m.save_snapshot(path)
+    r = Machine.from_snapshot(path)
+    assert_same(m, r)                               # identical right after restore
+    for _ in range(steps):
+        ra = m.run(ms=ms / steps)
+        rb = r.run(ms=ms / steps)
+        assert ra.reason == rb.reason
+        assert_same(m, r)
+    return r
+
+
+def run_into_handler(m: Machine, timeout_ms: float = 50) -> None:
+    assert m.run_until(lambda: m.cpu.ipsr >= 16, timeout_ms=timeout_ms, poll_ms=0.01)
+
+
+def test_busy_firmware_inside_interrupt_with_dma_in_flight(tmp_path, fw):
+    m = Machine(fw("snapshot_busy"), flash_file=None)
+    m.run(ms=37)
+    # stop inside an IRQ handler while the SPIM's END event is still pending
+    for _ in range(200):
+        run_into_handler(m)
+        if m.soc.peripherals["serial0"].active._end.pending:
+            break
+        m.run(us=13)
+    cpu = m.cpu
+    assert cpu.ipsr >= 16, "not in an interrupt handler"
+    assert m.soc.peripherals["serial0"].active._end.pending, "no DMA transfer in flight"
+    names = {n for _w, n in m.clock.pending_events()}
+    assert {"rtc1.next", "timer0.compare", "systick"} <= names
+    r = continue_and_compare(m, str(tmp_path / "busy.snap"), ms=60, steps=3)
+    assert b"frames=" in r.console[len(r.console) - 200:]
+
+
+def test_busy_firmware_many_moments(tmp_path, fw):
+    """Snapshots at several odd times (in thread mode, asleep, mid-TWI)."""
+    m = Machine(fw("snapshot_busy"), flash_file=None)
+    for t in (3.1, 11.7, 0.013):
+        m.run(ms=t)
+        continue_and_compare(m, str(tmp_path / "t.snap"), ms=7)
+
+
+def test_demo_firmware_with_input_queued(tmp_path, fw):
+    m = Machine(fw("pinetime_demo"), flash_file=None)
+    m.run(ms=120)
+    m.board.touch.tap(100, 120, delay_ms=5)
+    m.board.button.hold(30, delay_ms=2)
+    assert m.board.touch.timeline.pending and m.board.button.timeline.pending
+    r = continue_and_compare(m, str(tmp_path / "demo.snap"), ms=200, steps=2)
+    assert r.board.touch.reports == m.board.touch.reports and r.board.touch.reports
+
+
+def test_load_into_a_machine_that_already_ran(tmp_path, fw):
+    """A test suite boots once and restores the booted state before each test."""
+    path = str(tmp_path / "boot.snap")
+    m = Machine(fw("snapshot_busy"), flash_file=None)
+    m.run(ms=20)
+    m.save_snapshot(path)
+    m.run(ms=15)
+    first = observable(m)
+    m.load_snapshot(path)
+    m.run(ms=15)
+    assert observable(m) == first
+
+
+def test_restored_machine_differs_if_state_is_lost(tmp_path, fw):
+    """The comparison can fail: drop one model's state and the runs diverge."""
+    path = str(tmp_path / "x.snap")
+    m = Machine(fw("snapshot_busy"), flash_file=None)
+    m.run(ms=21)
+    m.save_snapshot(path)
+    r = Machine.from_snapshot(path)
+    r.soc.peripherals["rtc1"].load_model_state({})      # harmless
+    r.cpu.systick.rvr = 1000                              # lose SysTick's reload value
+    m.run(ms=10)
+    r.run(ms=10)
+    assert observable(m) != observable(r)
+
+
+def test_every_attribute_is_saved_or_wiring(fw):
+    """audit() lists what a snapshot leaves out: only loggers and wiring callbacks."""
+    m = Machine(fw("snapshot_busy"), flash_file=None)
+    m.run(ms=5)
+    m.board.touch.tap(10, 10, delay_ms=1)
+    left_out = audit(m)
+    bad = [x for x in left_out if x[2] not in ("Logger", "callable")]
+    assert not bad, bad
+
+
+def test_event_names_are_unique():
+    from emu.clock import Clock
+    c = Clock()
+    c.event("a.x", lambda: None)
+    with pytest.raises(ValueError, match="a.x"):
+        c.event("a.x", lambda: None)
+    for board in ("pinetime", "nrf52832", "microbit"):
+        opts = {"flash_file": None} if board == "pinetime" else {}
+        Machine(None, board=board, **opts)       # building would raise on a duplicate
+
+
+def test_scripted_closure_in_a_timeline_is_refused(tmp_path, fw):
+    m = Machine(fw("pinetime_demo"), flash_file=None)
+    m.board.touch.timeline.after(1000, lambda: None)
+    with pytest.raises(SnapshotError, match="timeline"):
+        m.save_snapshot(str(tmp_path / "y.snap"))
+
+
+# -- mismatches and corruption: one-line errors ------------------------------
+def _snap(tmp_path, fw, name="pinetime_demo") -> str:
+    path = str(tmp_path / f"{name}.snap")
+    m = Machine(fw(name), flash_file=None)
+    m.run(ms=2)
+    m.save_snapshot(path)
+    return path
+
+
+def test_other_firmware_is_refused(tmp_path, fw):
+    path = _snap(tmp_path, fw)
+    other = Machine(fw("snapshot_busy"), flash_file=None)
+    with pytest.raises(SnapshotError, match="another firmware image") as e:
+        other.load_snapshot(path)
+    assert "\n" not in str(e.value)
+
+
+def test_other_board_is_refused(tmp_path, fw):
+    path = _snap(tmp_path, fw)
+    bare = Machine(fw("pinetime_demo"), board="nrf52832")
+    with pytest.raises(SnapshotError, match="board 'pinetime'"):
+        bare.load_snapshot(path)
+
+
+def test_other_version_and_corrupt_files_are_refused(tmp_path, fw):
+    path = _snap(tmp_path, fw)
+    with zipfile.ZipFile(path) as z:
+        meta = json.loads(z.read("snapshot.json"))
+        blobs = {n: z.read(n) for n in z.namelist() if n != "snapshot.json"}
+    meta["version"] = 99
+    bad = str(tmp_path / "v99.snap")
+    with zipfile.ZipFile(bad, "w") as z:
+        z.writestr("snapshot.json", json.dumps(meta))
+        for n, b in blobs.items():
+            z.writestr(n, b)
+    with pytest.raises(SnapshotError, match="version 99"):
+        Machine.from_snapshot(bad)
+    junk = tmp_path / "junk.snap"
+    junk.write_bytes(open(path, "rb").read()[:500])
+    with pytest.raises(SnapshotError, match="corrupt"):
+        Machine.from_snapshot(str(junk))
+    with pytest.raises(SnapshotError, match="no such file"):
+        Machine.from_snapshot(str(tmp_path / "missing.snap"))
+
+
+@pytest.mark.skipif(not os.environ.get("PINETIME_EMU_SLOW_TESTS"),
+                    reason="slow (~1 min): set PINETIME_EMU_SLOW_TESTS=1")
+@pytest.mark.skipif(not os.path.exists(WASP_HEX), reason="real wasp-os image not downloaded")
+def test_real_wasp_os(tmp_path):
+    m = Machine(WASP_HEX, flash_file=None)
+    m.run(seconds=3)
+    continue_and_compare(m, str(tmp_path / "wasp.snap"), ms=500, steps=2)
