@@ -11,10 +11,12 @@ project with pinetime-emu installed can write::
         m = watch()                       # a fresh Machine for this test
         wait_for_text(m, "ready", timeout_ms=500)
 
-``watch(firmware=None, board=None, **board_options)`` returns a new
-:class:`emu.machine.Machine` each call.  The firmware comes from the
-argument, else the nearest ``pinetime_firmware`` marker, else the
-``--pinetime-firmware`` option; the board from the argument, the marker's
+``watch(firmware=None, board=None, boot_ms=None, **board_options)`` returns
+a new :class:`emu.machine.Machine` each call; with ``boot_ms`` the machine
+is already booted that far: the first test boots and snapshots it, the
+others restore the snapshot (:func:`emu.testbench.booted`).  The firmware
+comes from the argument, else the nearest ``pinetime_firmware`` marker,
+else the ``--pinetime-firmware`` option; the board from the argument, the marker's
 ``board=``, ``--pinetime-board``, else ``pinetime``.  Relative paths are
 tried against the rootdir, then the test file's directory.  On the PineTime
 board the NOR flash is kept in memory (no flash file) unless the test passes
@@ -26,8 +28,9 @@ screen (when the board has one) is saved as a PNG whose path the section
 names (under ``--pinetime-artifacts``, default the pytest temporary
 directory).
 
-Not modelled / limits: machines are not shared between tests (no
-session-scoped watch); no automatic golden-screen update switch.
+Not modelled / limits: machines are not shared between tests (a booted
+state is shared through its snapshot, ``boot_ms``); no automatic
+golden-screen update switch.
 """
 from __future__ import annotations
 
@@ -76,7 +79,8 @@ def watch(request):
     machines: list = []
     item.stash[_MACHINES] = machines
 
-    def make(firmware: Optional[str] = None, board: Optional[str] = None, **options):
+    def make(firmware: Optional[str] = None, board: Optional[str] = None,
+             boot_ms: Optional[float] = None, **options):
         marker = item.get_closest_marker("pinetime_firmware")
         mk_fw = mk_board = None
         if marker is not None:
@@ -90,7 +94,11 @@ def watch(request):
         b = board or mk_board or config.getoption("pinetime_board") or "pinetime"
         if b == "pinetime":
             options.setdefault("flash_file", None)
-        m = Machine(_resolve(config, item, str(fw)), board=b, **options)
+        if boot_ms is not None:
+            from emu.testbench import booted
+            m = booted(_resolve(config, item, str(fw)), boot_ms, board=b, **options)
+        else:
+            m = Machine(_resolve(config, item, str(fw)), board=b, **options)
         machines.append(m)
         return m
 

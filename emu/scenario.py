@@ -19,9 +19,13 @@ and ``board``, or just the list of steps.  Each step is a one-key mapping::
       - screenshot: out/screen.png
       - expect_screen: {png: golden.png, tolerance: 8, mask: [[0, 0, 240, 20]]}
       - expect_motor: on                          # on | off
+      - save_snapshot: out/booted.snap            # the whole machine state to a file
+      - load_snapshot: out/booted.snap            # back to it (same firmware and board)
 
 Paths in steps are relative to the scenario file.  Each scenario gets a
-fresh machine; after a failing step the rest of that scenario is skipped.
+fresh machine (with ``--snapshot FILE``: a machine restored from FILE, so a
+suite boots once and every scenario starts from the booted state); after a
+failing step the rest of that scenario is skipped.
 Output is one line per step, ``PASS``/``FAIL``/``SKIP`` with the emulated
 time; a failure says what was seen instead.  Exit status: 0 all passed, 1
 any failed, 2 bad input (unreadable scenario, unknown step, bad arguments,
@@ -190,6 +194,11 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
     elif kind == "expect_motor":
         a = {"on": _onoff(v, where)}
         label = f"expect_motor {'on' if a['on'] else 'off'}"
+    elif kind in ("save_snapshot", "load_snapshot"):
+        if not isinstance(v, str) or not v:
+            raise ScenarioError(f"{where}: expected a snapshot file path")
+        a = {"path": os.path.join(base, v)}
+        label = f"{kind} {v}"
     else:
         raise ScenarioError(f"step {index}: unknown step {kind!r} (known: {', '.join(STEPS)})")
     return Step(kind, a, label, index)
@@ -307,11 +316,25 @@ def _do_expect_motor(m, a):
         _fail(m, f"motor {'on' if a['on'] else 'off'}", f"motor {'on' if on else 'off'}")
 
 
+def _do_save_snapshot(m, a):
+    os.makedirs(os.path.dirname(a["path"]) or ".", exist_ok=True)
+    m.save_snapshot(a["path"])
+
+
+def _do_load_snapshot(m, a):
+    from emu.snapshot import SnapshotError
+    try:
+        m.load_snapshot(a["path"])
+    except SnapshotError as e:
+        _fail(m, f"snapshot {os.path.basename(a['path'])} restored", str(e))
+
+
 STEPS: dict = {
     "run": _do_run, "wait_text": _do_wait_text, "expect_text": _do_wait_text,
     "wait_symbol": _do_wait_symbol, "tap": _do_tap, "swipe": _do_swipe, "button": _do_button,
     "expect_pin": _do_expect_pin, "screenshot": _do_screenshot,
     "expect_screen": _do_expect_screen, "expect_motor": _do_expect_motor,
+    "save_snapshot": _do_save_snapshot, "load_snapshot": _do_load_snapshot,
 }
 
 
@@ -372,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--board", default=None,
                    help="board (default: the scenario's 'board', else pinetime)")
     p.add_argument("--junit", metavar="OUT.xml", help="write a JUnit XML report")
+    p.add_argument("--snapshot", metavar="FILE", default=None,
+                   help="start every scenario from this machine snapshot (taken on the same "
+                        "firmware and board, e.g. with 'pinetime-emu run --save-snapshot')")
     return p
 
 
@@ -400,6 +426,7 @@ def main(argv: Optional[list] = None, out=None) -> int:
             return _usage_error(f"{sc.path}: unknown board {sc.board!r}")
     if not os.path.exists(args.firmware):
         return _usage_error(f"{args.firmware}: no such file")
+    from emu.snapshot import SnapshotError
     for sc in scenarios:
         board = args.board or sc.board or "pinetime"
         print(f"scenario {sc.name} ({sc.path}) on {board}", file=out)
@@ -407,7 +434,9 @@ def main(argv: Optional[list] = None, out=None) -> int:
             # hermetic: the PineTime's NOR flash starts blank in memory, no file
             opts = {"flash_file": None} if board == "pinetime" else {}
             m = Machine(args.firmware, board=board, **opts)
-        except FirmwareError as e:
+            if args.snapshot is not None:
+                m.load_snapshot(args.snapshot)
+        except (FirmwareError, SnapshotError) as e:
             return _usage_error(str(e))
         run_scenario(sc, m, out)
         nfail = sum(r.status == "FAIL" for r in sc.results)

@@ -12,6 +12,13 @@ which it held.  On timeout it raises :class:`ExpectationFailed` carrying the
 emulated time and what was seen instead (the console tail, the pixel's
 colour, the pin's level, where the PC was), so a failing test says why.
 
+Boot once, test many: :func:`booted` returns a machine in the state a
+firmware reaches after ``boot_ms``; the first call for a (firmware, board,
+options, boot_ms) boots and saves a snapshot (emu/snapshot.py), later calls
+restore it, so every test starts from the same booted state without paying
+for the boot.  ``machine.save_snapshot(path)`` / ``Machine.from_snapshot``
+are the underlying API.
+
 PNG helpers (:func:`write_png`, :func:`read_png`, :func:`compare_png`) are
 self-contained (zlib only): 8-bit RGB/RGBA/grey, non-interlaced.
 
@@ -356,3 +363,39 @@ def motor_on(machine) -> bool:
     if timeline is not None:
         return False
     raise BoardFeatureMissing(machine, "motor state (motor.on or motor.timeline)")
+
+
+# ---------------------------------------------------------------------------
+# boot once, restore per test (snapshots)
+# ---------------------------------------------------------------------------
+_BOOT_CACHE: dict = {}
+
+
+def booted(firmware: str, boot_ms: float, *, board: str = "pinetime",
+           cache_dir: Optional[str] = None, **options):
+    """A new Machine in the state ``firmware`` reaches after ``boot_ms`` of
+    emulated time.  The boot runs once per process (per firmware file
+    contents, board, options and ``boot_ms``); its snapshot is kept in
+    ``cache_dir`` (default: a temporary directory) and restored for every
+    later call.  On the PineTime the NOR flash is in memory unless
+    ``flash_file`` is given."""
+    import hashlib
+    import os
+    import tempfile
+    from emu.machine import Machine
+    if board == "pinetime":
+        options.setdefault("flash_file", None)
+    with open(firmware, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    key = (digest, board, float(boot_ms), tuple(sorted((k, repr(v)) for k, v in options.items())))
+    path = _BOOT_CACHE.get(key)
+    if path is not None and os.path.exists(path):
+        return Machine.from_snapshot(path, firmware=firmware, **options)
+    m = Machine(firmware, board=board, **options)
+    m.run(ms=boot_ms)
+    d = cache_dir or tempfile.mkdtemp(prefix="pinetime-emu-boot-")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"boot-{digest[:16]}-{board}-{boot_ms:g}ms.snap")
+    m.save_snapshot(path)
+    _BOOT_CACHE[key] = path
+    return m

@@ -25,7 +25,7 @@ WASP_HEX = os.path.expanduser("~/.cache/pinetime-emu/wasp-os/upstream/micropytho
 
 def observable(m: Machine) -> dict:
     return {"now": m.clock.now, "cycles": m.cpu.cycles,
-            "screen": hashlib.sha256(m.board.display.mem.tobytes()).hexdigest(),
+            "screen": hashlib.sha256(m.board.screen().tobytes()).hexdigest(),
             "console": bytes(m.console), "pins": [p.level for p in m.soc.pins],
             "pc": m.cpu.pc, "ipsr": m.cpu.ipsr}
 
