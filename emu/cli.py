@@ -2,6 +2,7 @@
 
     pinetime-emu run FIRMWARE [--headless --seconds N] [--screenshot out.png]
                               [--bridge PORT] [--gdb PORT [--gdb-wait]] ...
+                              [--snapshot IN.snap] [--save-snapshot OUT.snap]
     pinetime-emu info FIRMWARE
     pinetime-emu phone ...          (talk to a running --bridge like Gadgetbridge)
     pinetime-emu test SCENARIO... --firmware FIRMWARE [--junit out.xml]
@@ -83,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="halt at reset until GDB continues")
     r.add_argument("--console", choices=["stdout", "none"], default="stdout",
                    help="where the firmware's debug text (semihosting, ITM, UART) goes")
+    r.add_argument("--snapshot", metavar="FILE", default=None,
+                   help="start from a machine snapshot taken on this firmware and board "
+                        "(the NOR flash comes from the snapshot unless --flash-file is given)")
+    r.add_argument("--save-snapshot", metavar="FILE", default=None,
+                   help="save a machine snapshot when the run ends (after --seconds)")
     r.add_argument("--pure-python", action="store_true",
                    help="use the pure-Python cycle counter instead of the native one")
     r.add_argument("--log-level", default="warning",
@@ -214,9 +220,20 @@ def cmd_run(args) -> int:
         _error("no display available for the window; use --headless (for example: "
                f"pinetime-emu run {args.firmware} --headless --seconds 5 --screenshot out.png)")
         return EXIT_USAGE
+    snap = getattr(args, "snapshot", None)
+    if snap is not None and getattr(args, "flash_file", None) is None:
+        args.flash_file = "none"          # the snapshot holds the NOR flash contents
     machine = _make_machine(args)
     if machine is None:
         return EXIT_USAGE
+    if snap is not None:
+        from emu.snapshot import SnapshotError
+        try:
+            machine.load_snapshot(snap)
+        except SnapshotError as e:
+            _error(str(e))
+            return EXIT_USAGE
+        print(f"pinetime-emu: restored {snap} (t={machine.time:.6f} s)", file=sys.stderr)
     if args.console == "stdout":
         def echo(data: bytes) -> None:
             sys.stdout.write(data.decode("utf-8", "replace"))
@@ -251,6 +268,8 @@ def cmd_run(args) -> int:
             rc = _run_headless(machine, args, pollers, stub)
         else:
             rc = _run_window(machine, args, pollers, stub)
+        if getattr(args, "save_snapshot", None):
+            rc = _save_snapshot(machine, args.save_snapshot) or rc
     except KeyboardInterrupt:
         print("\npinetime-emu: interrupted", file=sys.stderr)
         rc = 130
@@ -264,6 +283,17 @@ def cmd_run(args) -> int:
         if close is not None:
             close()
     return rc
+
+
+def _save_snapshot(machine, path: str) -> int:
+    from emu.snapshot import SnapshotError
+    try:
+        machine.save_snapshot(path)
+    except (SnapshotError, OSError) as e:
+        _error(f"cannot save snapshot: {e}")
+        return EXIT_USAGE
+    print(f"pinetime-emu: snapshot saved to {path} (t={machine.time:.6f} s)", file=sys.stderr)
+    return 0
 
 
 def _display_available() -> bool:
