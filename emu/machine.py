@@ -36,6 +36,24 @@ BOARDS = {
 }
 
 
+def detect_board(firmware, base: Optional[int] = None) -> str:
+    """The board an image was built for, from its vector table: an initial
+    stack pointer at or below 0x20004000 (the top of the nRF51822's 16 KiB
+    RAM) with a reset handler inside 256 KiB is a micro:bit v1 image;
+    anything else (or an unreadable file) is taken for the PineTime."""
+    try:
+        img = firmware if isinstance(firmware, FirmwareImage) else load_firmware(firmware,
+                                                                                 base=base)
+        vt = img.vector_table or 0
+        sp, reset = img.word_at(vt), img.word_at(vt + 4)
+    except (FirmwareError, OSError):
+        return "pinetime"
+    if sp is not None and reset is not None and 0x20000000 < sp <= 0x20004000 \
+            and reset < 0x40000:
+        return "microbit"
+    return "pinetime"
+
+
 class RunResult:
     """What a run ended with: reason, emulated time, and any exit code/fault."""
 

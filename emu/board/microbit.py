@@ -216,6 +216,7 @@ class Microbit(Board):
         self.uart.on_tx(lambda b: machine._emit(bytes([b])))
         self.button_a = Button(clock, pins[BUTTON_PINS["a"]], "button_a")
         self.button_b = Button(clock, pins[BUTTON_PINS["b"]], "button_b")
+        self.button = self.button_a         # the window's one button
         self.accelerometer = Mma8653(clock, int1_pin=pins[ACCEL_INT1])
         self.compass = Mag3110(clock, int_pin=pins[MAG_INT1])
         for bus in soc.i2c_bus:
@@ -241,8 +242,8 @@ class Microbit(Board):
         self.adc.set_input(EDGE_AIN[pin], volts)
 
     def screen(self) -> np.ndarray:
-        """The LED display as an RGB array (80 x 80)."""
-        return self.display.image()
+        """The LED display as a (240, 240, 3) RGB array (48-pixel cells)."""
+        return self.display.image(scale=48)
 
     def screenshot(self, path: str) -> None:
         write_png(path, self.screen())

@@ -143,13 +143,20 @@ class Timer(NrfPeripheral):
             d = (self.values[0x540 + 4 * n] - cur) & mask or (mask + 1)
             if best is None or d < best:
                 best = d
-        self._ev.schedule_at(self.base_time + (k + best) * self._tpc())
+        self._due = self.base_time + (k + best) * self._tpc()
+        self._ev.schedule_at(self._due)
+
+    _due = 0
 
     def _on_compare(self) -> None:
-        _, cur = self._count_at(self.clock.now)
+        # Evaluate at the tick the edge was due: the CPU may have run up to a
+        # block past it (at 16 MHz a block can span several 1 MHz counts), and
+        # the counter read at ``now`` would already have left CC[n].
+        t = min(self._due, self.clock.now)
+        _, cur = self._count_at(t)
         mask = self._mask()
         # fold the count into the base so SHORTS CLEAR/STOP act from here
-        self.base_value, self.base_time = cur, self.clock.now
+        self.base_value, self.base_time = cur, t
         for n in range(self.num_cc):
             if (self.values[0x540 + 4 * n] & mask) == cur:
                 self.fire(0x140 + 4 * n)
