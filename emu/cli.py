@@ -57,8 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run FIRMWARE (ELF, Intel HEX, raw .bin, or a full flash "
                                    "dump) on an emulated board.")
     r.add_argument("firmware", metavar="FIRMWARE", help="firmware file (.elf, .hex, .bin)")
-    r.add_argument("--board", default="pinetime",
-                   help="board to emulate: pinetime (default), nrf52832 (bare chip)")
+    r.add_argument("--board", default=None,
+                   help="board to emulate: pinetime (default), microbit (BBC micro:bit v1, "
+                        "nRF51822; chosen automatically for an nRF51 image), nrf52832 "
+                        "(bare chip)")
     r.add_argument("--base", type=_int, default=None,
                    help="load address of a raw .bin (default: 0x26000 when its vector table "
                         "points there, else 0)")
@@ -75,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="file backing the external SPI flash (default: a per-user data file; "
                         "'none' keeps it in memory)")
     r.add_argument("--bridge", type=_port, default=None, metavar="PORT",
-                   help="serve the BLE Nordic UART byte stream on HOST:PORT (raw TCP)")
+                   help="serve the BLE Nordic UART byte stream (micro:bit: the UART "
+                        "console) on HOST:PORT (raw TCP)")
     r.add_argument("--bridge-host", default="127.0.0.1", help="bridge address (127.0.0.1)")
     r.add_argument("--gdb", type=_port, default=None, metavar="PORT",
                    help="GDB remote stub on HOST:PORT")
@@ -155,7 +158,9 @@ def _error(msg: str) -> None:
 
 def _make_machine(args):
     from emu.loader import FirmwareError
-    from emu.machine import BOARDS, Machine
+    from emu.machine import BOARDS, Machine, detect_board
+    if args.board is None:
+        args.board = detect_board(args.firmware, base=args.base)
     if args.board not in BOARDS:
         _error(f"unknown board {args.board!r} (known: {', '.join(sorted(BOARDS))})")
         return None
@@ -241,8 +246,22 @@ def cmd_run(args) -> int:
         machine.console_listeners.append(echo)
     pollers = []
     closers = []
+    uart_board = hasattr(machine.board, "uart_send")       # a UART console (micro:bit)
+    if uart_board and args.console == "stdout" and sys.stdin is not None:
+        from emu.serial_console import StdinConsole
+        console = StdinConsole(machine)
+        pollers.append(console.poll)
+        closers.append(console.close)
+        args.interactive_console = console.interactive
     try:
-        if args.bridge is not None:
+        if args.bridge is not None and uart_board:
+            from emu.serial_console import UartTcpServer
+            server = UartTcpServer(machine, args.bridge_host, args.bridge)
+            pollers.append(server.poll)
+            closers.append(server.close)
+            print(f"pinetime-emu: UART console on {args.bridge_host}:{server.port}",
+                  file=sys.stderr)
+        elif args.bridge is not None:
             from emu.bridge import BridgeServer
             bridge = BridgeServer(machine, args.bridge_host, args.bridge)
             pollers.append(bridge.poll)
@@ -326,7 +345,8 @@ def _finish(machine, args, result) -> int:
 def _run_headless(machine, args, pollers, stub) -> int:
     from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND
     from emu.machine import RunResult
-    seconds = args.seconds if args.seconds is not None else (None if stub else 5.0)
+    seconds = args.seconds if args.seconds is not None else (
+        None if stub or getattr(args, "interactive_console", False) else 5.0)
     end = NEVER if seconds is None else machine.clock.now + int(seconds * TICKS_PER_SECOND)
     if stub is not None:
         return _finish(machine, args, _run_headless_gdb(machine, stub, end, pollers))
