@@ -230,9 +230,9 @@ def test_softdevice_and_phone_mid_stream(tmp_path, fw):
     r.load_snapshot(path)
     assert_same(m, r)
     assert r.softdevice.attrs.keys() == sd.attrs.keys()
-    for _ in range(3):
-        m.run(ms=40)
-        r.run(ms=40)
+    for _ in range(4):
+        m.run(ms=150)
+        r.run(ms=150)
         assert bytes(r.phone.output) == bytes(m.phone.output)
         assert r.phone.messages == m.phone.messages
         assert_same(m, r)
