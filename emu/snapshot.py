@@ -202,10 +202,16 @@ class _Encoder:
     def __init__(self, by_id: dict):
         self.by_id = by_id           # id(obj) -> path
         self.blobs: list = []
+        self._blob_index: dict = {}  # sha256 -> index (equal contents stored once)
 
     def blob(self, data: bytes) -> int:
-        self.blobs.append(bytes(data))
-        return len(self.blobs) - 1
+        data = bytes(data)
+        key = hashlib.sha256(data).digest()
+        i = self._blob_index.get(key)
+        if i is None:
+            i = self._blob_index[key] = len(self.blobs)
+            self.blobs.append(data)
+        return i
 
     def enc(self, v, where: str):
         if v is None or isinstance(v, (bool, str)):
@@ -329,6 +335,8 @@ class _Decoder:
             return ev
         if tag == "$m":
             obj = self._ref(x[0])
+            if not isinstance(x[1], str) or x[1].startswith("__"):
+                raise SnapshotError(f"bad method reference {x[1]!r} in snapshot data")
             return getattr(obj, x[1])
         if tag == "$ref":
             return self._ref(x)
@@ -409,6 +417,8 @@ def _capture(obj, enc: _Encoder, path: str, skipped: Optional[list] = None) -> d
 
 def _restore(obj, attrs: dict, dec: _Decoder) -> None:
     for name, x in attrs.items():
+        if not isinstance(name, str) or name.startswith("__"):
+            raise SnapshotError(f"bad attribute name {name!r} in snapshot data")
         try:
             setattr(obj, name, dec.dec(x))
         except AttributeError:
@@ -586,16 +596,20 @@ def check_compatible(machine, meta: dict, path: str = "snapshot") -> None:
 
 def load(machine, path: str) -> dict:
     """Restore the state saved in ``path`` into ``machine`` (built for the same
-    firmware and board).  Returns the snapshot's metadata."""
+    firmware and board).  Returns the snapshot's metadata.  The file is
+    checked (format, version, board, firmware hash) before anything changes;
+    a file that passes those checks but is damaged inside raises
+    SnapshotError and leaves the machine partly restored."""
     meta, blob = read_snapshot(path)
     check_compatible(machine, meta, path)
     try:
         apply_state(machine, meta["state"], blob)
     except SnapshotError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+    except Exception as e:      # a damaged file must not crash the caller with a traceback
         raise SnapshotError(f"{path}: corrupt or incompatible snapshot "
-                            f"({type(e).__name__}: {e})") from None
+                            f"({type(e).__name__}: {e}); the machine is left partly "
+                            "restored") from None
     return meta
 
 

@@ -241,3 +241,33 @@ def test_softdevice_and_phone_mid_stream(tmp_path, fw):
     bare = Machine(fw("sd_nus"), board="nrf52832")
     with pytest.raises(SnapshotError, match="machine.softdevice"):
         bare.load_snapshot(path)
+
+
+def test_tampered_state_is_refused_without_running_anything(tmp_path, fw):
+    """Snapshot data can only name data, parts of the machine and an allow-list
+    of value classes: a file asking for anything else is refused."""
+    path = _snap(tmp_path, fw)
+    with zipfile.ZipFile(path) as z:
+        meta = json.loads(z.read("snapshot.json"))
+        blobs = {n: z.read(n) for n in z.namelist() if n != "snapshot.json"}
+
+    def rewrite(mutate, name):
+        m2 = json.loads(json.dumps(meta))
+        mutate(m2["state"]["objects"]["machine.cpu"]["attrs"])
+        out = str(tmp_path / name)
+        with zipfile.ZipFile(out, "w") as z:
+            z.writestr("snapshot.json", json.dumps(m2))
+            for n, b in blobs.items():
+                z.writestr(n, b)
+        return out
+
+    cases = {
+        "obj.snap": lambda a: a.__setitem__("vtor", {"$obj": "os.system", "attrs": {}}),
+        "dunder.snap": lambda a: a.__setitem__("__class__", 1),
+        "method.snap": lambda a: a.__setitem__("vtor", {"$m": ["machine", "__init__"]}),
+        "ref.snap": lambda a: a.__setitem__("vtor", {"$ref": "machine.nothing"}),
+    }
+    for name, mutate in cases.items():
+        with pytest.raises(SnapshotError) as e:
+            Machine.from_snapshot(rewrite(mutate, name))
+        assert "\n" not in str(e.value)
