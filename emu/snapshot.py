@@ -126,8 +126,11 @@ def _skip_attrs(obj) -> set:
 
 
 def _is_wiring_name(name: str) -> bool:
-    """Listener lists and callback slots are wiring, rebuilt with the machine."""
-    return name.endswith("listeners") or name.startswith("on_")
+    """Listener lists and callback slots are wiring, rebuilt with the machine (or
+    set by the user on the machine being restored into: a GDB stub's
+    breakpoint handler survives a restore even when the saved one was None)."""
+    return (name.endswith(("listeners", "_handler", "_handlers")) or name.startswith("on_")
+            or name in ("symbolize", "flash_write_enabled"))
 
 
 def _is_machine_object(v) -> bool:
@@ -623,14 +626,20 @@ def apply_state(machine, state: dict, blob) -> None:
         raise SnapshotError(f"the snapshot has parts this machine lacks: {', '.join(missing[:5])}")
     # memories (and forget translated code and block costs)
     regions = {name: (s, e) for s, e, name in _memory_regions(cpu)}
+    memories = []
     for m in state["memories"]:
         s, e = regions.get(m["name"], (None, None))
         data = dec._bytes(m["data"])
         if s != m["start"] or e - s != m["size"] or len(data) != m["size"]:
             raise SnapshotError(f"memory region {m['name']} does not match this machine")
-        cpu.write_mem(s, data)
-        cpu.uc.ctl_remove_cache(s, e)
-    cpu.counter.clear()
+        memories.append((s, e, data))
+
+    def write_memories() -> None:
+        for s, e, data in memories:
+            cpu.write_mem(s, data)
+            cpu.uc.ctl_remove_cache(s, e)
+        cpu.counter.clear()
+    write_memories()
     # objects: their own load_state first, then every attribute
     for path, entry in state["objects"].items():
         obj = graph[path]
@@ -645,6 +654,9 @@ def apply_state(machine, state: dict, blob) -> None:
                     _NEVER_SAVED_TYPES) and name in getattr(obj, "__dict__", {}):
                 delattr(obj, name)       # absent when the snapshot was taken
         _restore(obj, entry["attrs"], dec)
+    # again: a model's load_state may have touched memory (pins wiggled, devices
+    # reacted); the saved bytes win
+    write_memories()
     for path, sel in state.get("spi_selected", {}).items():
         bus = graph[path]
         for (d, _pin), s in zip(bus.devices, sel):

@@ -107,7 +107,10 @@ def test_load_into_a_machine_that_already_ran(tmp_path, fw):
     m.save_snapshot(path)
     m.run(ms=15)
     first = observable(m)
+    handler = lambda imm, pc: False                      # noqa: E731 (user wiring)
+    m.breakpoint_handler = handler
     m.load_snapshot(path)
+    assert m.breakpoint_handler is handler              # callbacks are not state
     m.run(ms=15)
     assert observable(m) == first
 
