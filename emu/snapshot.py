@@ -515,6 +515,8 @@ def build_state(machine) -> tuple:
                 entry["saved"] = enc.enc(obj.save_state(), f"{path}.save_state()")
             except _Unencodable as e:
                 raise SnapshotError(f"cannot snapshot: {e}") from None
+            except ValueError as e:         # a model that knows its state cannot be saved
+                raise SnapshotError(f"cannot snapshot {path}: {e}") from None
         entry["attrs"] = _capture(obj, enc, path)
         objects[path] = entry
     spi = {}

@@ -90,6 +90,21 @@ class Bma421:
         self._spm_frac = 0.0
         self._spm_since = self.clock.now
 
+    # ------------------------------------------------------------- state
+    _STATE = ("vector", "ptr", "config_loaded", "_half", "_first", "_steps", "_spm",
+              "_spm_since", "_spm_frac")
+
+    def save_state(self) -> dict:
+        return {k: getattr(self, k) for k in self._STATE} | {
+            "regs": bytes(self.regs), "config": bytes(self.config)}
+
+    def load_state(self, st: dict) -> None:
+        for k in self._STATE:
+            setattr(self, k, st[k])
+        self.vector = tuple(self.vector)
+        self.regs = bytearray(st["regs"])
+        self.config = bytearray(st["config"])
+
     # --------------------------------------------------------- I2C contract
     def i2c_start(self, read: bool) -> bool:
         self._first = not read

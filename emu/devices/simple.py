@@ -64,6 +64,13 @@ class VibrationMotor:
             total += max(0, until - since)
         return total
 
+    def save_state(self) -> dict:
+        return {"on": self._on, "timeline": list(self.timeline)}
+
+    def load_state(self, st: dict) -> None:
+        self._on = bool(st["on"])
+        self.timeline = [tuple(e) for e in st["timeline"]]
+
     def _changed(self, _level: bool) -> None:
         on = self._level_on()
         if on != self._on:
@@ -122,6 +129,14 @@ class Button:
         else:
             self.timeline.call_after(int(round(delay_ms * TICKS_PER_MS)), "_set", pressed)
 
+    def save_state(self) -> dict:
+        return {"pressed": self._pressed, "timeline": self.timeline.save_state()}
+
+    def load_state(self, st: dict) -> None:
+        self._pressed = bool(st["pressed"])
+        self.timeline.load_state(st["timeline"])
+        self._update()
+
     def _set(self, pressed: bool) -> None:
         self._pressed = pressed
         self._update()
@@ -158,6 +173,14 @@ class Battery:
         fn = getattr(self.saadc, "set_input", None)
         if fn is not None:
             fn(self.ain, self._voltage / self.DIVIDER)
+
+    def save_state(self) -> dict:
+        return {"voltage": self._voltage, "charging": self._charging, "power": self._power}
+
+    def load_state(self, st: dict) -> None:
+        self.voltage = st["voltage"]
+        self.charging = st["charging"]
+        self.power_present = st["power"]
 
     @property
     def charging(self) -> bool:

@@ -57,6 +57,23 @@ class Timeline:
         else:
             self._ev.cancel()
 
+    def save_state(self) -> dict:
+        """Queued actions as data; ValueError if one is an arbitrary callable."""
+        for entry in self._q:
+            if len(entry) != 4:
+                raise ValueError(f"timeline {self._ev.name}: an action queued as a Python "
+                                 f"callable ({entry[2]!r}) at tick {entry[0]} cannot be saved")
+        return {"queue": [(t, s, m, tuple(a)) for t, s, m, a in sorted(self._q)],
+                "seq": self._seq, "due": self._ev.when}
+
+    def load_state(self, st: dict) -> None:
+        self._q = [(int(t), int(s), str(m), tuple(a)) for t, s, m, a in st["queue"]]
+        heapq.heapify(self._q)
+        self._seq = st["seq"]
+        self._ev.cancel()
+        if st.get("due") is not None:
+            self._ev.schedule_at(st["due"])
+
     def _fire(self) -> None:
         now = self.clock.now
         while self._q and self._q[0][0] <= now:

@@ -112,6 +112,26 @@ class Xt25f32:
         self.dirty = False
         return True
 
+    def save_state(self) -> dict:
+        """Contents and volatile state (the backing file path is not state)."""
+        return {"data": bytes(self.data), "dirty": self.dirty, "wip": self.wip,
+                "wel": self.wel, "deep_power_down": self.deep_power_down,
+                "selected": self.selected, "cmd": self._cmd, "buf": bytes(self._buf),
+                "addr": self._addr, "pending_op": self._pending_op,
+                "busy_due": self._busy_ev.when, "save_due": self._save_ev.when}
+
+    def load_state(self, st: dict) -> None:
+        self.data = bytearray(st["data"])
+        self.dirty, self.wip, self.wel = st["dirty"], st["wip"], st["wel"]
+        self.deep_power_down, self.selected = st["deep_power_down"], st["selected"]
+        self._cmd, self._buf, self._addr = st["cmd"], bytearray(st["buf"]), st["addr"]
+        op = st["pending_op"]
+        self._pending_op = tuple(op) if op is not None else None
+        for ev, due in ((self._busy_ev, st["busy_due"]), (self._save_ev, st["save_due"])):
+            ev.cancel()
+            if due is not None:
+                ev.schedule_at(due)
+
     def close(self) -> None:
         if self._busy_ev.pending:
             self._busy_ev.cancel()
