@@ -17,6 +17,9 @@ table (names and reset values as in Nordic's nrf51.svd) and sizes:
 * Ppi51: 16 programmable channels, 4 groups, no FORK; fixed channels 20-31
   as on the nRF52.
 * Gpio51: no LATCH/DETECTMODE (DETECT is the OR of the pin conditions).
+* Gpiote51: 4 channels, TASKS_OUT only (no SET/CLR tasks).
+* Temp51: TEMP only (no A/B/T calibration registers).
+* Radio51: no CRCOK/CRCERROR events (register storage like the nRF52 one).
 
 Not modelled: the per-peripheral POWER register at +0xFFC (stored, logged
 once; a block is never powered down), the MPU region protection.
@@ -26,6 +29,9 @@ from __future__ import annotations
 from emu.peripherals.base import Peripheral, Reg, RO, RW, WO, W1C
 from emu.peripherals.clock_power import ClockPower
 from emu.peripherals.gpio import NUM_PINS, Gpio
+from emu.peripherals.gpiote import EV_PORT, Gpiote
+from emu.peripherals.radio import Radio
+from emu.peripherals.temp import Temp
 from emu.peripherals.nvmc import T_ERASEPAGE, T_ERASEALL, UICR_BASE, Nvmc
 from emu.peripherals.ppi import FIXED, Ppi
 from emu.peripherals.serial import SerialMux, Spis
@@ -240,3 +246,27 @@ class Gpio51(Gpio):
     def _update_detect(self) -> None:
         self.values[0x520] = 0
         super()._update_detect()
+
+
+NUM_GPIOTE_51 = 4
+
+
+class Gpiote51(Gpiote):
+    TASKS = {4 * _n: f"OUT[{_n}]" for _n in range(NUM_GPIOTE_51)}
+    EVENTS = {0x100 + 4 * _n: f"IN[{_n}]" for _n in range(NUM_GPIOTE_51)}
+    EVENTS[EV_PORT] = "PORT"
+    REGISTERS = [Reg(0x510, "CONFIG", 0, RW, mask=0x00131F03, count=NUM_GPIOTE_51)]
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        if 0x510 + 4 * NUM_GPIOTE_51 <= offset < 0x530:     # CONFIG[4..7]: not on the nRF51
+            self.write_other(offset, value)
+            return
+        super().write(offset, value, size)
+
+
+class Temp51(Temp):
+    REGISTERS = [Reg(0x508, "TEMP", 0, RO)]
+
+
+class Radio51(Radio):
+    EVENTS = {k: v for k, v in Radio.EVENTS.items() if v not in ("CRCOK", "CRCERROR")}

@@ -28,8 +28,8 @@ Not modelled: the RADIO beyond register storage, the MPU/PROTENSET
 region protection in the POWER/MPU slot (stored), AAR/CCM/ECB beyond the
 nRF52 models, LPCOMP and QDEC beyond storage, flash wait states, the
 16-bit-only restriction of TIMER1/TIMER2 BITMODE (any BITMODE counts),
-GPIOTE channels 4-7 (the nRF51 has 4; the model has 8, firmware never
-addresses the extra ones).
+the TEMP calibration (the nRF51 has no A/B/T registers; the reading uses
+the nRF52 model's linear conversion).
 """
 from __future__ import annotations
 
@@ -89,17 +89,17 @@ def default_uicr() -> bytes:
 # base, module, class, instance name
 PERIPHERALS: list = [
     (0x40000000, "emu.peripherals.nrf51", "ClockPower51", "clock_power"),
-    (0x40001000, "emu.peripherals.radio", "Radio", "radio"),
+    (0x40001000, "emu.peripherals.nrf51", "Radio51", "radio"),
     (0x40002000, "emu.peripherals.nrf51", "Uart51", "uart0"),
     (0x40003000, "emu.peripherals.nrf51", "SerialMux51", "serial0"),
     (0x40004000, "emu.peripherals.nrf51", "SerialMux51", "serial1"),
-    (0x40006000, "emu.peripherals.gpiote", "Gpiote", "gpiote"),
+    (0x40006000, "emu.peripherals.nrf51", "Gpiote51", "gpiote"),
     (0x40007000, "emu.peripherals.adc51", "Adc", "adc"),
     (0x40008000, "emu.peripherals.timer", "Timer", "timer0"),
     (0x40009000, "emu.peripherals.timer", "Timer", "timer1"),
     (0x4000A000, "emu.peripherals.timer", "Timer", "timer2"),
     (0x4000B000, "emu.peripherals.rtc", "Rtc", "rtc0"),
-    (0x4000C000, "emu.peripherals.temp", "Temp", "temp"),
+    (0x4000C000, "emu.peripherals.nrf51", "Temp51", "temp"),
     (0x4000D000, "emu.peripherals.rng", "Rng", "rng"),
     (0x4000E000, "emu.peripherals.ecb", "Ecb", "ecb"),
     (0x40010000, "emu.peripherals.wdt", "Wdt", "wdt"),
