@@ -274,3 +274,17 @@ def test_tampered_state_is_refused_without_running_anything(tmp_path, fw):
         with pytest.raises(SnapshotError) as e:
             Machine.from_snapshot(rewrite(mutate, name))
         assert "\n" not in str(e.value)
+
+
+MICROBIT_HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"
+
+
+@pytest.mark.skipif(not os.path.exists(MICROBIT_HEX), reason="Debian's micro:bit MicroPython "
+                    "(firmware-microbit-micropython) not installed")
+def test_microbit_cortex_m0(tmp_path):
+    """The nRF51822 board (Cortex-M0 at 16 MHz) restores exactly too."""
+    m = Machine(MICROBIT_HEX, board="microbit")
+    m.run(ms=250)
+    assert not [x for x in audit(m) if x[2] not in ("Logger", "callable")]
+    continue_and_compare(m, str(tmp_path / "mb.snap"), ms=100, steps=2)
+    assert b">>> " in m.console
