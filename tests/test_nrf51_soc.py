@@ -148,3 +148,21 @@ def test_timer_compare_not_missed_when_cpu_runs_past_it(soc):
     soc.clock.now += 100 * 512 + 700                         # CPU time overshoots by >1 count
     soc.clock.run_due()
     assert t0.events[0x140] == 1
+
+
+def test_armv6m_system_registers(soc):
+    # the nRF51's Cortex-M0 has no SysTick: the registers read as zero and
+    # enabling it does nothing
+    wr(soc, SCS + 0x014, 1000)                               # SYST_RVR
+    wr(soc, SCS + 0x010, 7)                                  # SYST_CSR: ENABLE|TICKINT|CLKSOURCE
+    assert rd(soc, SCS + 0x010) == 0 and rd(soc, SCS + 0x014) == 0
+    assert not soc.cpu.systick.enabled
+    wr(soc, SCS + 0xD08, 0x20000000)                         # VTOR: not implemented
+    assert rd(soc, SCS + 0xD08) == 0 and soc.cpu.vtor == 0
+    assert rd(soc, SCS + 0xD14) == 0x208                     # CCR: STKALIGN|UNALIGN_TRP, RO
+    wr(soc, SCS + 0xD14, 0)
+    assert rd(soc, SCS + 0xD14) == 0x208
+    assert rd(soc, SCS + 0xD28) == 0                         # no CFSR on ARMv6-M
+    # SHPR2/SHPR3 exist, with 2 bits per priority
+    wr(soc, SCS + 0xD20, 0xFFFF0000)
+    assert rd(soc, SCS + 0xD20) == 0xC0C00000

@@ -31,8 +31,12 @@ DWT_BASE = 0xE0001000
 
 
 class SystemControlSpace:
-    def __init__(self, cpu: CortexM, *, cpuid: Optional[int] = None):
+    def __init__(self, cpu: CortexM, *, cpuid: Optional[int] = None, has_systick: bool = True):
         self.cpu = cpu
+        # ARMv6-M (Cortex-M0): registers the architecture or this core does
+        # not implement read as zero and ignore writes (logged once).
+        self.v6m = cpu.profile == "m0"
+        self.v6m_absent = set(V6M_ABSENT) | (set() if has_systick else set(SYSTICK_REGS))
         self.cpuid = cpuid if cpuid is not None else (0x410FC241 if cpu.profile == "m4"
                                                       else 0x410CC200)
         self.storage: dict = {}
@@ -74,6 +78,11 @@ class SystemControlSpace:
     def read_word(self, off: int) -> int:
         cpu = self.cpu
         m4 = cpu.profile == "m4"
+        if self.v6m and (off in self.v6m_absent or 0x300 <= off < 0x380):
+            self._unknown(SCS_BASE, off, "read (not implemented on this Cortex-M0)")
+            return 0
+        if self.v6m and off == 0xD14:
+            return 0x208              # CCR: STKALIGN and UNALIGN_TRP, read-only
         if off == 0x004:
             return max(0, (cpu.num_irq + 31) // 32 - 1)
         if 0x010 <= off <= 0x01C:
@@ -160,6 +169,9 @@ class SystemControlSpace:
     def write_word(self, off: int, value: int, lanes: int) -> None:
         cpu = self.cpu
         m4 = cpu.profile == "m4"
+        if self.v6m and (off in self.v6m_absent or off == 0xD14 or 0x300 <= off < 0x380):
+            self._unknown(SCS_BASE, off, "write (not implemented on this Cortex-M0)")
+            return
 
         def merged(old: int) -> int:
             return (old & ~lanes) | (value & lanes)
@@ -325,6 +337,8 @@ class SystemControlSpace:
     # -- ITM / DWT / FPB ------------------------------------------------
     def cyccnt(self) -> int:
         cpu = self.cpu
+        if self.v6m:
+            return 0                  # the Cortex-M0 DWT has no cycle counter
         if cpu.dwt_ctrl & 1:
             return (cpu.cs.cycles - cpu._cyccnt_base) & 0xFFFFFFFF
         return cpu._cyccnt_frozen
@@ -378,6 +392,13 @@ class SystemControlSpace:
                 self.storage[("dbg", off)] = value
         except Exception:
             log.exception("ITM/DWT write at %#x", ITM_BASE + offset)
+
+
+# ARMv6-M / Cortex-M0 (ARM DDI 0419 B3.2, DDI 0432C 4.1): no ICTR, VTOR
+# (Cortex-M0 option not present), SHPR1, SHCSR (debug only), CFSR/HFSR/MMFAR/
+# BFAR, CPACR, STIR; IABR (0x300-0x37F) handled as a range.
+V6M_ABSENT = (0x004, 0xD08, 0xD18, 0xD24, 0xD28, 0xD2C, 0xD34, 0xD38, 0xD88, 0xF00)
+SYSTICK_REGS = (0x010, 0x014, 0x018, 0x01C)
 
 
 def _bit_indices(bits: int):

@@ -15,7 +15,9 @@ System Control      0xE000E000  (ARMv6-M subset; no DWT cycle counter)
 ==================  ==========  =============================================
 
 The CPU is a Cortex-M0 at 16 MHz (one cycle = 32 ticks of the 512 MHz
-clock), 32 external interrupts, 2 priority bits.  Peripherals reuse the
+clock), 32 external interrupts, 2 priority bits, no VTOR, and on the nRF51
+no SysTick timer (its registers read as zero; the SysTick exception can
+still be pended through ICSR).  Peripherals reuse the
 nRF52832 models where the registers are the same; where the nRF51 differs
 (fewer registers, other reset values, the ADC, 1 KiB flash pages) the
 difference is data in ``emu/peripherals/nrf51.py`` and ``adc51.py``.
@@ -145,7 +147,7 @@ class Nrf51822(Nrf52832):
                            symbolizer=lambda a: self.symbolize(a),
                            cycle_ticks=CPU_CYCLE_TICKS)
         self.clock.on_earlier_deadline = self.cpu.deadline_changed
-        self.scs = SystemControlSpace(self.cpu)
+        self.scs = SystemControlSpace(self.cpu, has_systick=False)   # nRF51: no SysTick
         self.scs.map()
         cpu = self.cpu
         cpu.map_memory(FLASH_BASE, FLASH_SIZE, "flash", flash=True)
