@@ -47,8 +47,8 @@ File format (version 1)
 A zip archive:
 
 * ``snapshot.json``: ``{"format": "pinetime-emu-snapshot", "version": 1,
-  "board": ..., "board_options": {...}, "firmware": {"path", "sha256"},
-  "time_ticks", "cycles", "state": {...}}``; ``state`` is tagged JSON
+  "emulator": "0.1.0", "board": ..., "board_options": {...}, "firmware":
+  {"path", "sha256"}, "time_ticks", "cycles", "state": {...}}``; ``state`` is tagged JSON
   (``{"$b": n}`` is blob n, ``{"$t": [...]}`` a tuple, ``{"$d": [[k, v],
   ...]}`` a dict with non-string keys, ``{"$ref": path}`` an object of the
   machine, ``{"$ev": name}`` a clock event, ...);
@@ -550,9 +550,26 @@ def build_state(machine) -> tuple:
     return meta, enc.blobs
 
 
+_NOT_SAVED_LOGGED = False
+
+
+def _emulator_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("pinetime-emu")
+    except Exception:
+        return "unknown"
+
+
 def save(machine, path: str) -> None:
     """Write ``machine``'s whole state to ``path``."""
+    global _NOT_SAVED_LOGGED
     meta, blobs = build_state(machine)
+    meta["emulator"] = _emulator_version()      # informative; "version" is what is checked
+    if not _NOT_SAVED_LOGGED:
+        _NOT_SAVED_LOGGED = True
+        log.info("snapshot: the LDREX/STREX exclusive monitor and host-side objects (GDB "
+                 "stub, window, bridge) are not saved")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as z:
         z.writestr("snapshot.json", json.dumps(meta, separators=(",", ":")))
