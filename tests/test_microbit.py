@@ -191,3 +191,29 @@ def test_cli_runs_microbit_with_stdin_console():
 def test_board_detected_from_nrf51_image():
     from emu.machine import detect_board
     assert detect_board(HEX) == "microbit"
+
+
+def test_uart_console_on_tcp():
+    """--bridge for the micro:bit: the UART console as a raw TCP byte stream."""
+    import socket
+    from emu.serial_console import UartTcpServer
+    r = Repl()
+    server = UartTcpServer(r.m, "127.0.0.1", 0)
+    client = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        client.setblocking(False)
+        got = bytearray()
+
+        def pump():
+            server.poll()
+            try:
+                got.extend(client.recv(4096))
+            except BlockingIOError:
+                pass
+            return b"\r\n42\r\n>>> " in got
+        server.poll()                                  # accept
+        client.sendall(b"print(6*7)\r")
+        assert r.m.run_until(pump, timeout_ms=2000, poll_ms=1), bytes(got)
+    finally:
+        client.close()
+        server.close()
