@@ -20,13 +20,14 @@ Wiring (micro:bit v1.3/1.5 schematic, as the DAL and MicroPython drive it):
   take analogue voltages with ``edge_voltage``; ``EDGE_PINS`` lists the
   rest (``soc.pins[n]`` for digital use).
 
-The display image follows the firmware's multiplexing: LED on-time is
-integrated over fixed windows of ``DISPLAY_WINDOW_MS`` of emulated time
-(aligned to multiples of the window, so the result does not depend on when
-it is asked for); :meth:`leds` gives each LED's brightness over the last
-complete window, 1.0 being lit for the whole of its row's share (one third
-of the time).  An LED is "on" in :meth:`display_bits` when its brightness
-is above 0.05.
+The display image follows the firmware's multiplexing: each LED's on-time
+and each row's driven time are integrated over fixed windows of
+``DISPLAY_WINDOW_MS`` of emulated time (aligned to multiples of the window,
+so the result does not depend on when it is asked for); :meth:`leds` gives
+each LED's brightness over the last complete window as the fraction of its
+row's driven time that the LED was lit (1.0 = lit whenever its row was
+scanned; the firmware's greyscale PWM gives fractions: MicroPython's level
+1 is under 1 %).  An LED is "on" in :meth:`bits` when it was lit at all.
 
 Not modelled: the KL26 interface chip (USB mass storage, its own reset
 button), the light sensing through the LED matrix (reads what the ADC gets:
@@ -121,28 +122,35 @@ class LedMatrix:
         for y, line in enumerate(LED_MAP):
             for x, rc in enumerate(line):
                 self._where[(rc >> 4, rc & 0xF)] = (x, y)
+        self._row_of = np.array([[rc >> 4 for rc in line] for line in LED_MAP])
         self._acc = np.zeros((5, 5), dtype=np.int64)     # ticks lit in the current window
         self._last = np.zeros((5, 5), dtype=np.int64)    # ticks lit in the last full window
+        self._racc = np.zeros(len(ROW_PINS), dtype=np.int64)   # ticks each row was driven
+        self._rlast = np.zeros(len(ROW_PINS), dtype=np.int64)
         self._win_start = 0
-        self._t = 0                         # time up to which _acc is folded
+        self._t = 0                         # time up to which the sums are folded
         self._lit: list = []                # (x, y) lit since _t
+        self._rows: list = []               # rows driven high since _t
         self.changes = 0
         for n in ROW_PINS + COL_PINS:
             pins[n].on_change(lambda _lvl: self._changed())
-        self._lit = self._lit_now()
+        self._lit, self._rows = self._lit_now()
 
-    def _lit_now(self) -> list:
+    def _lit_now(self) -> tuple:
+        """((x, y) of the LEDs lit now, rows driven high now)."""
         pins = self.pins
         out = []
+        rows = []
         for r, rp in enumerate(ROW_PINS):
             if not (pins[rp].driven and pins[rp].level):
                 continue
+            rows.append(r)
             for c, cp in enumerate(COL_PINS):
                 if pins[cp].driven and not pins[cp].level:
                     xy = self._where.get((r, c))
                     if xy is not None:
                         out.append(xy)
-        return out
+        return out, rows
 
     def _fold(self, now: int) -> None:
         """Account the lit LEDs from ``_t`` to ``now`` into the windows."""
@@ -152,37 +160,44 @@ class LedMatrix:
             end = min(now, wend)
             for x, y in self._lit:
                 self._acc[y, x] += end - self._t
+            for r in self._rows:
+                self._racc[r] += end - self._t
             self._t = end
             if end == wend:
-                self._last = self._acc
+                self._last, self._rlast = self._acc, self._racc
                 self._acc = np.zeros((5, 5), dtype=np.int64)
+                self._racc = np.zeros(len(ROW_PINS), dtype=np.int64)
                 self._win_start = wend
                 k = (now - wend) // w
                 if k >= 1:             # whole windows with nothing changing: one step
-                    full = np.zeros((5, 5), dtype=np.int64)
+                    self._last = np.zeros((5, 5), dtype=np.int64)
+                    self._rlast = np.zeros(len(ROW_PINS), dtype=np.int64)
                     for x, y in self._lit:
-                        full[y, x] = w
-                    self._last = full
+                        self._last[y, x] = w
+                    for r in self._rows:
+                        self._rlast[r] = w
                     self._win_start += k * w
                     self._t = self._win_start
 
     def _changed(self) -> None:
         self.changes += 1
         self._fold(self.clock.now)
-        self._lit = self._lit_now()
+        self._lit, self._rows = self._lit_now()
 
     def reset(self) -> None:
         self._fold(self.clock.now)
-        self._lit = self._lit_now()
+        self._lit, self._rows = self._lit_now()
 
     # -- API -------------------------------------------------------------
     def leds(self) -> np.ndarray:
         """5x5 float brightness (0..1) over the last complete window, [y][x]."""
         self._fold(self.clock.now)
-        share = self.window / len(ROW_PINS)
-        return np.clip(self._last / share, 0.0, 1.0)
+        row_time = self._rlast[self._row_of]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = np.where(row_time > 0, self._last / np.maximum(row_time, 1), 0.0)
+        return np.clip(b, 0.0, 1.0)
 
-    def bits(self, threshold: float = 0.05) -> list:
+    def bits(self, threshold: float = 0.0) -> list:
         """The display as 5 strings of '0'/'1' (top row first)."""
         b = self.leds()
         return ["".join("1" if b[y, x] > threshold else "0" for x in range(5)) for y in range(5)]
@@ -196,8 +211,8 @@ class LedMatrix:
         m = cell // 4
         for y in range(5):
             for x in range(5):
-                v = float(b[y, x])
-                colour = (int(60 + 195 * v), int(12 + 20 * v), int(12 + 20 * v)) if v > 0.05 \
+                v = float(b[y, x]) ** 0.25          # the eye sees short pulses brighter
+                colour = (int(90 + 165 * v), int(12 + 20 * v), int(12 + 20 * v)) if v > 0 \
                     else (60, 12, 12)
                 img[y * cell + m:(y + 1) * cell - m, x * cell + m:(x + 1) * cell - m] = colour
         return img
