@@ -624,6 +624,11 @@ def load(machine, path: str) -> dict:
     SnapshotError and leaves the machine partly restored."""
     meta, blob = read_snapshot(path)
     check_compatible(machine, meta, path)
+    made_by = meta.get("emulator")
+    if made_by not in (None, _emulator_version()):
+        log.warning("%s was saved by pinetime-emu %s (this is %s): models that changed "
+                    "between versions may not restore exactly", path, made_by,
+                    _emulator_version())
     try:
         apply_state(machine, meta["state"], blob)
     except SnapshotError:
