@@ -37,6 +37,7 @@ from unicorn import arm_const as A
 
 from emu.clock import CPU_TICKS, NEVER, Clock
 from emu.cpu import cycles as cyc
+from emu.cpu import fastregs
 
 log = logging.getLogger("emu.cpu")
 
@@ -103,6 +104,7 @@ class CortexM:
         self.symbolize = symbolizer or (lambda addr: "")
         self.uc = uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
         uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M4 if profile == "m4" else A.UC_CPU_ARM_CORTEX_M0)
+        fastregs.install(uc)    # direct uc_reg_read/write for 32-bit registers
         self.counter = cyc.make_block_counter(
             uc, (A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK),
             force_python=force_python_counter)
