@@ -132,3 +132,37 @@ def test_firmware_rtc_and_timer_interrupts(run_firmware):
     from conftest import assert_firmware_passed
     m, r = run_firmware("periph_rtc_timer", ms=100, board="nrf52832")
     assert_firmware_passed(m, r, min_passes=7)
+
+
+def test_cc_written_n_plus_1_fires_when_the_increment_is_far_away():
+    """With PRESCALER=4095 (8 Hz) the increment to N+1 is ~125 ms after the
+    write, far outside the two-LFCLK-cycle sync window: COMPARE fires.  This
+    is how MicroPython's periodic RTCounter re-arms (CC = COUNTER + 1)."""
+    soc, rtc = make()
+    rtc.write(PRESCALER, 4095)
+    rtc.write(CC0, 1)
+    rtc.write(START, 1)
+    period = 4096 * LF
+    soc.clock.advance_to(period)          # COUNTER becomes 1: COMPARE[0]
+    assert rtc.read(COUNTER) == 1 and rtc.read(EV_CMP0) == 1
+    soc.clock.advance_to(period + 40 * 512)   # the handler runs ~40 us later
+    rtc.write(EV_CMP0, 0)
+    rtc.write(CC0, rtc.read(COUNTER) + 1)     # N+1
+    soc.clock.advance_to(2 * period - 1)
+    assert rtc.read(EV_CMP0) == 0
+    soc.clock.advance_to(2 * period)
+    assert rtc.read(EV_CMP0) == 1
+
+
+def test_cc_written_n_plus_1_just_before_a_slow_increment_is_missed():
+    """Same prescaler, but the write lands one LFCLK cycle before the
+    increment: inside the sync window, so the worst case (missed) applies."""
+    soc, rtc = make()
+    rtc.write(PRESCALER, 4095)
+    rtc.write(START, 1)
+    period = 4096 * LF
+    soc.clock.advance_to(2 * period - LF)     # COUNTER 1, increments in 1 LFCLK cycle
+    assert rtc.read(COUNTER) == 1
+    rtc.write(CC0, 2)
+    soc.clock.advance_to(3 * period)
+    assert rtc.read(EV_CMP0) == 0

@@ -16,10 +16,15 @@ told about events whose EVTEN bit is set.  EVENTS_* registers are set
 whenever the event occurs (except TICK, see below).
 
 Compare (24.7): a COMPARE event fires when COUNTER becomes equal to CC[n].
-If COUNTER is N, writing N or N+1 to CC[n] "may not" trigger a COMPARE: this
-model never triggers it in that case (the firmware must handle the worst
-case), writing N+2 or more always does.  PRESCALER writes are ignored while
-the RTC runs.  TRIGOVRFLW sets COUNTER to 0xFFFFF0.
+If COUNTER is N, writing N to CC[n] never triggers; writing N+1 "may not"
+trigger, because the CC write reaches the 32.768 kHz domain only after up to
+two LFCLK cycles (the PS's t_COMPARE window).  This model takes the worst case
+inside that window: N+1 is missed when the counter's next increment falls on
+one of the next two LFCLK edges after the write (always the case with
+PRESCALER=0), and fires otherwise (e.g. with PRESCALER=4095 the increment is
+125 ms away; a periodic tick that sets CC=COUNTER+1 in its handler relies on
+it).  N+2 or more always fires.  PRESCALER writes are ignored while the RTC
+runs.  TRIGOVRFLW sets COUNTER to 0xFFFFF0.
 
 Not modelled: the START/STOP/CLEAR task delay (up to ~46 us, t_START) and the
 dependency on LFCLK running (the RTC counts even if LFCLK was never started,
@@ -138,9 +143,14 @@ class Rtc(NrfPeripheral):
             self._rearm()
         elif 0x540 <= offset < 0x540 + 4 * self.num_cc and self.running:
             n = (offset - 0x540) >> 2
-            k_now, cur = self._count_at(self.clock.now)
-            # COUNTER is N and CC written N+1: "may not" fire; modelled as not
-            self.suppress_k[n] = k_now + 1 if (self.values[offset] - cur) & MASK == 1 else None
+            now = self.clock.now
+            k_now, cur = self._count_at(now)
+            # COUNTER is N and CC written N+1: missed when the increment to
+            # N+1 comes within the write's two-LFCLK-cycle synchronisation
+            next_inc = self.base_time + (k_now + 1) * self.period
+            sync_done = (now // LFCLK_TICKS + 2) * LFCLK_TICKS
+            self.suppress_k[n] = k_now + 1 if ((self.values[offset] - cur) & MASK == 1
+                                               and next_inc <= sync_done) else None
 
     # -- events --------------------------------------------------------
     def fire(self, offset: int) -> None:
