@@ -42,6 +42,12 @@ the top level of an attribute; found *inside* state (a closure queued in a
 timeline) they make the save fail with the attribute's path, never a
 silently wrong snapshot.  ``audit(machine)`` lists what was skipped.
 
+Parts are named by their attribute path from the machine (breadth first:
+``machine.soc.peripherals['rtc1']``), saved with their class and every
+other path that reaches them.  Restoring walks those paths in the new
+machine; a part must be found, with the same class, and every part of the
+new machine must be named by the snapshot, else a one-line error says which.
+
 File format (version 1)
 -----------------------
 A zip archive:
@@ -71,6 +77,7 @@ socket) are not saved; callbacks registered by the user (console listeners,
 """
 from __future__ import annotations
 
+import ast
 import base64
 import collections
 import hashlib
@@ -78,6 +85,7 @@ import io
 import json
 import logging
 import random
+import re
 import types
 import zipfile
 from typing import Any, Optional
@@ -158,11 +166,14 @@ def _attr_items(obj):
 # ---------------------------------------------------------------------------
 # the object graph
 # ---------------------------------------------------------------------------
-def object_graph(machine) -> dict:
+def object_graph(machine, aliases: Optional[dict] = None) -> dict:
     """path -> object for every machine object reachable from ``machine``.
 
-    Paths are attribute paths from the machine in discovery order, so two
-    machines built the same way give the same paths to the same parts.
+    Paths are attribute paths from the machine, breadth first, so two machines
+    built the same way give the same paths to the same parts.  ``aliases``
+    (if given) collects every other path reaching each object: a path that
+    runs through state (the I2C bus's current device) may not exist in the
+    machine being restored into, an alias through the wiring does.
     """
     paths: dict = {}
     seen: dict = {}
@@ -176,6 +187,8 @@ def object_graph(machine) -> dict:
                 seen[id(v)] = path
                 paths[path] = v
                 queue.append((path, v))
+            elif aliases is not None:
+                aliases.setdefault(seen[id(v)], []).append(path)
         elif isinstance(v, dict):
             for k, x in v.items():
                 if isinstance(k, (str, int)):
@@ -192,6 +205,56 @@ def object_graph(machine) -> dict:
                 continue
             visit(f"{path}.{name}", v)
     return paths
+
+
+_PATH_TOKEN = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|-?\d+)\]")
+
+
+def resolve_path(machine, path: str):
+    """The object at ``path`` ("machine.soc.peripherals['rtc1']") or None."""
+    if not path.startswith("machine"):
+        return None
+    obj, pos = machine, len("machine")
+    while pos < len(path):
+        m = _PATH_TOKEN.match(path, pos)
+        if m is None:
+            return None
+        try:
+            if m.group(1) is not None:
+                obj = getattr(obj, m.group(1))
+            else:
+                obj = obj[ast.literal_eval(m.group(2))]
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError, SyntaxError):
+            return None
+        pos = m.end()
+    return obj
+
+
+def map_objects(machine, saved: dict) -> dict:
+    """Saved path -> this machine's object, for every part the snapshot names.
+
+    ``saved`` maps each saved path to {"class": qualname, "aliases": [...]}.
+    Each part is found by its path, else by an alias, and must be of the same
+    class; every part of this machine must be named by the snapshot."""
+    out: dict = {}
+    taken: set = set()
+    for path, info in saved.items():
+        found = None
+        for p in [path] + list(info.get("aliases", ())):
+            obj = resolve_path(machine, p)
+            if obj is not None and _qualname(obj) == info.get("class") and id(obj) not in taken:
+                found = obj
+                break
+        if found is None:
+            raise SnapshotError(f"the snapshot has parts this machine lacks: {path} "
+                                f"({info.get('class')})")
+        out[path] = found
+        taken.add(id(found))
+    extra = [p for p, o in object_graph(machine).items() if id(o) not in taken]
+    if extra:
+        raise SnapshotError(f"this machine has parts the snapshot lacks: "
+                            f"{', '.join(extra[:5])}")
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -501,7 +564,8 @@ def build_state(machine) -> tuple:
     """(metadata dict, blobs) for ``machine``: everything a snapshot holds."""
     if getattr(machine.cpu, "_running", False):
         raise SnapshotError("cannot snapshot while the CPU is running (call between runs)")
-    graph = object_graph(machine)
+    aliases: dict = {}
+    graph = object_graph(machine, aliases)
     by_id = {id(o): p for p, o in graph.items()}
     enc = _Encoder(by_id)
     cpu = machine.cpu
@@ -518,6 +582,9 @@ def build_state(machine) -> tuple:
             except ValueError as e:         # a model that knows its state cannot be saved
                 raise SnapshotError(f"cannot snapshot {path}: {e}") from None
         entry["attrs"] = _capture(obj, enc, path)
+        entry["class"] = _qualname(obj)
+        if aliases.get(path):
+            entry["aliases"] = aliases[path]
         objects[path] = entry
     spi = {}
     for path, obj in graph.items():
@@ -643,11 +710,8 @@ def load(machine, path: str) -> dict:
 def apply_state(machine, state: dict, blob) -> None:
     cpu = machine.cpu
     clock = machine.clock
-    graph = object_graph(machine)
+    graph = map_objects(machine, state["objects"])
     dec = _Decoder(graph, clock, blob)
-    missing = [p for p in state["objects"] if p not in graph]
-    if missing:
-        raise SnapshotError(f"the snapshot has parts this machine lacks: {', '.join(missing[:5])}")
     # memories (and forget translated code and block costs)
     regions = {name: (s, e) for s, e, name in _memory_regions(cpu)}
     memories = []

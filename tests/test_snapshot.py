@@ -288,3 +288,25 @@ def test_microbit_cortex_m0(tmp_path):
     assert not [x for x in audit(m) if x[2] not in ("Logger", "callable")]
     continue_and_compare(m, str(tmp_path / "mb.snap"), ms=100, steps=2)
     assert b">>> " in m.console
+
+
+def test_parts_found_by_alias_and_class(fw):
+    """A part saved under a path that runs through state (the I2C bus's current
+    device) is found in the new machine by another path of the same class."""
+    from emu.snapshot import map_objects, object_graph, resolve_path
+    m = Machine(fw("pinetime_demo"), flash_file=None)
+    aliases: dict = {}
+    graph = object_graph(m, aliases)
+    assert resolve_path(m, "machine.soc.peripherals['rtc1']") is m.soc.peripherals["rtc1"]
+    assert "machine.soc.rtc1" in aliases["machine.soc.peripherals['rtc1']"]
+    saved = {p: {"class": f"{type(o).__module__}.{type(o).__qualname__}",
+                 "aliases": aliases.get(p, [])} for p, o in graph.items()}
+    info = saved.pop("machine.board.touch")
+    saved["machine.board.i2c._current"] = {"class": info["class"],
+                                           "aliases": ["machine.board.accel",   # wrong class
+                                                       "machine.board.touch"]}
+    mapping = map_objects(Machine(fw("pinetime_demo"), flash_file=None), saved)
+    assert type(mapping["machine.board.i2c._current"]).__name__ == "Cst816s"
+    saved.pop("machine.board.i2c._current")
+    with pytest.raises(SnapshotError, match="parts the snapshot lacks: machine.board.touch"):
+        map_objects(Machine(fw("pinetime_demo"), flash_file=None), saved)
