@@ -368,14 +368,12 @@ class CortexM:
         """Execution priority from active exceptions only (256 = thread)."""
         prio = 256
         act = self.active
-        e = 0
-        while act:
-            if act & 1:
-                p = self.group_prio(self.prio[e])
-                if p < prio:
-                    prio = p
-            act >>= 1
-            e += 1
+        while act:                       # visit the set bits only
+            low = act & -act
+            act ^= low
+            p = self.group_prio(self.prio[low.bit_length() - 1])
+            if p < prio:
+                prio = p
         return prio
 
     def execution_priority(self) -> int:
