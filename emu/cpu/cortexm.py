@@ -393,15 +393,15 @@ class CortexM:
         """(group_prio, raw_prio, exc) of the best pending enabled exception."""
         best = None
         pend = self.pending
-        e = 0
-        while pend:
-            if pend & 1 and self.exc_enabled(e):
+        while pend:                      # visit the set bits only
+            low = pend & -pend
+            pend ^= low
+            e = low.bit_length() - 1
+            if self.exc_enabled(e):
                 raw = self.prio[e]
                 key = (self.group_prio(raw), raw, e)
                 if best is None or key < best:
                     best = key
-            pend >>= 1
-            e += 1
         return best
 
     # ------------------------------------------------------------------
