@@ -217,3 +217,24 @@ def test_uart_console_on_tcp():
     finally:
         client.close()
         server.close()
+
+
+def test_snapshot_round_trip(tmp_path):
+    """A snapshot of the micro:bit at its prompt restores into a fresh machine
+    that then answers exactly like the original (bytes, cycles, display)."""
+    from emu import Machine
+    r = Repl()
+    r.eval("from microbit import *")
+    r.eval("display.show(Image.HEART)")
+    path = str(tmp_path / "microbit.snap")
+    r.m.save_snapshot(path)
+    twin = Machine(HEX, board="microbit")
+    twin.load_snapshot(path)
+    results = []
+    for m in (r.m, twin):
+        start = len(m.console)
+        m.board.uart_send(b"print(6*7)\r")
+        m.run(ms=50)
+        results.append((bytes(m.console[start:]), m.cpu.cycles, m.board.display.bits()))
+    assert results[0] == results[1]
+    assert b"\r\n42\r\n" in results[0][0] and results[0][2] == HEART
