@@ -238,3 +238,17 @@ def test_snapshot_round_trip(tmp_path):
         results.append((bytes(m.console[start:]), m.cpu.cycles, m.board.display.bits()))
     assert results[0] == results[1]
     assert b"\r\n42\r\n" in results[0][0] and results[0][2] == HEART
+
+
+def test_edge_pins_analogue_and_digital(repl):
+    board = repl.m.board
+    board.edge_voltage(0, 1.2)                 # VDD is 3.0 V: 1.2 / 3.0 * 1023 = 409.2
+    assert repl.eval("pin0.read_analog()") == "409"
+    board.edge_voltage(1, 3.0)
+    assert repl.eval("pin1.read_analog()") == "1023"
+    pin16 = board.soc.pins[16]                  # edge pin 16 = P0.16
+    pin16.drive("test", True)
+    assert repl.eval("pin16.read_digital()") == "1"
+    pin16.drive("test", False)
+    assert repl.eval("pin16.read_digital()") == "0"
+    pin16.drive("test", None)
