@@ -166,3 +166,16 @@ def test_armv6m_system_registers(soc):
     # SHPR2/SHPR3 exist, with 2 bits per priority
     wr(soc, SCS + 0xD20, 0xFFFF0000)
     assert rd(soc, SCS + 0xD20) == 0xC0C00000
+
+
+def test_timer1_is_16_bits_wide(soc):
+    t1 = soc.peripherals["timer1"]
+    wr(soc, TIMER1 + 0x508, 3)                               # BITMODE 32: not on TIMER1
+    wr(soc, TIMER1 + 0x510, 4)                               # 1 MHz
+    wr(soc, TIMER1 + 0x540, 0x10005)                         # CC[0] beyond 16 bits
+    wr(soc, TIMER1 + 0x000, 1)
+    advance(soc, 5 * 512)                                    # counts 0..5: 0x10005 & 0xFFFF
+    assert t1.events[0x140] == 1
+    assert soc.peripherals["timer0"]._mask() == 0xFFFF       # TIMER0 reset BITMODE 16
+    wr(soc, TIMER0 + 0x508, 3)
+    assert soc.peripherals["timer0"]._mask() == 0xFFFFFFFF   # TIMER0 is 32 bits wide

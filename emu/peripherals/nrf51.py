@@ -20,6 +20,8 @@ table (names and reset values as in Nordic's nrf51.svd) and sizes:
 * Gpiote51: 4 channels, TASKS_OUT only (no SET/CLR tasks).
 * Temp51: TEMP only (no A/B/T calibration registers).
 * Radio51: no CRCOK/CRCERROR events (register storage like the nRF52 one).
+* Timer51: TIMER1 and TIMER2 are at most 16 bits wide (RM 18.1): a 24- or
+  32-bit BITMODE counts 16 bits there (logged once).
 
 Not modelled: the per-peripheral POWER register at +0xFFC (stored, logged
 once; a block is never powered down), the MPU region protection.
@@ -32,6 +34,7 @@ from emu.peripherals.gpio import NUM_PINS, Gpio
 from emu.peripherals.gpiote import EV_PORT, Gpiote
 from emu.peripherals.radio import Radio
 from emu.peripherals.temp import Temp
+from emu.peripherals.timer import Timer
 from emu.peripherals.nvmc import T_ERASEPAGE, T_ERASEALL, UICR_BASE, Nvmc
 from emu.peripherals.ppi import FIXED, Ppi
 from emu.peripherals.serial import SerialMux, Spis
@@ -270,3 +273,15 @@ class Temp51(Temp):
 
 class Radio51(Radio):
     EVENTS = {k: v for k, v in Radio.EVENTS.items() if v not in ("CRCOK", "CRCERROR")}
+
+
+class Timer51(Timer):
+    """TIMER0 is 32 bits wide on the nRF51; TIMER1 and TIMER2 only 16."""
+
+    def _mask(self) -> int:
+        mask = super()._mask()
+        if self.base != 0x40008000 and mask > 0xFFFF:
+            self.log_once("bitmode", "BITMODE %d on %s: this timer is 16 bits wide",
+                          self.values[0x508] & 3, self.name)
+            return 0xFFFF
+        return mask

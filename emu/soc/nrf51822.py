@@ -26,12 +26,11 @@ Shared slots: 0x40003000 holds SPI0/TWI0 and 0x40004000 SPI1/SPIS1/TWI1,
 chosen by ENABLE (SPI 1, SPIS 2, TWI 5) exactly like the nRF52's
 multiplexer; 0x40002000 holds the legacy UART (ENABLE 4).
 
-Not modelled: the RADIO beyond register storage, the MPU/PROTENSET
-region protection in the POWER/MPU slot (stored), AAR/CCM/ECB beyond the
-nRF52 models, LPCOMP and QDEC beyond storage, flash wait states, the
-16-bit-only restriction of TIMER1/TIMER2 BITMODE (any BITMODE counts),
-the TEMP calibration (the nRF51 has no A/B/T registers; the reading uses
-the nRF52 model's linear conversion).
+Not modelled: the RADIO, AAR/CCM, LPCOMP and QDEC beyond register storage
+(logged once when built), the MPU/PROTENSET region protection in the
+POWER/MPU slot (stored), the per-peripheral POWER registers at +0xFFC
+(stored, logged once), flash wait states, the TEMP sensor's non-linearity
+(the reading is the temperature set on the model, in 0.25 degC steps).
 """
 from __future__ import annotations
 
@@ -97,9 +96,9 @@ PERIPHERALS: list = [
     (0x40004000, "emu.peripherals.nrf51", "SerialMux51", "serial1"),
     (0x40006000, "emu.peripherals.nrf51", "Gpiote51", "gpiote"),
     (0x40007000, "emu.peripherals.adc51", "Adc", "adc"),
-    (0x40008000, "emu.peripherals.timer", "Timer", "timer0"),
-    (0x40009000, "emu.peripherals.timer", "Timer", "timer1"),
-    (0x4000A000, "emu.peripherals.timer", "Timer", "timer2"),
+    (0x40008000, "emu.peripherals.nrf51", "Timer51", "timer0"),
+    (0x40009000, "emu.peripherals.nrf51", "Timer51", "timer1"),
+    (0x4000A000, "emu.peripherals.nrf51", "Timer51", "timer2"),
     (0x4000B000, "emu.peripherals.rtc", "Rtc", "rtc0"),
     (0x4000C000, "emu.peripherals.nrf51", "Temp51", "temp"),
     (0x4000D000, "emu.peripherals.rng", "Rng", "rng"),
