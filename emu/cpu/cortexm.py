@@ -151,7 +151,8 @@ class CortexM:
         if flash:
             self._flash_regions.append((base, base + size))
 
-    def map_mmio(self, base: int, size: int, name: str, read_cb, write_cb) -> None:
+    def map_mmio(self, base: int, size: int, name: str, read_cb, write_cb, *,
+                 raw: bool = False) -> None:
         for (s, e, _k, n) in self.regions:
             if base < e and s < base + size:
                 raise ValueError(f"MMIO {name} at {base:#x} overlaps {n} at {s:#x}-{e:#x}")
@@ -160,8 +161,13 @@ class CortexM:
         # MMIO-polling firmware lives on this path.  The callbacks get
         # uc=None and never raise (they catch and log model errors).
         from unicorn.unicorn_py3.unicorn import MMIO_READ_CFUNC, MMIO_WRITE_CFUNC, uclib
-        rd = MMIO_READ_CFUNC(lambda _h, off, sz, _k: read_cb(None, off, sz, None))
-        wr = MMIO_WRITE_CFUNC(lambda _h, off, sz, val, _k: write_cb(None, off, sz, val, None))
+        # raw=True: the callbacks already take (handle, offset, size[, value],
+        # user_data) and are registered as they are (one Python frame less).
+        if raw:
+            rd, wr = MMIO_READ_CFUNC(read_cb), MMIO_WRITE_CFUNC(write_cb)
+        else:
+            rd = MMIO_READ_CFUNC(lambda _h, off, sz, _k: read_cb(None, off, sz, None))
+            wr = MMIO_WRITE_CFUNC(lambda _h, off, sz, val, _k: write_cb(None, off, sz, val, None))
         self._mmio_cfuncs.append((rd, wr))      # keep them alive
         err = uclib.uc_mmio_map(self.uc._uch, base, size, rd, None, wr, None)
         if err:

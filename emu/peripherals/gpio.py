@@ -39,12 +39,12 @@ class Gpio(NrfPeripheral):
     EVENTS: dict = {}
     REGISTERS = [
         Reg(0x504, "OUT", 0, RW, write="_wr_out"),
-        Reg(0x508, "OUTSET", 0, RW, read="_rd_out", write="_wr_outset"),
-        Reg(0x50C, "OUTCLR", 0, RW, read="_rd_out", write="_wr_outclr"),
-        Reg(0x510, "IN", 0, RO, read="_rd_in"),
+        Reg(0x508, "OUTSET", 0, RW, read="_rd_out", write="_wr_outset", timed=False),
+        Reg(0x50C, "OUTCLR", 0, RW, read="_rd_out", write="_wr_outclr", timed=False),
+        Reg(0x510, "IN", 0, RO, read="_rd_in", timed=False),
         Reg(0x514, "DIR", 0, RW, write="_wr_dir"),
-        Reg(0x518, "DIRSET", 0, RW, read="_rd_dir", write="_wr_dirset"),
-        Reg(0x51C, "DIRCLR", 0, RW, read="_rd_dir", write="_wr_dirclr"),
+        Reg(0x518, "DIRSET", 0, RW, read="_rd_dir", write="_wr_dirset", timed=False),
+        Reg(0x51C, "DIRCLR", 0, RW, read="_rd_dir", write="_wr_dirclr", timed=False),
         Reg(0x520, "LATCH", 0, W1C, write="_wr_latch"),
         Reg(0x524, "DETECTMODE", 0, RW, mask=1, write="_wr_detect"),
         Reg(0x700, "PIN_CNF", 2, RW, mask=0x0003070F, write="_wr_pin_cnf", count=NUM_PINS),
