@@ -143,6 +143,15 @@ def test_accelerometer_values_from_board(repl, x_mg, y_mg, z_mg):
     assert repl.eval("accelerometer.get_x()") == str(want[0])
 
 
+def test_accelerometer_in_the_microbit_frame(repl):
+    """board.set_acceleration takes the micro:bit's own axes: get_x() returns
+    the value set, scaled only by the firmware's 1024 counts per g."""
+    repl.m.board.set_acceleration(-250, 500, -1000)
+    repl.m.run(ms=40)
+    assert repl.eval("accelerometer.get_x(), accelerometer.get_y(), accelerometer.get_z()") \
+        == str((-256, 512, -1024))
+
+
 def test_i2c_identity_registers(repl):
     assert repl.eval("i2c.read(0x1d, 1) if i2c.write(0x1d, b'\\x0d', repeat=True) is None "
                      "else None") == "b'Z'"               # WHO_AM_I 0x5A

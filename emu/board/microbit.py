@@ -250,6 +250,12 @@ class Microbit(Board):
     def uart_output(self) -> bytes:
         return bytes(self.uart.host_output)
 
+    def set_acceleration(self, x_mg: float, y_mg: float, z_mg: float) -> None:
+        """Acceleration in milli-g in the micro:bit's frame (what the DAL and
+        MicroPython report): the MMA8653 is mounted with its X and Y axes
+        reversed, so the chip sees (-x, -y, z)."""
+        self.accelerometer.set_acceleration(-x_mg, -y_mg, z_mg)
+
     def edge_voltage(self, pin: int, volts: float) -> None:
         """Analogue voltage on edge pin 0, 1 or 2."""
         if pin not in EDGE_AIN:
