@@ -591,6 +591,8 @@ class CortexM:
                    fault_addr: Optional[int] = None) -> None:
         """Synchronous fault at ``pc``: configurable fault or HardFault escalation."""
         sym = self.symbolize(pc)
+        if self.profile == "m0":
+            exc = HARDFAULT               # ARMv6-M: every fault is a HardFault
         log.warning("%s at pc=%#010x%s: %s", self.exc_name(exc), pc, f" ({sym})" if sym else "", why)
         self.last_fault = {"exception": self.exc_name(exc), "pc": pc, "symbol": sym, "why": why,
                            "cycles": self.cs.cycles}
