@@ -156,8 +156,10 @@ class CostModel:
             return 1
         if base in ("mov", "add") and _first_reg_is_pc(insn):
             return 3
-        if base in _BARRIER:
-            return 4
+        if base in _BARRIER or base in ("mrs", "msr"):
+            return 3                      # DMB/DSB/ISB, MRS/MSR: 3 (TRM table 3-1)
+        if base in ("wfi", "wfe"):
+            return 2
         return 1
 
 
