@@ -62,12 +62,13 @@ class RunResult:
         self.time_ticks = machine.clock.now
         self.cycles = machine.cpu.cycles
         self.exit_code = machine.exit_code
+        self.system_off = machine.system_off     # ended in nRF System OFF
         self.info = dict(machine.cpu.stop_info) if reason in (StopReason.LOCKUP,
                                                                 StopReason.FAULT) else {}
 
     @property
     def ok(self) -> bool:
-        return self.reason in (StopReason.DEADLINE, StopReason.SLEEP) or (
+        return self.reason in (StopReason.DEADLINE, StopReason.SLEEP, StopReason.OFF) or (
             self.reason == StopReason.EXIT and self.exit_code == 0)
 
     def __repr__(self) -> str:
@@ -155,6 +156,12 @@ class Machine:
     def now(self) -> int:
         return self.clock.now
 
+    @property
+    def system_off(self) -> bool:
+        """The chip is in System OFF (POWER.SYSTEMOFF): the CPU runs nothing
+        until a wake-up (GPIO DETECT) or a reset; ``run`` lets time pass."""
+        return self.cpu.powered_off
+
     def run(self, seconds: float = 0.0, *, ms: float = 0.0, us: float = 0.0,
             ticks: int = 0, until_tick: Optional[int] = None,
             stop: Optional[Callable[[], bool]] = None) -> RunResult:
@@ -162,7 +169,9 @@ class Machine:
 
         Returns early on semihosting exit, lockup, an unhandled fault, a
         debugger stop, or when ``stop()`` returns true (checked at slice
-        boundaries).
+        boundaries).  In System OFF the CPU runs nothing and time passes from
+        event to event until a wake-up reset; the result's ``system_off``
+        says so (reason ``"off"`` when nothing is scheduled before ``until``).
         """
         if until_tick is None:
             span = ticks + int(round(seconds * TICKS_PER_SECOND)) + int(round(ms * TICKS_PER_MS)) \

@@ -80,6 +80,7 @@ class StopReason:
     FAULT = "fault"        # unhandled fault (fault handler stuck or repeating)
     BREAK = "break"        # debugger breakpoint / watchpoint / stop request
     SLEEP = "sleep"        # asleep with nothing scheduled (would sleep forever)
+    OFF = "off"            # powered off (nRF System OFF) with nothing scheduled
     RESET = "reset"
 
 
@@ -119,6 +120,8 @@ class CortexM:
         self.itm_handler: Optional[Callable[[int, int], None]] = None
         self.reset_handler: Optional[Callable[[], None]] = None  # system reset request
         self.on_exception: list = []  # callbacks(exc, entering: bool)
+        self.on_sleep: list = []      # callbacks(asleep: bool) when WFI/WFE sleep starts/ends
+        self._sleeping = False
         self._div_hooks: dict = {}
         self._sev_hooks: dict = {}
         self._cycle_base_ticks = 0
@@ -288,12 +291,39 @@ class CortexM:
         self.event_register = 0
         self.sleeping = False
         self.sleep_kind = ""
+        self.powered_off = False  # System OFF: executes nothing until a reset
         self.locked_up = False
         self._fault_history: list = []
         self._running = False
         self.systick.reset()
         self.cs.stop_flag = 0
         self.cs.mask_watch = 0
+
+    @property
+    def sleeping(self) -> bool:
+        """Asleep in WFI/WFE (or SLEEPONEXIT); ``on_sleep`` hears every change."""
+        return self._sleeping
+
+    @sleeping.setter
+    def sleeping(self, asleep: bool) -> None:
+        asleep = bool(asleep)
+        if asleep != self._sleeping:
+            self._sleeping = asleep
+            for cb in self.on_sleep:
+                cb(asleep)
+
+    def power_off(self) -> None:
+        """The core loses power (nRF System OFF): it executes nothing and takes
+        no exception until the next reset; time still advances (the run loop
+        idles to the next event).  Called from the MMIO write that powers
+        off, it stops Unicorn at once, mid-block: the store would be
+        re-executed on resume (UNICORN-NOTES), but a powered-off core never
+        resumes - it restarts from the reset vector."""
+        self.powered_off = True
+        self.systick.reset()
+        self.request_stop()
+        if self._running:
+            self.uc.emu_stop()
 
     def reset(self, vtor: Optional[int] = None) -> None:
         """Reset the core: SP and PC from the vector table at ``vtor``."""
@@ -832,6 +862,15 @@ class CortexM:
                     return StopReason.BREAK
                 if self.stop_reason:
                     return self.stop_reason
+                if self.powered_off:
+                    nxt = clock.next_event_time()
+                    if nxt >= until:
+                        if until >= NEVER:
+                            return StopReason.OFF
+                        clock.now = max(clock.now, until)
+                        return StopReason.DEADLINE
+                    clock.now = max(clock.now, nxt)
+                    continue
                 self._take_pending()
                 if 3 <= self._ipsr <= 6:
                     self._check_fault_hang()

@@ -23,15 +23,27 @@ Reset (PS "Reset behavior" table): GPREGRET/GPREGRET2 survive soft reset
 (SYSRESETREQ), CPU lockup and wake from System OFF; watchdog, pin and
 power-on resets clear them.  RESETREAS survives every reset but power-on.
 
-SYSTEMOFF: writing 1 sets :attr:`system_off`, logs, and asks the CPU to stop
-at the slice boundary; :meth:`wake_from_off` (called by GPIO when DETECT
-rises in System OFF) requests a chip reset with reason 'off'.
+System OFF (17.1.2): writing 1 to SYSTEMOFF sets :attr:`system_off` and
+powers the core off (``cpu.power_off()``: the current basic block ends, then
+the CPU executes nothing and takes no exception; the run loop lets time pass
+from event to event without spinning, and ``Machine.run`` reports it).
+Every peripheral but GPIO (whose PIN_CNF, outputs and SENSE stay in force)
+and this block is reset: their clocks are gone, so RTCs, TIMERs and the WDT
+stop and their scheduled events are dropped ("entering System OFF will stop
+and disable the watchdog").  The chip wakes with a system reset (RESETREAS.OFF,
+GPREGRET kept) when GPIO DETECT rises (:meth:`wake_from_off`, called by
+GPIO), at once if DETECT is already high when SYSTEMOFF is written; a pin
+reset or a debugger reset (``Machine.system_reset``) also ends it.  On the
+wake-up reset the RAM sections whose RAM[n].POWER SxRETENTION bit is 0 lose
+their contents, modelled as cleared to zero (silicon leaves them undefined);
+retained sections keep them.
 
-Not modelled: the CPU is not frozen by this block in System OFF (the run
-loop must check ``system_off``), power-fail comparator (POFWARN never fires),
-SLEEPENTER/SLEEPEXIT events, RAM retention in System OFF (RAM[n].POWER is
-storage), DC/DC converter effects, CLOCK TRACECONFIG, HFCLK/LFCLK gating of
-the peripherals that need them (RTC, TIMER, ... count regardless).
+Not modelled: power-fail comparator (POFWARN never fires), SLEEPENTER/
+SLEEPEXIT events, Emulated System OFF (in debug interface mode), LPCOMP
+ANADETECT and NFC field wake-up sources, RAM sections powered off in System
+ON (SxPOWER=0 keeps the contents), DC/DC converter effects, CLOCK
+TRACECONFIG, HFCLK/LFCLK gating of the peripherals that need them (RTC,
+TIMER, ... count regardless).
 """
 from __future__ import annotations
 
@@ -111,6 +123,8 @@ class ClockPower(NrfPeripheral):
 
     def system_reset(self, reason: str) -> None:
         """Chip reset: keep RESETREAS (plus this cause) and, if the PS says so, GPREGRET."""
+        if self.system_off:
+            self._lose_unretained_ram()
         keep = {0x400: self.values[0x400] | RESETREAS_BITS.get(reason, 0)}
         if reason not in RESETREAS_BITS:
             self.log_once(("reason", reason), "reset reason %r has no RESETREAS bit", reason)
@@ -199,10 +213,35 @@ class ClockPower(NrfPeripheral):
         return (ramon & 3) | ((ramonb & 3) << 2)
 
     def _wr_systemoff(self, new, old) -> None:
-        if new & 1:
-            self.system_off = True
-            self.log.warning("SYSTEMOFF: entering System OFF at t=%d", self.clock.now)
-            self.soc.cpu.request_stop()
+        if new & 1 and not self.system_off:
+            self._enter_system_off()
+
+    def _enter_system_off(self) -> None:
+        soc = self.soc
+        self.system_off = True
+        self.log.info("SYSTEMOFF: System OFF at t=%d", self.clock.now)
+        for ev in (self._ev_hf, self._ev_lf, self._ev_cal, self._ev_ct):
+            ev.cancel()
+        gpio = soc.peripherals.get("gpio")
+        for p in soc.peripherals.values():
+            if p is not self and p is not gpio:
+                p.reset()
+        soc.cpu.power_off()
+        if getattr(gpio, "detect", False):
+            self.wake_from_off()        # DETECT already high: wakes at once
+
+    def _lose_unretained_ram(self) -> None:
+        """Wake from System OFF: RAM sections without SxRETENTION are cleared."""
+        if 0x900 not in self._regs:     # no RAM[n] block (nRF51 variant)
+            return
+        soc = self.soc
+        ram_base, ram_end = soc.RAM_BASE, soc.RAM_BASE + soc.RAM_SIZE
+        for n in range(8):
+            power = self.values[0x900 + 16 * n]
+            for sect in range(2):
+                start = ram_base + n * 0x2000 + sect * 0x1000
+                if start < ram_end and not power >> (16 + sect) & 1:
+                    soc.cpu.write_mem(start, bytes(min(0x1000, ram_end - start)))
 
     def _wr_ram_powerset(self, new, old) -> None:
         pass
