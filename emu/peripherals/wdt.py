@@ -13,14 +13,20 @@ CONFIG are read-only (writes logged and ignored) until a reset.  RUNSTATUS
 reads 1 while running; REQSTATUS bit n is 1 while RR[n] is enabled and not
 yet written since the last reload.
 
-The counter is lazy: one clock event at the timeout.  CONFIG.HALT=0 pauses
-the watchdog while :attr:`debug_halted` is true (set by the GDB stub through
-``set_debug_halted``).  The watchdog is not reset by a soft reset
-(SYSRESETREQ) or CPU lockup (PS "Reset behavior"); every other reset stops
-it.
+The counter is lazy: one clock event at the timeout.  Pausing (25.3
+"Temporarily pausing the watchdog"): with CONFIG.SLEEP=0 the counter stops
+while the CPU sleeps (WFI, WFE, SLEEPONEXIT; the CPU's ``on_sleep`` hook
+reports the exact tick it falls asleep and wakes), with CONFIG.HALT=0 while
+:attr:`debug_halted` is true (``set_debug_halted``, for a debugger front end;
+the GDB stub freezes emulated time while it halts, so there both settings
+behave alike).  Paused, the remaining ticks are kept and the timeout event
+cancelled; resuming re-arms it with what was left.  The watchdog is not
+reset by a soft reset (SYSRESETREQ) or CPU lockup (PS "Reset behavior");
+every other reset stops it, and so does entering System OFF.
 
-Not modelled: CONFIG.SLEEP=0 (pause while the CPU sleeps) -- the watchdog
-keeps counting in sleep (logged once if configured).
+Not modelled: pausing and resuming take effect at the exact tick rather than
+on the next 32.768 kHz edge (the count loses or gains less than one LFCLK
+period per pause).
 """
 from __future__ import annotations
 
@@ -49,14 +55,16 @@ class Wdt(NrfPeripheral):
         self._ev_timeout = soc.clock.event("wdt.timeout", self._on_timeout)
         self._ev_reset = soc.clock.event("wdt.reset", self._on_reset)
         self.debug_halted = False
+        self.cpu_sleeping = False
         super().__init__(soc, base, name, irq)
+        soc.cpu.on_sleep.append(self._cpu_sleep)
 
     def reset(self) -> None:
         super().reset()
         self.running = False
         self.reloaded = 0            # RR[n] written since the last reload
         self.deadline = None         # absolute tick of the timeout
-        self.paused_left = None      # ticks left while paused by the debugger
+        self.paused_left = None      # ticks left while paused (CPU asleep, debug halt)
         self._ev_timeout.cancel()
         self._ev_reset.cancel()
 
@@ -68,17 +76,12 @@ class Wdt(NrfPeripheral):
 
     def set_debug_halted(self, halted: bool) -> None:
         """The debugger halted/resumed the CPU; CONFIG.HALT=0 pauses the WDT."""
-        if halted == self.debug_halted:
-            return
-        self.debug_halted = halted
-        if not self.running or self.values[0x50C] & 0x8:
-            return
-        if halted and self.deadline is not None:
-            self.paused_left = max(0, self.deadline - self.clock.now)
-            self._ev_timeout.cancel()
-        elif not halted and self.paused_left is not None:
-            self._arm(self.paused_left)
-            self.paused_left = None
+        self.debug_halted = bool(halted)
+        self._update_pause()
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_left is not None
 
     @property
     def counter(self) -> int:
@@ -94,11 +97,9 @@ class Wdt(NrfPeripheral):
         if self.running:
             return
         self.running = True
-        if not self.values[0x50C] & 1:
-            self.log_once("sleep", "CONFIG.SLEEP=0 (pause in sleep) not modelled: WDT keeps "
-                          "counting while the CPU sleeps")
         self.reloaded = 0
         self._reload()
+        self._update_pause()            # started by PPI while the CPU sleeps
 
     # -- registers -----------------------------------------------------
     def _rd_runstatus(self, _off) -> int:
@@ -135,6 +136,22 @@ class Wdt(NrfPeripheral):
             self._reload()
 
     # -- internals -----------------------------------------------------
+    def _cpu_sleep(self, asleep: bool) -> None:
+        self.cpu_sleeping = asleep
+        self._update_pause()
+
+    def _update_pause(self) -> None:
+        """Pause or resume the count as CONFIG, CPU sleep and debug halt say."""
+        config = self.values[0x50C]
+        pause = self.running and (self.cpu_sleeping and not config & 0x1
+                                  or self.debug_halted and not config & 0x8)
+        if pause and self.paused_left is None and self.deadline is not None:
+            self.paused_left = max(0, self.deadline - self.clock.now)
+            self._ev_timeout.cancel()
+        elif not pause and self.paused_left is not None:
+            left, self.paused_left = self.paused_left, None
+            self._arm(left)
+
     def _reload(self) -> None:
         crv = max(self.values[0x504], 0xF)
         period = (crv + 1) * LFCLK_TICKS
@@ -159,11 +176,13 @@ class Wdt(NrfPeripheral):
     def save_model_state(self) -> dict:
         return {"running": self.running, "reloaded": self.reloaded, "deadline": self.deadline,
                 "paused_left": self.paused_left, "debug_halted": self.debug_halted,
+                "cpu_sleeping": self.cpu_sleeping,
                 "reset_at": self._ev_reset.when}
 
     def load_model_state(self, s: dict) -> None:
         for k in ("running", "reloaded", "deadline", "paused_left", "debug_halted"):
             setattr(self, k, s[k])
+        self.cpu_sleeping = s.get("cpu_sleeping", False)
         if self.deadline is not None and self.paused_left is None:
             self._ev_timeout.schedule_at(self.deadline)
         if s.get("reset_at") is not None:
