@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"

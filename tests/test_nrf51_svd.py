@@ -8,7 +8,6 @@ Run with ``-s`` to see the coverage per peripheral.
 """
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path

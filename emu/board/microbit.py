@@ -36,7 +36,6 @@ button), the light sensing through the LED matrix (reads what the ADC gets:
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 import numpy as np
 
