@@ -179,3 +179,33 @@ def test_timer1_is_16_bits_wide(soc):
     assert soc.peripherals["timer0"]._mask() == 0xFFFF       # TIMER0 reset BITMODE 16
     wr(soc, TIMER0 + 0x508, 3)
     assert soc.peripherals["timer0"]._mask() == 0xFFFFFFFF   # TIMER0 is 32 bits wide
+
+
+def test_power_register_resets_a_block(soc):
+    """POWER (+0xFFC): 0 powers the block down to its reset state, 1 back up."""
+    assert rd(soc, TIMER1 + 0xFFC) == 1
+    wr(soc, TIMER1 + 0x510, 4)
+    wr(soc, TIMER1 + 0x540, 7)
+    wr(soc, TIMER1 + 0x000, 1)
+    assert soc.peripherals["timer1"].running
+    wr(soc, TIMER1 + 0xFFC, 0)
+    assert rd(soc, TIMER1 + 0xFFC) == 0
+    t1 = soc.peripherals["timer1"]
+    assert not t1.running and rd(soc, TIMER1 + 0x540) == 0 and rd(soc, TIMER1 + 0x510) == 4
+    wr(soc, TIMER1 + 0xFFC, 1)
+    assert rd(soc, TIMER1 + 0xFFC) == 1
+
+
+def test_power_register_on_a_shared_slot_resets_enable(soc):
+    twi = 0x40003000
+    wr(soc, twi + 0x500, 5)                                  # ENABLE = TWI
+    wr(soc, twi + 0x588, 0x1D)                               # ADDRESS
+    assert soc.peripherals["serial0"].active is not None
+    wr(soc, twi + 0xFFC, 0)                                  # the errata's TWI recovery
+    wr(soc, twi + 0xFFC, 1)
+    assert soc.peripherals["serial0"].active is None
+    assert rd(soc, twi + 0x500) == 0
+    uart = soc.peripherals["uart0"]
+    wr(soc, UART0 + 0x500, 4)
+    wr(soc, UART0 + 0xFFC, 0)
+    assert uart.active is None and rd(soc, UART0 + 0xFFC) == 0

@@ -19,13 +19,16 @@ Analogue inputs come from the board: ``set_input(ain, volts)`` for
 AIN0..AIN7 (AIN0 = P0.26, AIN1 = P0.27, AIN2..AIN7 = P0.01..P0.06), and
 ``vdd`` (3.0 V unless set).  AREF0 = AIN0, AREF1 = AIN1 as on silicon.
 
+POWER (+0xFFC) as for every nRF51 peripheral (``emu/peripherals/nrf51.py``).
+
 Not modelled: input impedance, noise, offset/gain error, the analog
-input-buffer disconnect of the selected pin, the POWER register (stored).
+input-buffer disconnect of the selected pin.
 """
 from __future__ import annotations
 
 from emu.clock import us
 from emu.peripherals.base import NrfPeripheral, Reg, RO, RW
+from emu.peripherals.nrf51 import Power51
 
 T_START, T_STOP = 0x000, 0x004
 E_END = 0x100
@@ -34,7 +37,7 @@ BITS = {0: 8, 1: 9, 2: 10}
 AIN_PINS = (26, 27, 1, 2, 3, 4, 5, 6)
 
 
-class Adc(NrfPeripheral):
+class Adc(Power51, NrfPeripheral):
     NAME = "ADC"
     HAS_INTEN = False
     TASKS = {T_START: "START", T_STOP: "STOP"}

@@ -23,8 +23,15 @@ table (names and reset values as in Nordic's nrf51.svd) and sizes:
 * Timer51: TIMER1 and TIMER2 are at most 16 bits wide (RM 18.1): a 24- or
   32-bit BITMODE counts 16 bits there (logged once).
 
-Not modelled: the per-peripheral POWER register at +0xFFC (stored, logged
-once; a block is never powered down), the MPU region protection.
+POWER (+0xFFC, every nRF51 peripheral but CLOCK/POWER, RM 10.1.3
+"Peripheral power control"): reads 1 after reset; writing 0 powers the
+block down, which returns it to its reset state (registers, events, tasks
+in flight, the interrupt line; for the shared UART/SPI/TWI slots the whole
+slot, ENABLE included); writing 1 powers it up again.  This is what drivers
+do to recover a hung TWI (the nRF51 errata workaround).
+
+Not modelled: a powered-down block still answers register accesses (logged
+once), the MPU region protection.
 """
 from __future__ import annotations
 
@@ -32,7 +39,10 @@ from emu.peripherals.base import Peripheral, Reg, RO, RW, WO, W1C
 from emu.peripherals.clock_power import ClockPower
 from emu.peripherals.gpio import NUM_PINS, Gpio
 from emu.peripherals.gpiote import EV_PORT, Gpiote
+from emu.peripherals.ecb import Ecb
 from emu.peripherals.radio import Radio
+from emu.peripherals.rng import Rng
+from emu.peripherals.rtc import Rtc
 from emu.peripherals.temp import Temp
 from emu.peripherals.timer import Timer
 from emu.peripherals.nvmc import T_ERASEPAGE, T_ERASEALL, UICR_BASE, Nvmc
@@ -42,9 +52,36 @@ from emu.peripherals.spi import RXD, TXD, Spi
 from emu.peripherals.twi import ERRORSRC as TWI_ERRORSRC
 from emu.peripherals.twi import Twi
 from emu.peripherals.uart import BAUDRATE, ERRORSRC as UART_ERRORSRC, Uart, Uart0
+from emu.peripherals.wdt import Wdt
 
 FLASH_SIZE = 256 * 1024
 PAGE = 1024
+POWER = 0xFFC
+
+
+class Power51:
+    """Mixin: the per-peripheral POWER register at +0xFFC."""
+
+    def read_other(self, offset: int) -> int:
+        if offset == POWER:
+            return self.__dict__.get("_power", 1)
+        return super().read_other(offset)
+
+    def write_other(self, offset: int, value: int) -> None:
+        if offset == POWER:
+            power_write(self, value)
+            return
+        super().write_other(offset, value)
+
+
+def power_write(block, value: int) -> None:
+    """POWER written on ``block`` (a model or a shared-slot multiplexer)."""
+    on = value & 1
+    was = block.__dict__.get("_power", 1)
+    if was and not on:
+        block.log_once("poweroff", "POWER=0: %s powered down (reset state)", block.name)
+        block.reset()
+    block._power = on
 
 
 class ClockPower51(ClockPower):
@@ -93,7 +130,7 @@ class ClockPower51(ClockPower):
         super(ClockPower, self).write(offset, value, size)
 
 
-class UartLegacy51(Uart):
+class UartLegacy51(Power51, Uart):
     REGISTERS = [
         Reg(UART_ERRORSRC, "ERRORSRC", access=W1C, mask=0xF),
         Reg(0x500, "ENABLE", mask=0x7),
@@ -115,8 +152,19 @@ class Uart51(Uart0):
         self._mux.variants = self.variants
         self._mux.reset()
 
+    def read(self, offset: int, size: int = 4) -> int:
+        if offset == POWER:
+            return self.__dict__.get("_power", 1)
+        return self._mux.read(offset, size)
 
-class Spi51(Spi):
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        if offset == POWER:
+            power_write(self, value)       # the whole slot: ENABLE and the variant
+            return
+        self._mux.write(offset, value, size)
+
+
+class Spi51(Power51, Spi):
     REGISTERS = [
         Reg(0x500, "ENABLE", mask=0x7),
         Reg(0x508, "PSELSCK", 0xFFFFFFFF),
@@ -129,7 +177,7 @@ class Spi51(Spi):
     ]
 
 
-class Twi51(Twi):
+class Twi51(Power51, Twi):
     REGISTERS = [
         Reg(TWI_ERRORSRC, "ERRORSRC", access=W1C, mask=0x7),
         Reg(0x500, "ENABLE", mask=0x7),
@@ -162,6 +210,26 @@ class SerialMux51(SerialMux):
             v.mux = self
             self.variants[val] = v
         self.reset()
+
+    # POWER belongs to the slot: powering down resets ENABLE and the variants.
+    # (The multiplexer binds the enabled variant's read and its own
+    # _write_enabled on the instance; both paths come through here.)
+    def read(self, offset: int, size: int = 4) -> int:
+        if offset == POWER:
+            return self.__dict__.get("_power", 1)
+        return super().read(offset, size)
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        if offset == POWER:
+            power_write(self, value)
+            return
+        super().write(offset, value, size)
+
+    def _write_enabled(self, offset: int, value: int, size: int = 4) -> None:
+        if offset == POWER:
+            power_write(self, value)
+            return
+        super()._write_enabled(offset, value, size)
 
 
 class Nvmc51(Nvmc):
@@ -254,7 +322,7 @@ class Gpio51(Gpio):
 NUM_GPIOTE_51 = 4
 
 
-class Gpiote51(Gpiote):
+class Gpiote51(Power51, Gpiote):
     TASKS = {4 * _n: f"OUT[{_n}]" for _n in range(NUM_GPIOTE_51)}
     EVENTS = {0x100 + 4 * _n: f"IN[{_n}]" for _n in range(NUM_GPIOTE_51)}
     EVENTS[EV_PORT] = "PORT"
@@ -267,7 +335,7 @@ class Gpiote51(Gpiote):
         super().write(offset, value, size)
 
 
-class Temp51(Temp):
+class Temp51(Power51, Temp):
     REGISTERS = [Reg(0x508, "TEMP", 0, RO)]
 
 
@@ -275,7 +343,7 @@ class Radio51(Radio):
     EVENTS = {k: v for k, v in Radio.EVENTS.items() if v not in ("CRCOK", "CRCERROR")}
 
 
-class Timer51(Timer):
+class Timer51(Power51, Timer):
     """TIMER0 is 32 bits wide on the nRF51; TIMER1 and TIMER2 only 16."""
 
     def _mask(self) -> int:
@@ -285,3 +353,19 @@ class Timer51(Timer):
                           self.values[0x508] & 3, self.name)
             return 0xFFFF
         return mask
+
+
+class Rtc51(Power51, Rtc):
+    pass
+
+
+class Rng51(Power51, Rng):
+    pass
+
+
+class Ecb51(Power51, Ecb):
+    pass
+
+
+class Wdt51(Power51, Wdt):
+    pass

@@ -28,8 +28,7 @@ multiplexer; 0x40002000 holds the legacy UART (ENABLE 4).
 
 Not modelled: the RADIO, AAR/CCM, LPCOMP and QDEC beyond register storage
 (logged once when built), the MPU/PROTENSET region protection in the
-POWER/MPU slot (stored), the per-peripheral POWER registers at +0xFFC
-(stored, logged once), flash wait states, the TEMP sensor's non-linearity
+POWER/MPU slot (stored), flash wait states, the TEMP sensor's non-linearity
 (the reading is the temperature set on the model, in 0.25 degC steps).
 """
 from __future__ import annotations
@@ -99,12 +98,12 @@ PERIPHERALS: list = [
     (0x40008000, "emu.peripherals.nrf51", "Timer51", "timer0"),
     (0x40009000, "emu.peripherals.nrf51", "Timer51", "timer1"),
     (0x4000A000, "emu.peripherals.nrf51", "Timer51", "timer2"),
-    (0x4000B000, "emu.peripherals.rtc", "Rtc", "rtc0"),
+    (0x4000B000, "emu.peripherals.nrf51", "Rtc51", "rtc0"),
     (0x4000C000, "emu.peripherals.nrf51", "Temp51", "temp"),
-    (0x4000D000, "emu.peripherals.rng", "Rng", "rng"),
-    (0x4000E000, "emu.peripherals.ecb", "Ecb", "ecb"),
-    (0x40010000, "emu.peripherals.wdt", "Wdt", "wdt"),
-    (0x40011000, "emu.peripherals.rtc", "Rtc", "rtc1"),
+    (0x4000D000, "emu.peripherals.nrf51", "Rng51", "rng"),
+    (0x4000E000, "emu.peripherals.nrf51", "Ecb51", "ecb"),
+    (0x40010000, "emu.peripherals.nrf51", "Wdt51", "wdt"),
+    (0x40011000, "emu.peripherals.nrf51", "Rtc51", "rtc1"),
     (0x4001E000, "emu.peripherals.nrf51", "Nvmc51", "nvmc"),
     (0x4001F000, "emu.peripherals.nrf51", "Ppi51", "ppi"),
     (0x50000000, "emu.peripherals.nrf51", "Gpio51", "gpio"),
