@@ -26,6 +26,8 @@ class OptionalBuildExt(build_ext):
 
 setup(
     ext_modules=[Extension("emu.cpu._blockhook", ["emu/cpu/_blockhook.c"],
+                           extra_compile_args=["-O2"]),
+                 Extension("emu.soc._mmio", ["emu/soc/_mmio.c"],       # MMIO fast path
                            extra_compile_args=["-O2"])],
     cmdclass={"build_ext": OptionalBuildExt},
 )

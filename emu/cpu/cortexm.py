@@ -177,6 +177,24 @@ class CortexM:
             raise UcError(err)
         self.regions.append((base, base + size, "mmio", name))
 
+    def map_mmio_native(self, base: int, size: int, name: str, slot) -> None:
+        """Map an MMIO region served by emu.soc._mmio's C callbacks (``slot``
+        holds the Python handlers they call; see emu/soc/bus.py)."""
+        for (s, e, _k, n) in self.regions:
+            if base < e and s < base + size:
+                raise ValueError(f"MMIO {name} at {base:#x} overlaps {n} at {s:#x}-{e:#x}")
+        import ctypes
+
+        from unicorn.unicorn_py3.unicorn import uclib
+
+        from emu.soc import _mmio
+        err = _mmio.map(ctypes.cast(uclib.uc_mmio_map, ctypes.c_void_p).value,
+                        self.uc._uch.value, base, size, slot)
+        if err:
+            raise UcError(err)
+        self._mmio_cfuncs.append(slot)          # keep it alive as long as the engine
+        self.regions.append((base, base + size, "mmio", name))
+
     def read32(self, addr: int) -> int:
         return struct.unpack("<I", self.uc.mem_read(addr, 4))[0]
 
@@ -1031,6 +1049,11 @@ class CortexM:
         cs.stop_flag = 0
         cs.mask_watch = 0
         uc.mem_protect(lo, hi - lo, UC_PROT_ALL)
+        # A translation block cached before Unicorn's instruction-count hook
+        # existed ignores count=1 (it ran on to the NVMC CONFIG=Ren store
+        # after the flash write on the micro:bit): retranslate the store's block.
+        here = uc.reg_read(A.UC_ARM_REG_PC)
+        uc.ctl_remove_cache(here, here + 4)
         try:
             for _ in range(3):  # a block-cost miss may need a retry
                 cs.reason = 0
