@@ -260,3 +260,13 @@ def test_edge_pins_analogue_and_digital(repl):
     pin16.drive("test", False)
     assert repl.eval("pin16.read_digital()") == "0"
     pin16.drive("test", None)
+
+
+def test_file_system_in_flash_through_nvmc():
+    """MicroPython's file system writes the nRF51 flash through the NVMC
+    (CONFIG=Wen, word stores, READY polling) and reads the file back."""
+    r = Repl()
+    r.send(b"f = open('note.txt', 'w'); f.write('hello nRF51'); f.close()\r")
+    assert r.eval("__import__('os').listdir()") == "['note.txt']"
+    assert r.eval("open('note.txt').read()") == "'hello nRF51'"
+    assert b"hello nRF51" in r.m.soc.flash_bytes()
