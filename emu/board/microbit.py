@@ -8,7 +8,7 @@ Wiring (micro:bit v1.3/1.5 schematic, as the DAL and MicroPython drive it):
   fixed map ``LED_MAP`` (display (x, y) -> (row, column)); two crossings
   have no LED.  An LED is lit while its row is driven high and its column
   driven low.
-* Buttons A on P0.17 and B on P0.26: active low with external 10 kOhm
+* Buttons A on P0.17 and B on P0.26: active low with external
   pull-ups (modelled as the button driving the pin high when released).
 * I2C on P0.00 (SCL) / P0.30 (SDA): MMA8653 accelerometer at 0x1D (INT1 on
   P0.28, active low) and MAG3110 magnetometer at 0x0E (INT1 on P0.29,
