@@ -112,7 +112,11 @@ class Rtc(NrfPeripheral):
 
     # -- register callbacks --------------------------------------------
     def _rd_counter(self, _off) -> int:
-        return self.counter
+        # busy-wait delay loops poll COUNTER: _count_at(now)[1], written out
+        t = self.clock.now
+        if not self.running or t < self.base_time + self.period:
+            return self.base_value
+        return (self.base_value + (t - self.base_time) // self.period) & MASK
 
     def _rd_evten(self, _off) -> int:
         return self.evten
