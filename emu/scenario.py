@@ -40,6 +40,9 @@ parallel input while waiting.
 from __future__ import annotations
 
 import argparse
+import calendar
+import datetime
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -51,6 +54,7 @@ from emu import testbench as tb
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TIMEOUT_MS = 1000.0
+PHONE_TIMEOUT_MS = 5000.0
 
 
 class ScenarioError(Exception):
@@ -133,9 +137,15 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
     kind = str(kind)
     where = f"step {index} ({kind})"
     if kind == "run":
-        a = _mapping(v, where, ("ms",))
-        a["ms"] = _num(a["ms"], f"{where} ms")
-        label = f"run {a['ms']:g} ms"
+        a = _mapping(v, where, (), ("ms", "s"))
+        if ("ms" in a) == ("s" in a):
+            raise ScenarioError(f"{where}: give exactly one of ms or s (missing ms)")
+        if "s" in a:
+            a = {"ms": _num(a["s"], f"{where} s") * 1000.0}
+            label = f"run {a['ms'] / 1000:g} s"
+        else:
+            a["ms"] = _num(a["ms"], f"{where} ms")
+            label = f"run {a['ms']:g} ms"
     elif kind in ("wait_text", "expect_text"):
         if isinstance(v, str):
             v = {"text": v}
@@ -199,9 +209,151 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
             raise ScenarioError(f"{where}: expected a snapshot file path")
         a = {"path": os.path.join(base, v)}
         label = f"{kind} {v}"
+    elif kind in PHONE_STEPS or kind in SCREEN_STEPS:
+        a, label = (_parse_phone_step if kind in PHONE_STEPS else _parse_screen_step)(kind, v, where)
     else:
         raise ScenarioError(f"step {index}: unknown step {kind!r} (known: {', '.join(STEPS)})")
     return Step(kind, a, label, index)
+
+
+def _text(v: Any, what: str) -> str:
+    if not isinstance(v, str) or not v:
+        raise ScenarioError(f"{what} must be a non-empty string, got {v!r}")
+    return v
+
+
+def _timeout(a: dict, where: str, default: float) -> None:
+    a["timeout_ms"] = _num(a.get("timeout_ms", default), f"{where} timeout_ms")
+
+
+def _parse_phone_step(kind: str, v: Any, where: str) -> tuple:
+    if kind == "phone_connect":
+        a = _mapping(v if v is not None else {}, where, (), ("timeout_ms",))
+        _timeout(a, where, PHONE_TIMEOUT_MS)
+        return a, "phone_connect"
+    if kind == "phone_send":
+        a = _mapping({"text": v} if isinstance(v, str) else v, where, ("text",), ("timeout_ms",))
+        a["data"] = _text(a.pop("text"), f"{where} text").encode("utf-8")
+        _timeout(a, where, PHONE_TIMEOUT_MS)
+        return a, f"phone_send {a['data'].decode('utf-8')!r}"
+    if kind == "wait_phone":
+        a = _mapping({"text": v} if isinstance(v, str) else v, where, ("text",), ("timeout_ms",))
+        a["text"] = _text(a["text"], f"{where} text")
+        _timeout(a, where, DEFAULT_TIMEOUT_MS)
+        return a, f"wait_phone {a['text']!r}"
+    if kind == "repl":
+        a = _mapping({"cmd": v} if isinstance(v, str) else v, where, ("cmd",),
+                     ("expect", "contains", "timeout_ms"))
+        a["cmd"] = _text(a["cmd"], f"{where} cmd")
+        for k in ("expect", "contains"):
+            if k in a:
+                a[k] = str(a[k])          # `expect: 2` is the text "2"
+        _timeout(a, where, PHONE_TIMEOUT_MS)
+        return a, f"repl {a['cmd']!r}" + (f" -> {a['expect']!r}" if "expect" in a else "")
+    if kind == "call":
+        a = _mapping(v, where, ("name", "number"), ("timeout_ms",))
+        a["name"], a["number"] = str(a["name"]), str(a["number"])
+        _timeout(a, where, PHONE_TIMEOUT_MS)
+        return a, f"call from {a['name']} ({a['number']})"
+    if kind == "end_call":
+        a = _mapping(v if v is not None else {}, where, (), ("timeout_ms",))
+        _timeout(a, where, PHONE_TIMEOUT_MS)
+        return a, "end_call"
+    if kind == "notify":
+        a = _mapping(v, where, ("title", "body"), ("src", "timeout_ms"))
+        a = {**a, "title": str(a["title"]), "body": str(a["body"]),
+             "src": str(a.get("src", "Messages"))}
+        _timeout(a, where, PHONE_TIMEOUT_MS)
+        return a, f"notify {a['title']!r}: {a['body']!r}"
+    if kind == "music":
+        a = _mapping(v, where, (), ("artist", "track", "album", "state", "timeout_ms"))
+        if "state" in a and a["state"] not in ("play", "pause"):
+            raise ScenarioError(f"{where}: state must be play or pause, got {a['state']!r}")
+        if ("artist" in a) != ("track" in a):
+            raise ScenarioError(f"{where}: give artist and track together")
+        if "artist" not in a and "state" not in a:
+            raise ScenarioError(f"{where}: expected artist and track, state, or both")
+        _timeout(a, where, PHONE_TIMEOUT_MS)
+        what = [f"{a['artist']} - {a['track']}"] if "artist" in a else []
+        return a, "music " + ", ".join(what + ([a["state"]] if "state" in a else []))
+    if kind == "set_time":
+        a = _mapping(v if isinstance(v, dict) else {"time": v}, where, ("time",), ("timeout_ms",))
+        t = a["time"]
+        if isinstance(t, str):
+            try:
+                t = datetime.datetime.fromisoformat(t)
+            except ValueError:
+                raise ScenarioError(f"{where}: expected a time like 2025-12-03T14:42:00, "
+                                    f"got {a['time']!r}") from None
+        if not isinstance(t, datetime.datetime):
+            raise ScenarioError(f"{where}: expected a time like 2025-12-03T14:42:00, got {t!r}")
+        if t.tzinfo is not None:        # the watch keeps local time: use the wall-clock fields
+            t = t.replace(tzinfo=None)
+        a["unix"] = calendar.timegm(t.timetuple())
+        _timeout(a, where, PHONE_TIMEOUT_MS)
+        return a, f"set_time {t.isoformat()}"
+    # expect_phone_message
+    if not isinstance(v, dict):
+        raise ScenarioError(f"{where}: expected a mapping of keys and values the message "
+                            f"holds, e.g. {{t: call, n: ACCEPT}}, got {v!r}")
+    match = {str(k): val for k, val in v.items() if k != "timeout_ms"}
+    if not match:
+        raise ScenarioError(f"{where}: give at least one key the message must hold")
+    a = {"match": match}
+    _timeout(a, where, dict(v).get("timeout_ms", DEFAULT_TIMEOUT_MS))
+    return a, "expect_phone_message " + json.dumps(match, separators=(",", ":"))
+
+
+def _box_arg(v: Any, where: str) -> tuple:
+    if v is None:
+        return None
+    if (not isinstance(v, list) or len(v) != 4
+            or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v)
+            or v[2] == 0 or v[3] == 0):
+        raise ScenarioError(f"{where}: box must be [x, y, w, h] (integers, w and h > 0), "
+                            f"got {v!r}")
+    return tuple(v)
+
+
+def _parse_screen_step(kind: str, v: Any, where: str) -> tuple:
+    if kind in ("expect_region", "wait_region"):
+        a = _mapping(v, where, ("box",), ("min_lit", "max_lit", "threshold", "timeout_ms"))
+        a["box"] = _box_arg(a["box"], where)
+        if "min_lit" not in a and "max_lit" not in a:
+            raise ScenarioError(f"{where}: give min_lit, max_lit or both")
+        for k in ("min_lit", "max_lit", "threshold"):
+            if k in a:
+                a[k] = _int(a[k], f"{where} {k}")
+        a.setdefault("threshold", 64)
+        _timeout(a, where, DEFAULT_TIMEOUT_MS if kind == "wait_region" else 0)
+        rng = (f"{a['min_lit']} <= " if "min_lit" in a else "") + "lit" + (
+            f" <= {a['max_lit']}" if "max_lit" in a else "")
+        return a, f"{kind} {list(a['box'])} {rng}"
+    if kind == "mark_screen":
+        if v is not None:
+            raise ScenarioError(f"{where}: takes no arguments (write 'mark_screen:')")
+        return {}, "mark_screen"
+    if kind in ("expect_screen_changed", "expect_screen_unchanged", "wait_screen_change"):
+        opt = ("box", "tolerance") + (("timeout_ms",) if kind == "wait_screen_change" else ())
+        a = _mapping(v if v is not None else {}, where, (), opt)
+        a["box"] = _box_arg(a.get("box"), where)
+        a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance")
+        if kind == "wait_screen_change":
+            _timeout(a, where, DEFAULT_TIMEOUT_MS)
+        return a, kind + (f" {list(a['box'])}" if a["box"] else "")
+    # expect_pixel
+    a = _mapping(v, where, ("x", "y", "rgb"), ("tolerance", "timeout_ms"))
+    a["x"], a["y"] = _int(a["x"], f"{where} x"), _int(a["y"], f"{where} y")
+    rgb = a["rgb"]
+    try:
+        a["rgb"] = tb._rgb(rgb)
+        if len(a["rgb"]) != 3 or not all(0 <= c <= 255 for c in a["rgb"]):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ScenarioError(f"{where}: rgb must be \"#rrggbb\" or [r, g, b], got {rgb!r}") from None
+    a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance")
+    _timeout(a, where, 0)
+    return a, f"expect_pixel ({a['x']},{a['y']}) #{'%02x%02x%02x' % a['rgb']}"
 
 
 def load_scenario(path: str) -> Scenario:
@@ -248,22 +400,22 @@ def _fail(m, what: str, seen: str):
     raise tb.ExpectationFailed(what, seen, _t(m))
 
 
-def _do_run(m, a):
+def _do_run(m, a, ctx=None):
     r = m.run(ms=a["ms"])
     if r.reason in ("lockup", "fault"):
         _fail(m, f"run {a['ms']:g} ms", f"the firmware stopped: {r.reason} "
                                         f"{r.info.get('message', '') if r.info else ''}".strip())
 
 
-def _do_wait_text(m, a):
+def _do_wait_text(m, a, ctx=None):
     tb.wait_for_text(m, a["text"], a["timeout_ms"])
 
 
-def _do_wait_symbol(m, a):
+def _do_wait_symbol(m, a, ctx=None):
     tb.wait_for_symbol(m, a["name"], a["timeout_ms"])
 
 
-def _do_tap(m, a):
+def _do_tap(m, a, ctx=None):
     touch = tb.device(m, "touch")
     fn = getattr(touch, "tap", None)
     if fn is None:
@@ -271,7 +423,7 @@ def _do_tap(m, a):
     fn(a["x"], a["y"])
 
 
-def _do_swipe(m, a):
+def _do_swipe(m, a, ctx=None):
     touch = tb.device(m, "touch")
     fn = getattr(touch, "swipe", None)
     if fn is None:
@@ -279,7 +431,7 @@ def _do_swipe(m, a):
     fn(a["direction"])
 
 
-def _do_button(m, a):
+def _do_button(m, a, ctx=None):
     button = tb.device(m, "button")
     hold = getattr(button, "hold", None)
     if hold is not None:
@@ -294,40 +446,217 @@ def _do_button(m, a):
     _do_run(m, {"ms": a["press_ms"]})
 
 
-def _do_expect_pin(m, a):
+def _do_expect_pin(m, a, ctx=None):
     tb.wait_for_pin(m, a["pin"], a["level"], a["timeout_ms"])
 
 
-def _do_screenshot(m, a):
+def _do_screenshot(m, a, ctx=None):
     img = tb.screen(m)
     os.makedirs(os.path.dirname(a["path"]) or ".", exist_ok=True)
     tb.write_png(a["path"], img)
 
 
-def _do_expect_screen(m, a):
+def _do_expect_screen(m, a, ctx=None):
     d = tb.compare_png(tb.screen(m), a["png"], a["tolerance"], a["mask"])
     if not d:
         _fail(m, f"screen matches {os.path.basename(a['png'])}", d.summary)
 
 
-def _do_expect_motor(m, a):
+def _do_expect_motor(m, a, ctx=None):
     on = tb.motor_on(m)
     if on != a["on"]:
         _fail(m, f"motor {'on' if a['on'] else 'off'}", f"motor {'on' if on else 'off'}")
 
 
-def _do_save_snapshot(m, a):
+def _do_save_snapshot(m, a, ctx=None):
     os.makedirs(os.path.dirname(a["path"]) or ".", exist_ok=True)
     m.save_snapshot(a["path"])
 
 
-def _do_load_snapshot(m, a):
+def _do_load_snapshot(m, a, ctx=None):
     from emu.snapshot import SnapshotError
     try:
         m.load_snapshot(a["path"])
     except SnapshotError as e:
         _fail(m, f"snapshot {os.path.basename(a['path'])} restored", str(e))
+    if ctx is not None:             # the cursors and checkpoint start again from here
+        ph = getattr(m, "phone", None)
+        if ph is not None:
+            ctx.phone_out, ctx.phone_msg = len(ph.output), len(ph.messages)
+        if ctx.checkpoint is not None:
+            ctx.mark(m)
 
+
+# ---------------------------------------------------------------- phone
+class _Context:
+    """What a scenario remembers between steps: the phone cursors and the screen
+    checkpoint."""
+
+    def __init__(self, machine):
+        self.phone_out = 0          # offset into phone.output that wait_phone searches from
+        self.phone_msg = 0          # index into phone.messages expect_phone_message looks from
+        self.checkpoint = None      # screen at the last checkpoint (None: no screen)
+        self.checkpoint_t = _t(machine)
+        if callable(getattr(machine.board, "screen", None)):
+            self.mark(machine)
+
+    def mark(self, machine) -> None:
+        self.checkpoint = tb.screen(machine).copy()
+        self.checkpoint_t = _t(machine)
+
+
+def _phone(m, connected: bool = True):
+    ph = tb.phone(m)
+    if connected and not ph.connected:
+        _fail(m, "the phone connected", "not connected (add a phone_connect step first)")
+    return ph
+
+
+def _sending(m, ctx, a, send: Callable) -> None:
+    """Move the phone cursors to now, send, and run until the watch took every write."""
+    ph = _phone(m)
+    ctx.phone_out, ctx.phone_msg = len(ph.output), len(ph.messages)
+    send(ph)
+    if not ph.flush(timeout_ms=a["timeout_ms"]):
+        _fail(m, f"the watch takes the phone's writes within {a['timeout_ms']:g} ms",
+              f"{ph.central.writes_pending} write(s) still pending; "
+              + tb.phone_tail(m, ctx.phone_out))
+
+
+def _do_phone_connect(m, a, ctx):
+    from emu.phone import PhoneError
+    ph = _phone(m, connected=False)
+    try:
+        ph.connect(timeout_ms=a["timeout_ms"])
+    except PhoneError as e:
+        _fail(m, "the phone connects", str(e))
+    ctx.phone_out, ctx.phone_msg = len(ph.output), len(ph.messages)
+
+
+def _do_phone_send(m, a, ctx):
+    _sending(m, ctx, a, lambda ph: ph.send(a["data"]))
+
+
+def _do_wait_phone(m, a, ctx):
+    _phone(m, connected=False)
+    ctx.phone_out = tb.wait_for_phone_text(m, a["text"], a["timeout_ms"], start=ctx.phone_out)
+
+
+def _do_repl(m, a, ctx):
+    from emu.phone import PhoneError
+    ph = _phone(m)
+    start = ctx.phone_out = len(ph.output)
+    ctx.phone_msg = len(ph.messages)
+    try:
+        got = ph.repl(a["cmd"], timeout_ms=a["timeout_ms"])
+    except PhoneError:
+        _fail(m, f"the prompt '>>> ' after {a['cmd']!r} within {a['timeout_ms']:g} ms",
+              tb.phone_tail(m, start))
+    ctx.phone_out = len(ph.output)
+    out = got.strip()
+    if "expect" in a and out != a["expect"]:
+        _fail(m, f"{a['cmd']!r} prints {a['expect']!r}", f"{out!r}")
+    if "contains" in a and a["contains"] not in got:
+        _fail(m, f"{a['cmd']!r} prints something containing {a['contains']!r}", f"{out!r}")
+
+
+def _do_call(m, a, ctx):
+    _sending(m, ctx, a, lambda ph: ph.incoming_call(a["name"], a["number"]))
+
+
+def _do_end_call(m, a, ctx):
+    _sending(m, ctx, a, lambda ph: ph.end_call())
+
+
+def _do_notify(m, a, ctx):
+    _sending(m, ctx, a, lambda ph: ph.notify(a["title"], a["body"], src=a["src"]))
+
+
+def _do_music(m, a, ctx):
+    def send(ph):
+        if "artist" in a:
+            ph.music_info(str(a["artist"]), str(a["track"]), str(a.get("album", "")))
+        if "state" in a:
+            ph.music_state(a["state"] == "play")
+    _sending(m, ctx, a, send)
+
+
+def _do_set_time(m, a, ctx):
+    _sending(m, ctx, a, lambda ph: ph.set_time(a["unix"]))
+
+
+def _do_expect_phone_message(m, a, ctx):
+    _phone(m, connected=False)
+    ctx.phone_msg = tb.wait_for_phone_message(m, a["match"], a["timeout_ms"],
+                                              start=ctx.phone_msg) + 1
+
+
+# ---------------------------------------------------------------- screen
+def _whole(m) -> tuple:
+    h, w = tb.screen(m).shape[:2]       # BoardFeatureMissing on a board without a screen
+    return (0, 0, w, h)
+
+
+def _box(m, a) -> tuple:
+    whole = _whole(m)
+    return a["box"] or whole
+
+
+def _do_region(m, a, ctx=None):
+    tb.wait_for_region(m, a["box"], a["timeout_ms"], min_lit=a.get("min_lit"),
+                       max_lit=a.get("max_lit"), threshold=a["threshold"])
+
+
+def _do_mark_screen(m, a, ctx):
+    ctx.mark(m)
+
+
+def _since(ctx) -> str:
+    return f"the checkpoint at t={ctx.checkpoint_t:.6f} s"
+
+
+def _do_expect_screen_changed(m, a, ctx):
+    box = _box(m, a)
+    n, _bb = tb.region_diff(ctx.checkpoint, tb.screen(m), box, a["tolerance"])
+    if n == 0:
+        _fail(m, f"box {list(box)} changed since {_since(ctx)}", "no pixel changed")
+    ctx.mark(m)
+
+
+def _do_expect_screen_unchanged(m, a, ctx):
+    box = _box(m, a)
+    n, bb = tb.region_diff(ctx.checkpoint, tb.screen(m), box, a["tolerance"])
+    if n:
+        _fail(m, f"box {list(box)} unchanged since {_since(ctx)}",
+              f"{n} pixels changed (within x={bb[0]} y={bb[1]} w={bb[2]} h={bb[3]})")
+    ctx.mark(m)
+
+
+def _do_wait_screen_change(m, a, ctx):
+    box = _box(m, a)
+    try:
+        tb.wait_for_screen_change(m, ctx.checkpoint, box, a["timeout_ms"], a["tolerance"])
+    except tb.ExpectationFailed as e:
+        raise tb.ExpectationFailed(f"{e.what} since {_since(ctx)}", e.seen, e.time_s) from None
+    ctx.mark(m)
+
+
+def _do_expect_pixel(m, a, ctx=None):
+    tb.wait_for_pixel(m, a["x"], a["y"], a["rgb"], a["timeout_ms"], a["tolerance"])
+
+
+PHONE_STEPS: dict = {
+    "phone_connect": _do_phone_connect, "phone_send": _do_phone_send,
+    "wait_phone": _do_wait_phone, "repl": _do_repl, "call": _do_call,
+    "end_call": _do_end_call, "notify": _do_notify, "music": _do_music,
+    "set_time": _do_set_time, "expect_phone_message": _do_expect_phone_message,
+}
+SCREEN_STEPS: dict = {
+    "expect_region": _do_region, "wait_region": _do_region, "mark_screen": _do_mark_screen,
+    "expect_screen_changed": _do_expect_screen_changed,
+    "expect_screen_unchanged": _do_expect_screen_unchanged,
+    "wait_screen_change": _do_wait_screen_change, "expect_pixel": _do_expect_pixel,
+}
 
 STEPS: dict = {
     "run": _do_run, "wait_text": _do_wait_text, "expect_text": _do_wait_text,
@@ -335,19 +664,21 @@ STEPS: dict = {
     "expect_pin": _do_expect_pin, "screenshot": _do_screenshot,
     "expect_screen": _do_expect_screen, "expect_motor": _do_expect_motor,
     "save_snapshot": _do_save_snapshot, "load_snapshot": _do_load_snapshot,
+    **PHONE_STEPS, **SCREEN_STEPS,
 }
 
 
 def run_scenario(sc: Scenario, machine, out=sys.stdout) -> Scenario:
     """Run ``sc`` on ``machine``, printing one line per step; fills ``sc.results``."""
     failed = False
+    ctx = _Context(machine)
     for step in sc.steps:
         if failed:
             sc.results.append(StepResult(step, "SKIP", _t(machine)))
             print(f"  SKIP {'':17} {step.index:2}. {step.label}", file=out)
             continue
         try:
-            STEPS[step.kind](machine, step.args)
+            STEPS[step.kind](machine, step.args, ctx)
         except tb.ExpectationFailed as e:
             failed = True
             res = StepResult(step, "FAIL", _t(machine), f"expected {e.what}; saw {e.seen}")

@@ -205,6 +205,61 @@ def screen_region_equals(machine, x: int, y: int, w: int, h: int, expected,
     return bool(np.all(np.abs(region - exp[..., :3]) <= tolerance))
 
 
+def _box(machine, box: Sequence[int]):
+    """screen[y:y+h, x:x+w] for ``box`` = (x, y, w, h), clipped to the screen."""
+    x, y, w, h = (int(v) for v in box)
+    return screen(machine)[max(0, y):max(0, y + h), max(0, x):max(0, x + w), :3]
+
+
+def lit_count(machine, box: Sequence[int], threshold: int = 64) -> int:
+    """Pixels in ``box`` (x, y, w, h) whose brightest channel exceeds ``threshold``."""
+    return int((_box(machine, box).max(axis=2) > threshold).sum())
+
+
+def wait_for_region(machine, box: Sequence[int], timeout_ms: float, *,
+                    min_lit: Optional[int] = None, max_lit: Optional[int] = None,
+                    threshold: int = 64) -> float:
+    """Run until the lit-pixel count of ``box`` is within [min_lit, max_lit]."""
+    screen(machine)
+    lo = 0 if min_lit is None else int(min_lit)
+    hi = None if max_lit is None else int(max_lit)
+    want = (f"{lo} <= " if min_lit is not None else "") + "lit" + (
+        f" <= {hi}" if hi is not None else "")
+
+    def ok() -> bool:
+        n = lit_count(machine, box, threshold)
+        return n >= lo and (hi is None or n <= hi)
+    x, y, w, h = box
+    return wait_until(machine, ok, timeout_ms,
+                      f"{want} in box [{x}, {y}, {w}, {h}] (brightest channel > {threshold})",
+                      lambda: f"lit = {lit_count(machine, box, threshold)} of {w * h} pixels")
+
+
+def region_diff(before, after, box: Sequence[int], tolerance: int = 0) -> tuple:
+    """(differing pixel count, bounding box or None) of ``box`` between two screens."""
+    import numpy as np
+    x, y, w, h = (int(v) for v in box)
+    sl = (slice(max(0, y), max(0, y + h)), slice(max(0, x), max(0, x + w)))
+    d = np.abs(np.asarray(before)[sl][..., :3].astype(int)
+               - np.asarray(after)[sl][..., :3].astype(int)).max(axis=2) > tolerance
+    n = int(d.sum())
+    if not n:
+        return 0, None
+    ys, xs = np.nonzero(d)
+    return n, (int(xs.min()) + max(0, x), int(ys.min()) + max(0, y),
+               int(xs.max() - xs.min() + 1), int(ys.max() - ys.min() + 1))
+
+
+def wait_for_screen_change(machine, reference, box: Sequence[int], timeout_ms: float,
+                           tolerance: int = 0) -> float:
+    """Run until ``box`` of the screen differs from the same box of ``reference``
+    (an earlier ``screen(machine).copy()``) by more than ``tolerance`` somewhere."""
+    x, y, w, h = box
+    return wait_until(machine, lambda: region_diff(reference, screen(machine), box,
+                                                   tolerance)[0] > 0, timeout_ms,
+                      f"box [{x}, {y}, {w}, {h}] changes", lambda: "no pixel changed")
+
+
 # ----------------------------------------------------------------------
 # PNG
 # ----------------------------------------------------------------------
@@ -363,6 +418,58 @@ def motor_on(machine) -> bool:
     if timeline is not None:
         return False
     raise BoardFeatureMissing(machine, "motor state (motor.on or motor.timeline)")
+
+
+# ---------------------------------------------------------------------------
+# the phone (machine.phone: BLE central + Nordic UART, emu/phone.py)
+# ---------------------------------------------------------------------------
+def phone(machine):
+    """``machine.phone`` or BoardFeatureMissing (a board/firmware without the S132 layer)."""
+    ph = getattr(machine, "phone", None)
+    if ph is None:
+        raise BoardFeatureMissing(machine, "phone (the emulated S132 SoftDevice)")
+    return ph
+
+
+def phone_tail(machine, start: int = 0, n: int = 200) -> str:
+    """The last ``n`` bytes the watch sent to the phone since offset ``start``."""
+    out = bytes(phone(machine).output[start:])
+    if not out:
+        return "no phone output" + (" since the last phone step" if start else "")
+    return "phone output " + repr(out[-n:].decode("utf-8", "replace")
+                                  if len(out) <= n else
+                                  "..." + out[-n:].decode("utf-8", "replace"))
+
+
+def wait_for_phone_text(machine, text, timeout_ms: float, start: int = 0) -> int:
+    """Run until ``text`` (str or bytes) is in what the watch sent the phone from
+    offset ``start``; returns the offset just past the first match."""
+    ph = phone(machine)
+    pat = text.encode() if isinstance(text, str) else bytes(text)
+    wait_until(machine, lambda: ph.output.find(pat, start) >= 0, timeout_ms,
+               f"phone text {pat.decode('utf-8', 'replace')!r}",
+               lambda: phone_tail(machine, start))
+    return ph.output.find(pat, start) + len(pat)
+
+
+def wait_for_phone_message(machine, match: dict, timeout_ms: float, start: int = 0) -> int:
+    """Run until a JSON message from the watch (``phone.messages[start:]``) holds
+    every key/value of ``match``; returns its index."""
+    ph = phone(machine)
+
+    def find() -> int:
+        for i in range(start, len(ph.messages)):
+            msg = ph.messages[i]
+            if all(k in msg and msg[k] == v for k, v in match.items()):
+                return i
+        return -1
+
+    def seen() -> str:
+        msgs = ph.messages[start:]
+        return (f"messages {msgs[-5:]!r}" if msgs else "no message") + \
+            (" since the last phone step" if start else "") + "; " + phone_tail(machine)
+    wait_until(machine, lambda: find() >= 0, timeout_ms, f"phone message with {match!r}", seen)
+    return find()
 
 
 # ---------------------------------------------------------------------------
