@@ -7,6 +7,9 @@ SoC events are queued and delivered like the SoftDevice does: SWI2
 (SD_EVT_IRQn, IRQ 22) is pended and the app drains ``sd_evt_get`` /
 ``sd_ble_evt_get``.  The radio side is a host central (emu/softdevice/central.py)
 whose actions take effect at connection events scheduled on the clock.
+The SoC library (SVCs 0x20-0x4C: PPI, flash, mutex, rand, power, clock,
+sd_app_evt_wait, ECB) and the SoftDevice's resource rules are the
+:class:`emu.softdevice.soc.SocLibrary` mixin.
 
 References: S132 SoftDevice v6.1.1 API (nrf_sdm.h, nrf_soc.h, ble.h, ble_gap.h,
 ble_gatts.h, ble_gattc.h); S132 SoftDevice Specification v6.x (interrupt
@@ -16,11 +19,11 @@ Not modelled: the link layer and radio timing beyond "one central write and
 up to PACKETS_PER_CONN_EVENT notifications per connection event"; security
 and bonding (sec_params_reply is accepted, no pairing); indications (sent as
 notifications, logged once); the watch as GAP central/observer (scan, connect)
-and GATTC; sd_app_evt_wait, sd_rand_*, sd_power_*, sd_clock_*, sd_flash_*,
-ECB, radio notification, sd_mbr_command (all answered NOT_SUPPORTED and
-logged once with name and caller); enforcement of the SoftDevice-reserved
-interrupts (SD_RESERVED_IRQ_MASK is only declared) and of its RAM/peripheral
-protection (MWU); the exact RAM requirement computation from the cfg_set
+and GATTC; the radio timeslot API and sd_mbr_command (answered NOT_SUPPORTED
+and logged once with name and caller); what the SoC library SVCs and the
+resource rules leave out is listed in emu/softdevice/soc.py (reserved
+peripherals and interrupts are logged, not faulted); RAM protection (MWU);
+the exact RAM requirement computation from the cfg_set
 calls (a fixed minimum matching wasp-os's configuration, APP_RAM_BASE_MIN);
 ADV_SET_TERMINATED (never raised: advertising has no timeout here).
 """
@@ -32,6 +35,7 @@ import struct
 from typing import Callable, Optional
 
 from emu.clock import TICKS_PER_MS, TICKS_PER_US
+from emu.softdevice.soc import SOC_SVC_BASE_NOT_AVAILABLE, SOC_SVC_NAMES, SVC_SOC_LAST, SocLibrary
 
 log = logging.getLogger("emu.softdevice")
 
@@ -119,6 +123,7 @@ SVC_NAMES = {
     0xB2: "sd_ble_gatts_sys_attr_get", 0xB3: "sd_ble_gatts_initial_user_handle_get",
     0xB4: "sd_ble_gatts_attr_get", 0xB5: "sd_ble_gatts_exchange_mtu_reply",
 }
+SVC_NAMES.update(SOC_SVC_NAMES)     # 0x20-0x4C: emu/softdevice/soc.py
 
 
 def svc_name(num: int) -> str:
@@ -137,7 +142,7 @@ class Attribute:
         self.cccd: Optional[int] = None        # for values: their CCCD handle
 
 
-class SoftDevice:
+class SoftDevice(SocLibrary):
     """S132 v6.1.1 state machine answering the app's SVCs."""
 
     def __init__(self, machine):
@@ -148,6 +153,7 @@ class SoftDevice:
         self._logged: set = set()
         self.central = None           # the host-side central, attached by central.py
         self.on_notification: list[Callable[[int, bytes], None]] = []
+        self._soc_init()
         self.reset()
 
     # ------------------------------------------------------------------
@@ -173,6 +179,7 @@ class SoftDevice:
         self.hvn_queue: collections.deque = collections.deque()   # (handle, data)
         self.rx_writes: collections.deque = collections.deque()   # central->server, per event
         self.calls: collections.Counter = collections.Counter()
+        self._soc_reset()
 
     @property
     def connected(self) -> bool:
@@ -198,7 +205,9 @@ class SoftDevice:
         self.calls[num] += 1
         fn = getattr(self, "_" + SVC_NAMES.get(num, ""), None) if num in SVC_NAMES else None
         try:
-            if fn is None:
+            if SOC_SVC_BASE_NOT_AVAILABLE <= num < SVC_SOC_LAST and not self.enabled:
+                rc = NRF_ERROR_SOFTDEVICE_NOT_ENABLED
+            elif fn is None:
                 self._unsupported(num)
                 rc = NRF_ERROR_NOT_SUPPORTED
             else:
@@ -262,6 +271,7 @@ class SoftDevice:
         # SWI2 (SD_EVT_IRQn) gets application priority 6, like the real enable
         self.cpu.prio[16 + SD_EVT_IRQ] = (SD_EVT_PRIORITY << 5) & self.cpu.prio_mask
         log.info("sd_softdevice_enable (emulated S132 6.1.1; SoftDevice code not executed)")
+        self._soc_enabled()
         return NRF_SUCCESS
 
     def _sd_softdevice_disable(self, *_):
