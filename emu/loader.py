@@ -13,12 +13,22 @@ into exit status 2.
 * Raw binary: at ``base``; by default 0x26000 when the image's own vector
   table points there (a wasp-os/SoftDevice application), else 0.  A file of
   exactly the flash size is a full flash dump at 0.
+* Nordic DFU package (the ``.zip`` that nrfutil/adafruit-nrfutil ``genpkg``
+  makes, e.g. wasp-os's ``micropython.zip``): ``manifest.json`` names the
+  application's ``.bin`` and ``.dat``; the legacy init packet's CRC16
+  (CRC-16/CCITT-FALSE over the image) is checked, and the application is
+  placed at 0x26000 (right after the S132 v6.1.1 SoftDevice; ``base``
+  overrides).  Packages holding a SoftDevice or bootloader are refused: the
+  SoftDevice is emulated at its API and the bootloader is not run.
 """
 from __future__ import annotations
 
 import bisect
+import io
+import json
 import os
 import struct
+import zipfile
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -115,6 +125,8 @@ def load_firmware(path: str, base: Optional[int] = None,
         raise FirmwareError(f"{name}: empty file")
     if data[:4] == b"\x7fELF":
         img = _load_elf(name, data)
+    elif data[:4] == b"PK\x03\x04":
+        img = _load_dfu_zip(name, data, base)
     elif data[:1] == b":" and _looks_like_hex(data):
         img = _load_hex(name)
     elif name.lower().endswith((".hex", ".ihex")):
@@ -212,6 +224,58 @@ def _load_bin(name: str, data: bytes, base: Optional[int], layout: MemoryLayout)
     else:
         fmt = "flashdump" if (base == layout.flash_base and len(data) == layout.flash_size) else "bin"
     return FirmwareImage(name, fmt, [(base, data)], SymbolTable(), None, notes=notes)
+
+
+def crc16_ccitt(data: bytes, crc: int = 0xFFFF) -> int:
+    """CRC-16/CCITT-FALSE, as in Nordic's legacy DFU init packet."""
+    for b in data:
+        crc = ((crc >> 8) | (crc << 8)) & 0xFFFF
+        crc ^= b
+        crc ^= (crc & 0xFF) >> 4
+        crc ^= (crc << 12) & 0xFFFF
+        crc ^= (crc & 0xFF) << 5
+    return crc
+
+
+def _load_dfu_zip(name: str, data: bytes, base: Optional[int]) -> FirmwareImage:
+    try:
+        z = zipfile.ZipFile(io.BytesIO(data))
+        manifest = json.loads(z.read("manifest.json"))["manifest"]
+    except KeyError:
+        raise FirmwareError(f"{name}: a zip without manifest.json: not a Nordic DFU "
+                            "package") from None
+    except (zipfile.BadZipFile, ValueError, TypeError) as e:
+        raise FirmwareError(f"{name}: corrupt DFU package ({e})") from None
+    if not isinstance(manifest, dict):
+        raise FirmwareError(f"{name}: corrupt DFU package (manifest is not an object)")
+    others = sorted(k for k in manifest if k in ("softdevice", "bootloader",
+                                                  "softdevice_bootloader"))
+    if others:
+        raise FirmwareError(f"{name}: DFU package with {', '.join(others)}: only application "
+                            "packages can run (the SoftDevice is emulated at its API)")
+    app = manifest.get("application")
+    if not isinstance(app, dict) or "bin_file" not in app:
+        raise FirmwareError(f"{name}: DFU package has no application")
+    try:
+        image = z.read(app["bin_file"])
+        dat = z.read(app["dat_file"]) if app.get("dat_file") else b""
+    except (KeyError, zipfile.BadZipFile, OSError) as e:
+        raise FirmwareError(f"{name}: corrupt DFU package ({e})") from None
+    notes = [f"Nordic DFU package: application {app['bin_file']} ({len(image)} bytes)"]
+    if len(dat) >= 14:
+        # legacy init packet: device type, revision, app version, SD list, CRC16
+        n_sd = struct.unpack_from("<H", dat, 8)[0]
+        if len(dat) >= 12 + 2 * n_sd:
+            want = struct.unpack_from("<H", dat, 10 + 2 * n_sd)[0]
+            got = crc16_ccitt(image)
+            if got != want:
+                raise FirmwareError(f"{name}: corrupt DFU package: {app['bin_file']} has CRC16 "
+                                    f"{got:#06x}, its init packet says {want:#06x}")
+            notes.append(f"init packet CRC16 {want:#06x} matches")
+    if base is None:
+        base = APP_BASE_S132
+        notes.append("application placed at 0x26000 (after the S132 v6.1.1 SoftDevice)")
+    return FirmwareImage(name, "dfu", [(base, image)], SymbolTable(), None, notes=notes)
 
 
 def _check_layout(img: FirmwareImage, layout: MemoryLayout) -> None:
