@@ -13,9 +13,9 @@ disabled; 0x2C and above answer NRF_ERROR_SOFTDEVICE_NOT_ENABLED until
 ``sd_softdevice_enable`` (S132 v6.1.1 API, nrf_soc.h).
 
 Flash (sd_flash_write, sd_flash_page_erase): with the SoftDevice enabled the
-call returns NRF_SUCCESS at once and the operation happens after the NVMC's
+call returns NRF_SUCCESS at once, the NVMC is busy (READY reads 0) for its
 write time (T_WRITE per word) or page erase time (T_ERASEPAGE), scheduled on
-the clock; then the memory changes (the source buffer is read then, as the
+the clock, and at the end of it the memory changes (the source buffer is read then, as the
 API warns) and NRF_EVT_FLASH_OPERATION_SUCCESS is queued (SWI2 pended, read
 with sd_evt_get).  Another flash call meanwhile answers NRF_ERROR_BUSY.
 With the SoftDevice disabled the operation is done before the call returns
@@ -345,14 +345,19 @@ class SocLibrary:
         self.flash_op = op
         ticks = T_ERASEPAGE if op[0] == "erase" else T_WRITE * op[3]
         self._flash_event.schedule_in(ticks)
+        nvmc = self._periph("nvmc")          # the NVMC is busy (READY = 0) meanwhile
+        nvmc.busy_until = max(nvmc.busy_until, self.clock.now) + ticks
         return NRF_SUCCESS
 
     def _flash_done(self) -> None:
         op, self.flash_op = self.flash_op, None
         if op is None:
             return
+        nvmc = self._periph("nvmc")
+        busy = nvmc.busy_until
         try:
             self._flash_do(op)
+            nvmc.busy_until = busy           # its busy time was the window just ended
         except Exception as e:                   # a bad source pointer: the data is lost
             self._soc_log_once(("flash_src", op[0]), "sd_flash_%s: %s", op[0], e)
         self.post_soc_event(NRF_EVT_FLASH_OPERATION_SUCCESS)
