@@ -210,3 +210,44 @@ def test_protected_write_logged_and_performed(sdm_machine, caplog):
     assert m.soc.peripherals["clock_power"].values[0x51C] == 0x43
     msgs = [r.getMessage() for r in caplog.records if "CLOCK/POWER/BPROT +0x51c" in r.getMessage()]
     assert len(msgs) == 1 and re.search(r"at pc 0x[0-9a-f]{8}", msgs[0])
+
+
+# ---------------------------------------------------------------------------
+# the firmware notices when the emulator gets it wrong
+# ---------------------------------------------------------------------------
+def _fails(fw) -> list:
+    m, _sd, r = _run_sd_soc(fw)
+    return [l for l in m.console_text().splitlines() if l.startswith("FAIL ")]
+
+
+def test_synchronous_flash_while_enabled_is_detected(fw, monkeypatch):
+    """A flash call that completes at once (no erase time, no BUSY) fails the timing checks."""
+    def at_once(self, op):
+        self._flash_do(op)
+        self.post_soc_event(soc.NRF_EVT_FLASH_OPERATION_SUCCESS)
+        return soc.NRF_SUCCESS
+    monkeypatch.setattr(soc.SocLibrary, "_flash_start", at_once)
+    fails = _fails(fw)
+    assert any("BUSY" in l for l in fails) and any("not erased yet" in l for l in fails), fails
+
+
+def test_app_evt_wait_returning_at_once_is_detected(fw, monkeypatch):
+    """sd_app_evt_wait as a no-op: the disabled-pending-interrupt check fails."""
+    monkeypatch.setattr(soc.SocLibrary, "_sd_app_evt_wait", lambda self, *a: soc.NRF_SUCCESS)
+    fails = _fails(fw)
+    assert any("does not wake" in l for l in fails), fails
+
+
+def test_wrong_ecb_byte_order_is_detected(fw, monkeypatch):
+    import emu.peripherals.ecb as ecb
+    real = ecb.aes128_ecb
+    monkeypatch.setattr(ecb, "aes128_ecb", lambda k, b: real(k[::-1], b))
+    fails = _fails(fw)
+    assert any("FIPS-197" in l for l in fails), fails
+
+
+def test_reset_reason_not_kept_is_detected(fw, monkeypatch):
+    monkeypatch.setattr(soc.SocLibrary, "_sd_power_reset_reason_get",
+                        lambda self, p, *a: (self._wr(p, bytes(4)), 0)[1])
+    fails = _fails(fw)
+    assert any("RESETREAS.SREQ" in l for l in fails), fails
