@@ -251,3 +251,18 @@ def test_reset_reason_not_kept_is_detected(fw, monkeypatch):
                         lambda self, p, *a: (self._wr(p, bytes(4)), 0)[1])
     fails = _fails(fw)
     assert any("RESETREAS.SREQ" in l for l in fails), fails
+
+
+def test_strict_protected_write_calls_the_fault_handler(fw, caplog):
+    """strict: the app's write to NVMC CONFIG is not performed; the SoftDevice's
+    HardFault handler calls the app's fault handler with NRF_FAULT_ID_APP_MEMACC
+    and the peripheral ID (NVMC = 30) as info."""
+    m = Machine(fw("sd_soc"), board="nrf52832")
+    sd = sdm.attach(m)
+    sd.strict = True
+    r = m.run(ms=100)
+    assert r.reason == "exit" and r.exit_code == 0x77, m.console_text()
+    assert "SDFAULT 0x00001001 0x0000001e IPSR 0x00000003" in m.console_text()
+    assert m.soc.peripherals["nvmc"].values[0x504] == 0       # not written (it was 0 anyway)
+    assert "softdevice_enable" in m.console_text()             # got that far, no further
+    assert "PASS ppi_channel_assign 3" not in m.console_text()

@@ -41,8 +41,13 @@ Specification, "Hardware peripherals" and "Peripheral runtime protection"):
 an application write to a peripheral the SoftDevice blocks or restricts
 (:data:`PROTECTED_SLOTS`: CLOCK/POWER/BPROT, RADIO, TIMER0, RTC0, TEMP, RNG,
 ECB, CCM/AAR, EGU5/SWI5, NVMC) is a HardFault on silicon (MWU); here it is
-logged once per (peripheral, offset) with the guest PC and symbol, and
-performed.  Reads are allowed, as on silicon.  An application write to NVIC
+logged once per (peripheral, offset) with the guest PC (of the basic block
+doing the store) and symbol, and performed.  With ``strict = True`` on the
+SoftDevice it is not performed and faults instead: at the next block
+boundary a HardFault is taken and, as the SoftDevice's HardFault handler
+does, the application's fault handler (sd_softdevice_enable's second
+argument) is called with NRF_FAULT_ID_APP_MEMACC, the PC and the
+peripheral ID.  Reads are allowed, as on silicon.  An application write to NVIC
 ISER enabling an interrupt of SD_RESERVED_IRQ_MASK is logged once per IRQ with
 the caller (the real sd_nvic_EnableIRQ, an inline function of nrf_nvic.h,
 refuses with NRF_ERROR_SOC_NVIC_INTERRUPT_NOT_AVAILABLE).  The checks cost
@@ -52,8 +57,9 @@ sd_softdevice_enable and removed when it is disabled or the chip resets.
 sd_nvic_* (nrf_nvic.h) are inline functions in the application, not SVCs:
 nothing to emulate.
 
-Not modelled: HardFault on a protected write (logged and performed instead);
-PPI is not write-guarded (nRF5 SDK 15's nrfx_ppi writes NRF_PPI directly for
+Not modelled: the exact faulting instruction (strict faults at the end of the
+basic block; the PC logged is the block's); which registers of a protected
+peripheral are protected (the whole 4 KiB slot is); PPI is not write-guarded (nRF5 SDK 15's nrfx_ppi writes NRF_PPI directly for
 its own channels; the SoftDevice's channels 17-31 and groups 4-5 are refused
 by the sd_ppi_* calls only); the CPU stall during a flash operation (the
 NVMC's READY reads 0 for its duration, the SoftDevice-disabled call returns
@@ -100,6 +106,7 @@ NRF_ERROR_SOC_PPI_INVALID_GROUP = NRF_ERROR_SOC_BASE_NUM + 9
 SOC_SVC_BASE = 0x20
 SOC_SVC_BASE_NOT_AVAILABLE = 0x2C
 SVC_SOC_LAST = SOC_SVC_BASE_NOT_AVAILABLE + 37
+NRF_FAULT_ID_APP_MEMACC = 0x1001           # nrf_sdm.h
 NRF_EVT_HFCLKSTARTED = 0
 NRF_EVT_POWER_FAILURE_WARNING = 1
 NRF_EVT_FLASH_OPERATION_SUCCESS = 2
@@ -187,12 +194,16 @@ def _reg_write(p, offset: int, value: int) -> None:
 class SocLibrary:
     """The SoC library half of the emulated SoftDevice (mixed into SoftDevice)."""
 
-    # set by SoftDevice: machine, cpu, clock, enabled, _logged, post_soc_event, _caller
-    strict = False       # reserved: guest HardFault on protected writes (not implemented)
+    # set by SoftDevice: machine, cpu, clock, enabled, fault_handler, _logged, post_soc_event
+    #: True: an application write to a protected peripheral is not performed and
+    #: faults as on silicon (see _mwu_fault); False (default): logged and performed.
+    strict = False
 
     def _soc_init(self) -> None:
         """Called once from SoftDevice.__init__, before the first reset()."""
         self._flash_event = self.clock.event("sd.flash_done", self._flash_done)
+        self._mwu_event = self.clock.event("sd.mwu_fault", self._mwu_fault)
+        self._mwu_pending = None
         self._app_irq_seen = False
         self._guards_installed = False
         self.cpu.on_exception.append(self._soc_on_exception)
@@ -200,6 +211,8 @@ class SocLibrary:
     def _soc_reset(self) -> None:
         """Part of SoftDevice.reset(): power-on/system reset or sd_softdevice_disable."""
         self._flash_event.cancel()
+        self._mwu_event.cancel()
+        self._mwu_pending = None
         self.flash_op = None          # ("write", dst, src, words) / ("erase", addr) in flight
         self.bprot = {}               # BPROT register address -> value written through the SD
         self.pof_enabled = False
@@ -645,6 +658,12 @@ class SocLibrary:
 
     def _guarded_write(self, p, label: str, kind: str, offset: int, value: int,
                        size: int = 4) -> None:
+        if self.strict:
+            if self._mwu_pending is None:
+                self._mwu_pending = (p.base + offset, label, self.cpu.pc)
+                self._mwu_event.schedule_in(0)
+                self.cpu.request_stop()
+            return
         key = ("protected", p.base, offset)
         if key not in self._logged:
             self._logged.add(key)
@@ -653,6 +672,32 @@ class SocLibrary:
                         "performed here", value, label, offset, p.base + offset,
                         self._guest_pc(), kind)
         type(p).write(p, offset, value, size)
+
+    def _mwu_fault(self) -> None:
+        """strict: the MWU's fault for a protected write, at the next block boundary.
+
+        The SoftDevice's HardFault handler calls the application's fault
+        handler (given to sd_softdevice_enable) with NRF_FAULT_ID_APP_MEMACC,
+        the PC and the PREGION[0] subregion (the peripheral ID) as ``info``
+        (nrf_sdm.h); without one, the application's HardFault handler runs.
+        """
+        pend, self._mwu_pending = self._mwu_pending, None
+        if pend is None or not self.enabled:
+            return
+        addr, label, pc = pend
+        cpu = self.cpu
+        from emu.cpu.cortexm import HARDFAULT
+        from unicorn import arm_const as A
+        # the exception returns to where the core stopped (after the store's block)
+        cpu.take_fault(HARDFAULT, 0, cpu.pc, f"write to {label} ({addr:#010x}) while the "
+                       f"SoftDevice is enabled, in the block at {pc:#010x} (MWU, strict "
+                       "SoftDevice)")
+        handler = getattr(self, "fault_handler", 0) or 0
+        if handler and cpu.ipsr == HARDFAULT:
+            cpu.set_reg(A.UC_ARM_REG_R0, NRF_FAULT_ID_APP_MEMACC)
+            cpu.set_reg(A.UC_ARM_REG_R1, pc)
+            cpu.set_reg(A.UC_ARM_REG_R2, (addr >> 12) & 0x1F)
+            cpu.pc = handler & ~1
 
     def _guarded_nvic_write(self, scs, off: int, value: int, lanes: int) -> None:
         if 0x100 <= off < 0x140:                       # NVIC ISER[n]

@@ -90,11 +90,24 @@ static int wait_flash_event(void) {
     return calls;
 }
 
+/* nrf_fault_handler_t: called by the SoftDevice's HardFault handler (only when
+ * the emulated SoftDevice is strict and the app writes a protected peripheral). */
+static void sd_fault_handler(uint32_t id, uint32_t pc, uint32_t info) {
+    semihost_puts("SDFAULT ");
+    put_hex(id);
+    semihost_puts(" ");
+    put_hex(info);
+    semihost_puts(" IPSR ");
+    put_hex(get_ipsr());
+    semihost_puts("\n");
+    semihost_exit(0x77);
+}
+
 static void second_boot(void) {
     uint32_t v = 0, rr = 0xDEAD;
     CHECK_EQ("boot 2: SoftDevice disabled again after reset", sd_power_reset_reason_get(&rr),
              NRF_ERROR_SOFTDEVICE_NOT_ENABLED);
-    CHECK_EQ("boot 2: softdevice_enable", sd_softdevice_enable(0, 0), 0);
+    CHECK_EQ("boot 2: softdevice_enable", sd_softdevice_enable(0, (void *)sd_fault_handler), 0);
     CHECK_EQ("reset_reason_get", sd_power_reset_reason_get(&rr), 0);
     CHECK("RESETREAS.SREQ after SYSRESETREQ", (rr & 4) != 0);
     CHECK_EQ("reset_reason_get matches RESETREAS", rr, REG32(POWER + 0x400));
@@ -143,7 +156,7 @@ int main(void) {
     CHECK_EQ("forbidden while disabled too", sd_flash_page_erase(0x25), NRF_ERROR_FORBIDDEN);
 
     /* ---- enable ---- */
-    CHECK_EQ("softdevice_enable", sd_softdevice_enable(0, 0), 0);
+    CHECK_EQ("softdevice_enable", sd_softdevice_enable(0, (void *)sd_fault_handler), 0);
     irq_enable(22);
     /* app accesses the SoftDevice reserves: logged by the emulator */
     REG32(0x4001E504) = 0;                  /* NVMC CONFIG: restricted peripheral */
