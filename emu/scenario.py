@@ -21,17 +21,69 @@ and ``board``, or just the list of steps.  Each step is a one-key mapping::
       - expect_motor: on                          # on | off
       - save_snapshot: out/booted.snap            # the whole machine state to a file
       - load_snapshot: out/booted.snap            # back to it (same firmware and board)
+      - run: {s: 2}                               # ms or s
+
+Screen steps (boxes are ``[x, y, w, h]``; a pixel is *lit* when its
+brightest channel is above ``threshold``, default 64)::
+
+      - expect_region: {box: [0, 60, 240, 90], min_lit: 2000}    # and/or max_lit
+      - wait_region: {box: [30, 10, 80, 65], max_lit: 0, timeout_ms: 1500}
+      - expect_pixel: {x: 75, y: 91, rgb: "#7879aa", tolerance: 8}  # or rgb: [r, g, b]
+      - mark_screen:                              # take the checkpoint now
+      - expect_screen_changed: {box: [60, 75, 170, 55]}     # box defaults to the screen
+      - expect_screen_unchanged: {box: [60, 75, 170, 55], tolerance: 0}
+      - wait_screen_change: {box: [60, 75, 170, 55], timeout_ms: 500}
+
+The *checkpoint* is the screen at the start of the scenario, then at the end
+of the last ``mark_screen``, ``expect_screen_changed``,
+``expect_screen_unchanged``, ``wait_screen_change`` or ``load_snapshot``;
+the three compare steps compare the box with the checkpoint, then move the
+checkpoint to now ("mark, run 2 s, changed" checks a stopwatch counts).
+
+Phone steps (``machine.phone``, emu/phone.py: a BLE central on the Nordic UART
+Service; boards with the emulated S132 SoftDevice)::
+
+      - phone_connect: {timeout_ms: 5000}         # wait for advertising, connect
+      - phone_send: "1+1\\r"                      # raw bytes (UTF-8; "\\x03" is Ctrl-C)
+      - wait_phone: {text: ">>> ", timeout_ms: 1000}
+      - repl: {cmd: "1+1", expect: "2", timeout_ms: 5000}   # or contains: "..."
+      - call: {name: Ann, number: "555-0100"}     # Gadgetbridge incoming call
+      - end_call:
+      - notify: {title: Alice, body: "Lunch?", src: Messages}
+      - music: {artist: Queen, track: Bohemian Rhapsody, state: play}  # state: play|pause
+      - set_time: "2025-12-03T14:42:00"           # the watch's local time, as wasptool sets it
+      - expect_phone_message: {t: call, n: ACCEPT, timeout_ms: 3000}
+
+Steps that send (``phone_send``, ``repl``, ``call``, ``end_call``,
+``notify``, ``music``, ``set_time``) run until the watch has taken every
+write (``timeout_ms``, default 5000).  ``wait_phone`` searches what the watch
+sent after a cursor: the cursor is set by ``phone_connect`` and by every
+sending step to the end of the output at the moment of sending (so replies to
+earlier commands never match), and a successful ``wait_phone`` moves it past
+the text it matched (so two ``wait_phone`` steps match two occurrences, in
+order).  ``expect_phone_message`` waits for a JSON message from the watch
+(``phone.messages``) holding every given key and value, looking only at
+messages received after the same kind of cursor (moved past each match).
+``repl`` sends the line, runs until the next ``>>>`` prompt and compares what
+it printed (stripped) with ``expect``, or looks for ``contains`` in it.
+Phone steps other than ``phone_connect``, ``wait_phone`` and
+``expect_phone_message`` fail when the phone is not connected.
 
 Paths in steps are relative to the scenario file.  Each scenario gets a
 fresh machine (with ``--snapshot FILE``: a machine restored from FILE, so a
 suite boots once and every scenario starts from the booted state); after a
 failing step the rest of that scenario is skipped.
 Output is one line per step, ``PASS``/``FAIL``/``SKIP`` with the emulated
-time; a failure says what was seen instead.  Exit status: 0 all passed, 1
+time; a failure says what was seen instead (the console tail, the lit count,
+the pixel colour, how many pixels changed and where, the last 200 bytes the
+watch sent the phone, the messages received).  Exit status: 0 all passed, 1
 any failed, 2 bad input (unreadable scenario, unknown step, bad arguments,
 unloadable firmware) with a one-line error.
 
-Not modelled / limits: touch, button and motor steps need the PineTime board
+Not modelled / limits: ``set_time`` sends wasp-os's
+``watch.rtc.set_localtime(...)`` line (what wasptool sends), not Gadgetbridge's
+Bangle.js ``setTime()``; a time zone in the value is ignored (the fields are
+used as local time).  The phone has no pairing or bonding.  Touch, button and motor steps need the PineTime board
 API (``board.touch``, ``board.button``, ``board.motor``); on a board without
 one the step fails saying so.  On the PineTime board the external NOR flash
 starts blank and is kept in memory (no flash file), so runs are repeatable.  Steps run strictly in sequence; there is no
