@@ -54,14 +54,21 @@ refuses with NRF_ERROR_SOC_NVIC_INTERRUPT_NOT_AVAILABLE).  The checks cost
 nothing while the SoftDevice is disabled: the guards are installed by
 sd_softdevice_enable and removed when it is disabled or the chip resets.
 
+Where nrf_soc.h documents only NRF_SUCCESS, invalid arguments get the code
+the rest of the API uses for them (our choice): sd_ppi_channel_enable_set/
+clr with a SoftDevice channel in the mask NRF_ERROR_SOC_PPI_INVALID_CHANNEL,
+a RAM section index above 7 NRF_ERROR_INVALID_PARAM.
+
 sd_nvic_* (nrf_nvic.h) are inline functions in the application, not SVCs:
 nothing to emulate.
 
 Not modelled: the exact faulting instruction (strict faults at the end of the
 basic block; the PC logged is the block's); which registers of a protected
-peripheral are protected (the whole 4 KiB slot is); PPI is not write-guarded (nRF5 SDK 15's nrfx_ppi writes NRF_PPI directly for
-its own channels; the SoftDevice's channels 17-31 and groups 4-5 are refused
-by the sd_ppi_* calls only); the CPU stall during a flash operation (the
+peripheral are protected (the whole 4 KiB slot is); PPI is not
+write-guarded (nRF5 SDK 15's nrfx_ppi writes NRF_PPI directly for its own
+channels; the SoftDevice's channels 17-31 and groups 4-5 are refused by the
+sd_ppi_* calls only); NRF_ERROR_SDM_INCORRECT_INTERRUPT_CONFIGURATION from
+sd_softdevice_enable when a reserved interrupt is already enabled; the CPU stall during a flash operation (the
 NVMC's READY reads 0 for its duration, the SoftDevice-disabled call returns
 at once); splitting flash operations into radio timeslots and
 NRF_EVT_FLASH_OPERATION_ERROR (never raised); BPROT (sd_flash_protect and
