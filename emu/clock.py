@@ -69,6 +69,8 @@ class Event:
         clock = self.clock
         if when < clock.now:
             when = clock.now
+        if when == self.when:
+            return        # already due then: keep its place among same-time events
         clock._seq += 1
         self._seq = clock._seq
         self.when = when

@@ -166,3 +166,32 @@ def test_cc_written_n_plus_1_just_before_a_slow_increment_is_missed():
     rtc.write(CC0, 2)
     soc.clock.advance_to(3 * period)
     assert rtc.read(EV_CMP0) == 0
+
+
+def test_intenclr_drops_and_intenset_raises_the_line_with_the_event_pending():
+    soc, rtc = make()
+    rtc.write(START, 1)
+    rtc.write(TRIGOVRFLW, 1)
+    soc.clock.advance_to(16 * LF)
+    assert rtc.read(EV_OVRFLW) == 1
+    rtc.write(INTENSET, 1 << 17)          # another source: line stays low
+    assert not irq_line(soc, 17)
+    rtc.write(INTENSET, 1 << 1)           # OVRFLW: high
+    assert irq_line(soc, 17)
+    rtc.write(INTENCLR, 1 << 17)          # clearing an unrelated bit keeps it
+    assert irq_line(soc, 17)
+    rtc.write(INTENCLR, 1 << 1)
+    assert not irq_line(soc, 17) and rtc.read(INTENSET) == 0
+
+
+def test_intenset_tick_starts_tick_events():
+    soc, rtc = make()
+    rtc.write(START, 1)
+    soc.clock.advance_to(3 * LF)
+    rtc.write(INTENSET, 1)                # TICK on: an event every LFCLK edge
+    soc.clock.advance_to(4 * LF)
+    assert rtc.read(EV_TICK) == 1 and irq_line(soc, 11 + 6)
+    rtc.write(INTENCLR, 1)
+    rtc.write(EV_TICK, 0)
+    soc.clock.advance_to(8 * LF)
+    assert rtc.read(EV_TICK) == 0
