@@ -174,6 +174,8 @@ def test_intenclr_drops_and_intenset_raises_the_line_with_the_event_pending():
     rtc.write(TRIGOVRFLW, 1)
     soc.clock.advance_to(16 * LF)
     assert rtc.read(EV_OVRFLW) == 1
+    for n in range(4):                    # COUNTER 0 matched CC[n] = 0 too
+        rtc.write(EV_CMP0 + 4 * n, 0)
     rtc.write(INTENSET, 1 << 17)          # another source: line stays low
     assert not irq_line(soc, 17)
     rtc.write(INTENSET, 1 << 1)           # OVRFLW: high
