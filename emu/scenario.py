@@ -189,9 +189,11 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
     kind = str(kind)
     where = f"step {index} ({kind})"
     if kind == "run":
+        if isinstance(v, dict) and "ms" not in v and "s" not in v:
+            raise ScenarioError(f"{where}: missing ms (or s)")
         a = _mapping(v, where, (), ("ms", "s"))
-        if ("ms" in a) == ("s" in a):
-            raise ScenarioError(f"{where}: give exactly one of ms or s (missing ms)")
+        if "ms" in a and "s" in a:
+            raise ScenarioError(f"{where}: give exactly one of ms or s")
         if "s" in a:
             a = {"ms": _num(a["s"], f"{where} s") * 1000.0}
             label = f"run {a['ms'] / 1000:g} s"
