@@ -19,6 +19,13 @@ restore it, so every test starts from the same booted state without paying
 for the boot.  ``machine.save_snapshot(path)`` / ``Machine.from_snapshot``
 are the underlying API.
 
+Screen regions: :func:`lit_count` (pixels in a box whose brightest channel
+is above a threshold), :func:`wait_for_region` (until that count is within
+bounds), :func:`region_diff` and :func:`wait_for_screen_change` (against an
+earlier ``screen(machine).copy()``).  The phone (``machine.phone``):
+:func:`wait_for_phone_text` and :func:`wait_for_phone_message` search from an
+offset/index and return where the match ended, so a caller can move a cursor.
+
 PNG helpers (:func:`write_png`, :func:`read_png`, :func:`compare_png`) are
 self-contained (zlib only): 8-bit RGB/RGBA/grey, non-interlaced.
 
