@@ -190,7 +190,9 @@ class NrfPeripheral(Peripheral):
         # Only when read() is this class's own (a subclass that overrides it
         # decides per offset itself).  The handlers look the dictionaries up
         # at call time: reset(), load_state() and snapshots rebind them.
-        if type(self).read is not NrfPeripheral.read or "read" in self.__dict__:
+        # (Never touch self.__dict__ here: materializing an instance's dict
+        # stops CPython 3.11 from specializing every attribute load on it.)
+        if type(self).read is not NrfPeripheral.read:
             return None
         fn = self._readers.get(offset)
         if fn is not None:

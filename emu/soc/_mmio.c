@@ -10,8 +10,12 @@
  *   - counts the access (Slot.count);
  *   - an aligned word read whose offset is in ``untimed`` calls
  *     ``fn(offset)`` (a model's read handler, value independent of time);
- *     one in ``timed`` calls ``sync()`` (brings the clock up to the access)
- *     and then ``fn(offset)``;
+ *     one in ``timed`` brings the clock up to the access and then calls
+ *     ``fn(offset)``.  The clock sync is CortexM.sync_time written in C when
+ *     the slot knows where the native cycle counter lives (``cycles_addr``):
+ *       now = cpu._cycle_base_ticks + (cycles - cpu._cycle_base) * cycle_ticks
+ *       if now > clock.now: clock.now = now
+ *     else it calls ``sync()``;
  *   - any other read calls ``read(offset, size)``, every write calls
  *     ``write(offset, size, value)`` (Python: clock sync, dispatch, errors).
  *
@@ -45,8 +49,45 @@ typedef struct {
     PyObject *read;      /* read(offset, size) -> int */
     PyObject *write;     /* write(offset, size, value) */
     PyObject *error;     /* error(offset, exception) */
+    PyObject *cpu;       /* for the C clock sync: _cycle_base_ticks, _cycle_base */
+    PyObject *clock;     /* clock.now */
+    const volatile uint64_t *cycles;   /* the native block hook's cycle counter, or NULL */
+    long long cycle_ticks;
     unsigned long long count;
 } Slot;
+
+static PyObject *str_base_ticks, *str_base_cycles, *str_now;
+
+/* CortexM.sync_time in C; 0 on success, -1 with an exception set. */
+static int sync_native(Slot *s) {
+    PyObject *bt = PyObject_GetAttr(s->cpu, str_base_ticks);
+    if (bt == NULL)
+        return -1;
+    long long base_ticks = PyLong_AsLongLong(bt);
+    Py_DECREF(bt);
+    PyObject *bc = PyObject_GetAttr(s->cpu, str_base_cycles);
+    if (bc == NULL)
+        return -1;
+    long long base_cycles = PyLong_AsLongLong(bc);
+    Py_DECREF(bc);
+    PyObject *cur = PyObject_GetAttr(s->clock, str_now);
+    if (cur == NULL)
+        return -1;
+    long long now_prev = PyLong_AsLongLong(cur);
+    Py_DECREF(cur);
+    if (PyErr_Occurred())
+        return -1;
+    long long now = base_ticks + ((long long)*s->cycles - base_cycles) * s->cycle_ticks;
+    if (now > now_prev) {
+        PyObject *n = PyLong_FromLongLong(now);
+        if (n == NULL)
+            return -1;
+        int err = PyObject_SetAttr(s->clock, str_now, n);
+        Py_DECREF(n);
+        return err;
+    }
+    return 0;
+}
 
 static void report(Slot *s, PyObject *off) {
     PyObject *type, *value, *tb;
@@ -83,13 +124,19 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
             fn = PyDict_GetItemWithError(s->timed, off);
             if (fn != NULL) {
                 Py_INCREF(fn);
-                PyObject *t = PyObject_CallNoArgs(s->sync);
-                if (t == NULL) {
+                int err = 0;
+                if (s->cycles != NULL) {
+                    err = sync_native(s);
+                } else {
+                    PyObject *t = PyObject_CallNoArgs(s->sync);
+                    err = t == NULL ? -1 : 0;
+                    Py_XDECREF(t);
+                }
+                if (err) {
                     Py_DECREF(fn);
                     report(s, off);
                     goto done;
                 }
-                Py_DECREF(t);
             }
         } else if (fn != NULL) {
             Py_INCREF(fn);
@@ -150,11 +197,23 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
 }
 
 static int Slot_init(Slot *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"untimed", "timed", "sync", "read", "write", "error", NULL};
-    PyObject *untimed, *timed, *sync, *read, *write, *error;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!OOOO", kwlist, &PyDict_Type, &untimed,
-                                     &PyDict_Type, &timed, &sync, &read, &write, &error))
+    static char *kwlist[] = {"untimed", "timed", "sync", "read", "write", "error", "cpu",
+                             "clock", "cycles_addr", "cycle_ticks", NULL};
+    PyObject *untimed, *timed, *sync, *read, *write, *error, *cpu = Py_None, *clock = Py_None;
+    unsigned long long cycles_addr = 0;
+    long long cycle_ticks = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!OOOO|OOKL", kwlist, &PyDict_Type,
+                                     &untimed, &PyDict_Type, &timed, &sync, &read, &write,
+                                     &error, &cpu, &clock, &cycles_addr, &cycle_ticks))
         return -1;
+    if (cycles_addr != 0 && (cpu == Py_None || clock == Py_None || cycle_ticks <= 0)) {
+        PyErr_SetString(PyExc_ValueError, "cycles_addr needs cpu, clock and cycle_ticks");
+        return -1;
+    }
+    self->cycles = (const volatile uint64_t *)(uintptr_t)cycles_addr;
+    self->cycle_ticks = cycle_ticks;
+    Py_INCREF(cpu); Py_XSETREF(self->cpu, cpu);
+    Py_INCREF(clock); Py_XSETREF(self->clock, clock);
     Py_INCREF(untimed); Py_XSETREF(self->untimed, untimed);
     Py_INCREF(timed); Py_XSETREF(self->timed, timed);
     Py_INCREF(sync); Py_XSETREF(self->sync, sync);
@@ -171,6 +230,8 @@ static int Slot_traverse(Slot *self, visitproc visit, void *arg) {
     Py_VISIT(self->read);
     Py_VISIT(self->write);
     Py_VISIT(self->error);
+    Py_VISIT(self->cpu);
+    Py_VISIT(self->clock);
     return 0;
 }
 
@@ -181,6 +242,9 @@ static int Slot_clear(Slot *self) {
     Py_CLEAR(self->read);
     Py_CLEAR(self->write);
     Py_CLEAR(self->error);
+    Py_CLEAR(self->cpu);
+    Py_CLEAR(self->clock);
+    self->cycles = NULL;
     return 0;
 }
 
@@ -235,6 +299,11 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__mmio(void) {
     if (PyType_Ready(&SlotType) < 0)
+        return NULL;
+    str_base_ticks = PyUnicode_InternFromString("_cycle_base_ticks");
+    str_base_cycles = PyUnicode_InternFromString("_cycle_base");
+    str_now = PyUnicode_InternFromString("now");
+    if (!str_base_ticks || !str_base_cycles || !str_now)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL)

@@ -21,10 +21,11 @@ on RTC COUNTER) spends its time here, so reads are split:
 * everything else (sub-word and unaligned accesses, writes, registers of
   models that override ``read``) syncs the clock and calls ``read``/``write``.
 
-The split and the counting run in C when the ``emu.soc._mmio`` extension is
-built (``_mmio.c``; Unicorn calls it directly, without libffi and ctypes),
-else in Python callbacks registered through ctypes; both call the same
-Python handlers, so the behaviour is the same.  PINETIME_EMU_PURE_PYTHON=1
+The split, the counting and (with the native cycle counter) the clock sync
+of timed reads run in C when the ``emu.soc._mmio`` extension is built
+(``_mmio.c``; Unicorn calls it directly, without libffi and ctypes), else
+in Python callbacks registered through ctypes; both call the same Python
+handlers, so the behaviour is the same.  PINETIME_EMU_PURE_PYTHON=1
 (or ``PeripheralBus(native=False)``) selects the Python callbacks.
 """
 from __future__ import annotations
@@ -61,7 +62,13 @@ class PeripheralBus:
         untimed, timed, read, write, error = self._handlers(periph)
         name = periph.name.upper()
         if self.native:
-            slot = _native.Slot(untimed, timed, self.cpu.sync_time, read, write, error)
+            cpu = self.cpu
+            kw = {}
+            if getattr(cpu.counter, "native", False):   # C reads the cycle counter itself
+                import ctypes
+                kw = dict(cpu=cpu, clock=cpu.clock, cycle_ticks=cpu.cycle_ticks,
+                          cycles_addr=ctypes.addressof(cpu.cs) + type(cpu.cs).cycles.offset)
+            slot = _native.Slot(untimed, timed, cpu.sync_time, read, write, error, **kw)
             self._counters.append(lambda: slot.count)
             self.cpu.map_mmio_native(base, size, name, slot)
         else:
