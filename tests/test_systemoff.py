@@ -136,3 +136,17 @@ def test_pin_reset_ends_system_off(fw):
     assert m.cpu.read32(LOST) == 0             # RAM was off: lost all the same
     r = m.run(ms=5)                            # boot 1 again: not woken by DETECT
     assert m.console_text().count("boot 1") == 2 and r.system_off
+
+
+def test_interrupts_do_not_wake_a_powered_off_core(fw):
+    """Only a reset ends System OFF: a pending, enabled interrupt is not taken."""
+    m = Machine(fw("periph_systemoff"), board="nrf52832")
+    m.run(ms=5)
+    cpu = m.cpu
+    assert m.system_off
+    cycles, pc = cpu.cycles, cpu.pc
+    cpu.irq_enabled |= 1 << 6                  # GPIOTE, enabled and asserted
+    cpu.set_irq_level(6, True)
+    r = m.run(ms=20)
+    assert r.system_off and cpu.cycles == cycles and cpu.pc == pc
+    assert cpu.ipsr == 0 and m.resets == 0
