@@ -76,8 +76,10 @@ def test_wasp_stopwatch_scenario_passes(stopwatch_run):
                   "wait_screen_change [60, 75, 170, 55]",
                   "expect_screen_unchanged [60, 75, 170, 55]"):
         assert any(label in l for l in step_lines(out, "PASS")), label
+    from emu.testbench import read_png
     for png in ("wasp_clock", "wasp_launcher", "wasp_stopwatch_running"):
-        assert (d / "out" / f"{png}.png").stat().st_size > 1000
+        img = read_png(str(d / "out" / f"{png}.png"))
+        assert img.shape == (240, 240, 3) and (img.max(axis=2) > 64).sum() > 1000, png
     assert 'failures="0"' in (d / "junit.xml").read_text()
 
 
@@ -96,7 +98,9 @@ name: stopwatch counts without the button
 board: pinetime
 steps:
   - swipe: left
+  - wait_region: {box: [0, 170, 240, 35], max_lit: 0, timeout_ms: 1500}
   - wait_region: {box: [60, 75, 170, 55], min_lit: 800, timeout_ms: 1500}
+  - run: {ms: 300}
   - mark_screen:
   - run: {s: 1}
   - expect_screen_changed: {box: [60, 75, 170, 55]}
