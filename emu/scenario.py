@@ -64,6 +64,9 @@ the text it matched (so two ``wait_phone`` steps match two occurrences, in
 order).  ``expect_phone_message`` waits for a JSON message from the watch
 (``phone.messages``) holding every given key and value, looking only at
 messages received after the same kind of cursor (moved past each match).
+Default timeouts: ``wait_*`` steps and ``expect_phone_message`` 1000 ms,
+``expect_region``/``expect_pixel`` 0 (check now, no running), steps that send
+5000 ms.
 ``repl`` sends the line, runs until the next ``>>>`` prompt and compares what
 it printed (stripped) with ``expect``, or looks for ``contains`` in it.
 Phone steps other than ``phone_connect``, ``wait_phone`` and

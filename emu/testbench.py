@@ -442,7 +442,7 @@ def phone_tail(machine, start: int = 0, n: int = 200) -> str:
     """The last ``n`` bytes the watch sent to the phone since offset ``start``."""
     out = bytes(phone(machine).output[start:])
     if not out:
-        return "no phone output" + (" since the last phone step" if start else "")
+        return "no phone output" + (f" from byte {start} on" if start else "")
     return "phone output " + repr(out[-n:].decode("utf-8", "replace")
                                   if len(out) <= n else
                                   "..." + out[-n:].decode("utf-8", "replace"))
@@ -474,7 +474,7 @@ def wait_for_phone_message(machine, match: dict, timeout_ms: float, start: int =
     def seen() -> str:
         msgs = ph.messages[start:]
         return (f"messages {msgs[-5:]!r}" if msgs else "no message") + \
-            (" since the last phone step" if start else "") + "; " + phone_tail(machine)
+            (f" from message {start} on" if start else "") + "; " + phone_tail(machine)
     wait_until(machine, lambda: find() >= 0, timeout_ms, f"phone message with {match!r}", seen)
     return find()
 

@@ -260,3 +260,32 @@ def test_bad_new_steps(tmp_path, body, msg):
     p.write_text(body)
     with pytest.raises(ScenarioError, match=msg.replace("[", r"\[").replace("]", r"\]")):
         load_scenario(str(p))
+
+
+# ----------------------------------------------------------------------- Python API
+def test_testbench_region_and_phone_helpers(fw):
+    from emu import Machine
+    from emu import testbench as tb
+    m = Machine(fw("pinetime_demo"), flash_file=None)
+    m.run(ms=300)
+    assert tb.lit_count(m, (20, 200, 200, 10)) == 0
+    assert tb.lit_count(m, (20, 70, 200, 90), threshold=254) == tb.lit_count(m, (20, 70, 200, 90))
+    ref = tb.screen(m).copy()
+    t = tb.wait_for_region(m, (20, 200, 200, 10), 1500, min_lit=100)
+    assert 1.2 <= t <= 1.25 and tb.lit_count(m, (20, 200, 200, 10)) >= 100
+    n, bbox = tb.region_diff(ref, tb.screen(m), (0, 0, 240, 240))
+    assert n == 100 and bbox == (20, 200, 10, 10)
+    with pytest.raises(tb.ExpectationFailed) as e:
+        tb.wait_for_screen_change(m, tb.screen(m).copy(), (20, 70, 200, 90), 100)
+    assert e.value.seen == "no pixel changed" and e.value.time_s == pytest.approx(t + 0.1)
+
+    m = Machine(fw("sd_nus"), flash_file=None)
+    m.phone.connect(timeout_ms=100)
+    m.phone.send(b'x {"t":"a"}\nyy\n')
+    end = tb.wait_for_phone_text(m, "yy", 2000)
+    assert bytes(m.phone.output[:end]).endswith(b"yy")
+    assert tb.wait_for_phone_message(m, {"t": "a"}, 100) == 0
+    with pytest.raises(tb.ExpectationFailed) as e:
+        tb.wait_for_phone_message(m, {"t": "a"}, 50, start=1)
+    assert "no message from message 1 on" in e.value.seen
+    assert "phone output" in e.value.seen and "yy" in e.value.seen
