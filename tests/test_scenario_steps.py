@@ -289,3 +289,19 @@ def test_testbench_region_and_phone_helpers(fw):
         tb.wait_for_phone_message(m, {"t": "a"}, 50, start=1)
     assert "no message from message 1 on" in e.value.seen
     assert "phone output" in e.value.seen and "yy" in e.value.seen
+
+
+def test_load_snapshot_restarts_the_checkpoint(fw, tmp_path):
+    # the checkpoint taken at 1.8 s shows one bar step; after going back to
+    # 0.3 s (no bar) the comparison is with the restored screen, not with it
+    rc, out = run(tmp_path, fw, "pinetime_demo", """\
+  - run: {ms: 300}
+  - save_snapshot: a.snap
+  - run: {ms: 1500}
+  - mark_screen:
+  - load_snapshot: a.snap
+  - expect_screen_unchanged:
+  - expect_region: {box: [20, 200, 200, 10], max_lit: 0}
+""")
+    assert rc == 0, out
+    assert "PASS [t=0.300000 s]  6. expect_screen_unchanged" in out

@@ -133,6 +133,9 @@ def test_wasp_failing_scenarios_name_time_and_what_was_seen(stopwatch_run, tmp_p
     t_mark = [l for l in lines if "mark_screen" in l][0].split("t=")[1].split()[0]
     t_fail = lines[fails[1]].split("t=")[1].split()[0]
     assert float(t_fail) == pytest.approx(float(t_mark) + 1.0, abs=1e-5)
+    # deterministic: the same scenarios from the same snapshot print the same report
+    again = cli(*paths, "--firmware", stopwatch_run["image"], "--snapshot", snap, cwd=tmp_path)
+    assert again.stdout == out
 
 
 def test_wasp_phone_scenario_answers_the_call(tmp_path):
