@@ -8,7 +8,6 @@ known exactly.  The screen steps run against pinetime_demo, which draws
 from __future__ import annotations
 
 import io
-import json
 
 import pytest
 
