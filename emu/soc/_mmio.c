@@ -16,8 +16,9 @@
  *       now = cpu._cycle_base_ticks + (cycles - cpu._cycle_base) * cycle_ticks
  *       if now > clock.now: clock.now = now
  *     else it calls ``sync()``;
- *   - any other read calls ``read(offset, size)``, every write calls
- *     ``write(offset, size, value)`` (Python: clock sync, dispatch, errors).
+ *   - any other read syncs the clock and calls ``read(offset, size)``, every
+ *     write syncs it and calls ``write(offset, size, value)`` (Python:
+ *     dispatch to the model, errors).
  *
  * The dictionaries are owned by bus.py, which fills them; this file has no
  * knowledge of peripherals.  An exception escaping a handler is passed to
@@ -107,6 +108,15 @@ static void report(Slot *s, PyObject *off) {
     Py_XDECREF(tb);
 }
 
+/* Bring the clock up to the access: in C, or through sync(). */
+static int do_sync(Slot *s) {
+    if (s->cycles != NULL)
+        return sync_native(s);
+    PyObject *t = PyObject_CallNoArgs(s->sync);
+    Py_XDECREF(t);
+    return t == NULL ? -1 : 0;
+}
+
 static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_data) {
     Slot *s = (Slot *)user_data;
     uint64_t v = 0;
@@ -124,15 +134,7 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
             fn = PyDict_GetItemWithError(s->timed, off);
             if (fn != NULL) {
                 Py_INCREF(fn);
-                int err = 0;
-                if (s->cycles != NULL) {
-                    err = sync_native(s);
-                } else {
-                    PyObject *t = PyObject_CallNoArgs(s->sync);
-                    err = t == NULL ? -1 : 0;
-                    Py_XDECREF(t);
-                }
-                if (err) {
+                if (do_sync(s)) {
                     Py_DECREF(fn);
                     report(s, off);
                     goto done;
@@ -153,6 +155,10 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
             v = PyLong_AsUnsignedLongLongMask(r) & 0xFFFFFFFFu;
         }
     } else if (s->read != NULL) {
+        if (do_sync(s)) {
+            report(s, off);
+            goto done;
+        }
         PyObject *args[2] = {off, PyLong_FromUnsignedLong(size)};
         if (args[1] != NULL) {
             r = PyObject_Vectorcall(s->read, args, 2, NULL);
@@ -178,7 +184,9 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
     Slot *s = (Slot *)user_data;
     PyGILState_STATE g = PyGILState_Ensure();
     s->count++;
-    if (s->write != NULL) {
+    if (s->write != NULL && do_sync(s)) {
+        report(s, NULL);
+    } else if (s->write != NULL) {
         PyObject *args[3] = {PyLong_FromUnsignedLongLong(offset), PyLong_FromUnsignedLong(size),
                              PyLong_FromUnsignedLongLong(value)};
         if (args[0] && args[1] && args[2]) {

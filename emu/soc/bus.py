@@ -90,18 +90,17 @@ class PeripheralBus:
 
         ``untimed``/``timed``: offset -> fn(offset), filled on the first
         aligned word read of each offset from ``p.read_handler``.
-        ``read(offset, size)``: syncs the clock, reads through ``p.read``.
-        ``write(offset, size, value)``: syncs the clock, ``p.write``.
+        ``read(offset, size)``: reads through ``p.read``.
+        ``write(offset, size, value)``: ``p.write``.
+        The caller (_mmio.c or the ctypes callbacks) syncs the clock first.
         ``error(offset, exc)``: logs a model error raised by a handler.
         """
         bus = self
-        sync = self.cpu.sync_time
         untimed: dict = {}    # offset -> fn(offset): value independent of time
         timed: dict = {}      # offset -> fn(offset): sync the clock first
         generic: set = set()  # offsets with no handler: read() every time
 
         def read(offset, size):
-            sync()
             try:
                 if size == 4 and not offset & 3:
                     if offset not in generic:
@@ -117,7 +116,6 @@ class PeripheralBus:
                 return bus._model_error(p, "read", offset)
 
         def write(offset, size, value):
-            sync()
             try:
                 if size == 4 and not offset & 3:
                     p.write(offset, value, 4)
@@ -152,11 +150,13 @@ class PeripheralBus:
                     except Exception as exc:
                         error(offset, exc)
                         return 0
+            cpu.sync_time()
             return read(offset, size)
 
         def wr(_h, offset, size, value, _ud):
             nonlocal count
             count += 1
+            cpu.sync_time()
             write(offset, size, value)
 
         self._counters.append(lambda: count)
