@@ -24,13 +24,12 @@ Reset (PS "Reset behavior" table): GPREGRET/GPREGRET2 survive soft reset
 power-on resets clear them.  RESETREAS survives every reset but power-on.
 
 System OFF (17.1.2): writing 1 to SYSTEMOFF sets :attr:`system_off` and
-powers the core off (``cpu.power_off()``: the current basic block ends, then
-the CPU executes nothing and takes no exception; the run loop lets time pass
-from event to event without spinning, and ``Machine.run`` reports it).
+powers the core off (``cpu.power_off()``: no instruction after the store
+runs, no exception is taken; the run loop lets time pass from event to event
+without spinning, and ``Machine.run`` reports it).
 Every peripheral but GPIO (whose PIN_CNF, outputs and SENSE stay in force)
 and this block is reset: their clocks are gone, so RTCs, TIMERs and the WDT
-stop and their scheduled events are dropped ("entering System OFF will stop
-and disable the watchdog").  The chip wakes with a system reset (RESETREAS.OFF,
+(which cannot run in System OFF) stop and their scheduled events are dropped.  The chip wakes with a system reset (RESETREAS.OFF,
 GPREGRET kept) when GPIO DETECT rises (:meth:`wake_from_off`, called by
 GPIO), at once if DETECT is already high when SYSTEMOFF is written; a pin
 reset or a debugger reset (``Machine.system_reset``) also ends it.  On the
