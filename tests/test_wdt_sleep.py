@@ -90,8 +90,8 @@ def test_several_sleeps_add_up():
 
 
 def test_reload_while_asleep_then_full_period_after_wake():
-    """A reload while paused (a PPI-less case: RR written just before WFI
-    takes effect) restarts the full period once the CPU wakes."""
+    """A reload while paused (RR written by a debugger while the CPU sleeps)
+    loads the full period, which starts counting when the CPU wakes."""
     soc, cpu, wdt, _ = start(config=0x0)
     soc.clock.advance_to(ms(600))
     cpu.sleeping = True
