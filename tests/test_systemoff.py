@@ -87,6 +87,21 @@ def test_wake_reset_clears_only_unretained_ram_sections():
     assert not cp.system_off
 
 
+def test_gpio_is_kept_through_the_wakeup_reset_only():
+    soc, cp, gpio, resets = soc_with_resets()
+    gpio.write(PIN_CNF(3), 1)                  # P0.03 output high
+    gpio.write(0x508, 1 << 3)
+    gpio.write(PIN_CNF(13), PULLDOWN | SENSE_HIGH)
+    cp.write(SYSTEMOFF, 1)
+    soc.pins[13].drive("button", True)
+    assert resets == ["off"]
+    gpio.system_reset("off")
+    assert gpio.pin_cnf(13) == PULLDOWN | SENSE_HIGH and gpio.read(0x520) == 1 << 13
+    assert soc.pins[3].level                   # the output kept driving
+    gpio.system_reset("pin")
+    assert gpio.pin_cnf(13) == 2 and gpio.read(0x520) == 0 and not soc.pins[3].driven
+
+
 def test_reset_in_system_on_keeps_ram():
     soc, cp, gpio, resets = soc_with_resets()
     soc.cpu.write32(0x20004000, 0x12345678)

@@ -22,6 +22,12 @@ DETECTMODE=LDETECT, DETECT is LATCH != 0.  A rising DETECT sets GPIOTE
 EVENTS_PORT (``soc.peripherals['gpiote'].port_detect()``) and wakes the chip
 from System OFF (``clock_power.wake_from_off()``).
 
+Reset: GPIO keeps its whole state (PIN_CNF, OUT, DIR, LATCH, DETECTMODE)
+through the reset that wakes the chip from System OFF, so the pins hold
+their levels and LATCH tells the firmware which pin woke it (Nordic's
+anomaly 81 on the nRF52840 lists losing PIN_CNF there, in debug interface
+mode only, as a defect); every other reset returns it to reset values.
+
 Not modelled: DRIVE strengths (S0S1/H0H1/open drain are stored; an
 open-drain "disconnect 1" output is driven high), the input buffer's
 analog characteristics, the 20 mA high-drive limit.
@@ -69,6 +75,10 @@ class Gpio(NrfPeripheral):
             for i in range(min(NUM_PINS, len(self.soc.pins))):
                 self.soc.pins[i].drive("gpio", None)
                 self.soc.pins[i].set_pull(None)
+
+    def system_reset(self, reason: str) -> None:
+        if reason != "off":          # the System OFF wake-up reset keeps GPIO
+            self.reset()
 
     # -- public --------------------------------------------------------
     def claim(self, pin: int, owner: str) -> None:

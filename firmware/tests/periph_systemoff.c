@@ -8,7 +8,8 @@
  * write SYSTEMOFF.  The loop after it counts iterations in retained RAM: the
  * CPU must run none of them.  The Python test checks the machine reports
  * System OFF, lets time pass, then presses the button.
- * Boot 2 (RESETREAS.OFF set): the checks; main's return is the exit code. */
+ * Boot 2 (RESETREAS.OFF set): the checks (GPIO kept its configuration and
+ * LATCH names the pin that woke the chip); main's return is the exit code. */
 #include "harness.h"
 
 #define POWER          0x40000000u
@@ -19,6 +20,7 @@
 #define RAM_POWERSET(n) (POWER + 0x904 + 16 * (n))
 #define GPIO           0x50000000u
 #define OUTSET         (GPIO + 0x508)
+#define LATCH          (GPIO + 0x520)
 #define PIN_CNF(n)     (GPIO + 0x700 + 4 * (n))
 
 #define RESETREAS_OFF  (1u << 16)
@@ -53,5 +55,7 @@ int main(void) {
     CHECK_EQ("retained_ram_kept", REG32(RETAINED), 0xC0FFEE01u);
     CHECK_EQ("unretained_ram_cleared", REG32(LOST), 0);
     CHECK_EQ("no_instruction_after_systemoff", REG32(SPIN), 0);
+    CHECK_EQ("pin_cnf_kept_through_wakeup", REG32(PIN_CNF(13)), (1u << 2) | (2u << 16));
+    CHECK_EQ("latch_names_the_wakeup_pin", REG32(LATCH), 1u << 13);
     return harness_failures;
 }
