@@ -99,3 +99,12 @@ def test_ram_power_set_clr_and_systemoff_flag():
     assert cp.system_off
     cp.wake_from_off()
     assert resets == ["off"]
+
+
+def test_pofcon_keeps_the_enable_bit_and_threshold():
+    soc = Nrf52832()
+    power = soc.peripherals["clock_power"]
+    power.write(0x510, 0x1F)              # POF enabled, THRESHOLD V28
+    assert power.read(0x510) == 0x1F
+    power.write(0x510, 0xFFFFFFFF)
+    assert power.read(0x510) == 0x1F      # no other bits on the nRF52832

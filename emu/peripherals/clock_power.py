@@ -83,7 +83,7 @@ class ClockPower(NrfPeripheral):
         Reg(0x400, "RESETREAS", 0, W1C, mask=0x000F000F),
         Reg(0x428, "RAMSTATUS", 0, RO, read="_rd_ramstatus"),
         Reg(0x500, "SYSTEMOFF", 0, WO, write="_wr_systemoff"),
-        Reg(0x510, "POFCON", 0, RW, mask=0x1E),
+        Reg(0x510, "POFCON", 0, RW, mask=0x1F),   # POF (bit 0), THRESHOLD (4:1)
         Reg(0x51C, "GPREGRET", 0, RW, mask=0xFF),
         Reg(0x520, "GPREGRET2", 0, RW, mask=0xFF),
         Reg(0x524, "RAMON", 3, RW, mask=0x00030003),
