@@ -45,7 +45,7 @@ from emu.peripherals.rng import Rng
 from emu.peripherals.rtc import Rtc
 from emu.peripherals.temp import Temp
 from emu.peripherals.timer import Timer
-from emu.peripherals.nvmc import T_ERASEPAGE, T_ERASEALL, UICR_BASE, Nvmc
+from emu.peripherals.nvmc import T_ERASEPAGE, Nvmc
 from emu.peripherals.ppi import FIXED, Ppi
 from emu.peripherals.serial import SerialMux, Spis
 from emu.peripherals.spi import RXD, TXD, Spi
@@ -242,23 +242,16 @@ class Nvmc51(Nvmc):
         Reg(0x514, "ERASEUICR", 0, RW, mask=1, write="_wr_eraseuicr"),
     ]
 
-    def _wr_erasepage(self, new, old) -> None:
+    FLASH_SIZE = FLASH_SIZE
+    PAGE = PAGE
+
+    def _wr_erasepage(self, new, old) -> None:   # code flash pages only (no UICR address)
         if not self._erase_enabled("ERASEPAGE"):
             return
         if new % PAGE or not (0 <= new < FLASH_SIZE):
             self.log.warning("ERASEPAGE %#010x: not a flash page address, ignored", new)
             return
         self._erase(new, new + PAGE, T_ERASEPAGE)
-
-    def _wr_eraseall(self, new, old) -> None:
-        if new & 1 and self._erase_enabled("ERASEALL"):
-            self._erase(0, FLASH_SIZE, 0)
-            self._erase(UICR_BASE, UICR_BASE + PAGE, 0)
-            self._busy(T_ERASEALL)
-
-    def _wr_eraseuicr(self, new, old) -> None:
-        if new & 1 and self._erase_enabled("ERASEUICR"):
-            self._erase(UICR_BASE, UICR_BASE + PAGE, T_ERASEPAGE)
 
 
 NUM_PROG_51 = 16

@@ -45,6 +45,8 @@ T_ERASEALL = ms(169)
 
 class Nvmc(NrfPeripheral):
     NAME = "NVMC"
+    FLASH_SIZE = FLASH_SIZE     # code flash and erase page sizes (the nRF51 variant's differ)
+    PAGE = PAGE
     TASKS: dict = {}
     EVENTS: dict = {}
     REGISTERS = [
@@ -96,23 +98,23 @@ class Nvmc(NrfPeripheral):
         if not self._erase_enabled("ERASEPAGE"):
             return
         addr = new
-        if addr % PAGE or not (0 <= addr < FLASH_SIZE):
+        if addr % self.PAGE or not (0 <= addr < self.FLASH_SIZE):
             if addr == UICR_BASE:
-                self._erase(UICR_BASE, UICR_BASE + PAGE, T_ERASEPAGE)
+                self._erase(UICR_BASE, UICR_BASE + self.PAGE, T_ERASEPAGE)
                 return
             self.log.warning("ERASEPAGE %#010x: not a flash page address, ignored", addr)
             return
-        self._erase(addr, addr + PAGE, T_ERASEPAGE)
+        self._erase(addr, addr + self.PAGE, T_ERASEPAGE)
 
     def _wr_eraseall(self, new, old) -> None:
         if new & 1 and self._erase_enabled("ERASEALL"):
-            self._erase(0, FLASH_SIZE, 0)
-            self._erase(UICR_BASE, UICR_BASE + PAGE, 0)
+            self._erase(0, self.FLASH_SIZE, 0)
+            self._erase(UICR_BASE, UICR_BASE + self.PAGE, 0)
             self._busy(T_ERASEALL)
 
     def _wr_eraseuicr(self, new, old) -> None:
         if new & 1 and self._erase_enabled("ERASEUICR"):
-            self._erase(UICR_BASE, UICR_BASE + PAGE, T_ERASEPAGE)
+            self._erase(UICR_BASE, UICR_BASE + self.PAGE, T_ERASEPAGE)
 
     # -- internals -----------------------------------------------------
     def _erase_enabled(self, what: str) -> bool:
