@@ -43,6 +43,7 @@ from emu.board.base import Board
 from emu.clock import TICKS_PER_MS
 from emu.devices.mag3110 import ADDRESS as MAG_ADDRESS, Mag3110
 from emu.devices.mma8653 import ADDRESS as ACCEL_ADDRESS, Mma8653
+from emu.devices.simple import PushButton
 from emu.png import write_png
 from emu.soc.nrf51822 import Nrf51822
 
@@ -69,44 +70,14 @@ LED_MAP = (
 DISPLAY_WINDOW_MS = 20
 
 
-class Button:
+class Button(PushButton):
     """A push button to ground with an external pull-up."""
 
     def __init__(self, clock, pin, name: str):
-        from emu.devices.timeline import Timeline
-        self.clock = clock
-        self.pin = pin
-        self.name = name
-        self._pressed = False
-        self.timeline = Timeline(clock, f"{name}.input")
-        self._apply()
+        super().__init__(clock, pin, name)
+        self._update()
 
-    @property
-    def pressed(self) -> bool:
-        return self._pressed
-
-    def press(self, delay_ms: float = 0) -> None:
-        self._at(delay_ms, True)
-
-    def release(self, delay_ms: float = 0) -> None:
-        self._at(delay_ms, False)
-
-    def hold(self, ms: float, delay_ms: float = 0) -> None:
-        """Press at now+delay, release ``ms`` later (exact emulated times)."""
-        self._at(delay_ms, True)
-        self._at(delay_ms + ms, False)
-
-    def _at(self, delay_ms: float, pressed: bool) -> None:
-        if delay_ms <= 0 and not self.timeline.pending:
-            self._set(pressed)
-        else:
-            self.timeline.after(int(round(delay_ms * TICKS_PER_MS)), lambda: self._set(pressed))
-
-    def _set(self, pressed: bool) -> None:
-        self._pressed = pressed
-        self._apply()
-
-    def _apply(self) -> None:
+    def _update(self) -> None:
         self.pin.drive(self.name, not self._pressed)
 
 

@@ -8,7 +8,8 @@
 - Button: P0.13 reads high only while the button is pressed AND BUTTON_EN
   (P0.15) is driven high (the switch connects the two); released, the
   device does not drive P0.13 (the firmware's pull-down makes it read low).
-  press/release/hold happen at exact emulated times.
+  press/release/hold happen at exact emulated times (:class:`PushButton`,
+  shared with the micro:bit's buttons).
 - Battery: voltage fed to the SAADC on AIN7 through the board's 1:2
   divider (``saadc.set_input(7, volts / 2)``); CHARGING (P0.12) and
   POWER_PRESENT (P0.19) are driven low when active, high otherwise.
@@ -98,15 +99,16 @@ class Backlight:
         return self.level
 
 
-class Button:
-    def __init__(self, clock, pin, enable_pin, name: str = "button"):
+class PushButton:
+    """A push button scripted at exact emulated times; a subclass's
+    :meth:`_update` drives its pin from :attr:`pressed`."""
+
+    def __init__(self, clock, pin, name: str):
         self.clock = clock
         self.pin = pin
-        self.enable_pin = enable_pin
         self.name = name
         self._pressed = False
         self.timeline = Timeline(clock, f"{name}.input", owner=self)
-        enable_pin.on_change(lambda _l: self._update())
 
     @property
     def pressed(self) -> bool:
@@ -140,6 +142,16 @@ class Button:
     def _set(self, pressed: bool) -> None:
         self._pressed = pressed
         self._update()
+
+    def _update(self) -> None:
+        raise NotImplementedError
+
+
+class Button(PushButton):
+    def __init__(self, clock, pin, enable_pin, name: str = "button"):
+        super().__init__(clock, pin, name)
+        self.enable_pin = enable_pin
+        enable_pin.on_change(lambda _l: self._update())
 
     def _update(self) -> None:
         en = self.enable_pin.driven and self.enable_pin.level
