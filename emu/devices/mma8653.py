@@ -90,8 +90,6 @@ class Mma8653:
             self._read_msb.add(reg)
             if len(self._read_msb) == 3:
                 self._data_read()
-        if reg == INT_SOURCE:
-            pass
         self.ptr = self._next(reg)
         return v
 
@@ -161,10 +159,10 @@ class Mma8653:
         self._drive_int(asserted)
 
     def _drive_int(self, asserted: bool) -> None:
-        regs = getattr(self, "regs", None)
-        route_int1 = bool(regs[CTRL_REG5] & 1) if regs else False
-        active_high = bool(regs[CTRL_REG3] & 2) if regs else False
-        open_drain = bool(regs[CTRL_REG3] & 1) if regs else False
+        regs = self.regs
+        route_int1 = bool(regs[CTRL_REG5] & 1)
+        active_high = bool(regs[CTRL_REG3] & 2)
+        open_drain = bool(regs[CTRL_REG3] & 1)
         for n, pin in enumerate(self.int_pins):
             if pin is None:
                 continue
