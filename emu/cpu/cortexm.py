@@ -154,11 +154,14 @@ class CortexM:
         if flash:
             self._flash_regions.append((base, base + size))
 
-    def map_mmio(self, base: int, size: int, name: str, read_cb, write_cb, *,
-                 raw: bool = False) -> None:
+    def _check_mmio_free(self, base: int, size: int, name: str) -> None:
         for (s, e, _k, n) in self.regions:
             if base < e and s < base + size:
                 raise ValueError(f"MMIO {name} at {base:#x} overlaps {n} at {s:#x}-{e:#x}")
+
+    def map_mmio(self, base: int, size: int, name: str, read_cb, write_cb, *,
+                 raw: bool = False) -> None:
+        self._check_mmio_free(base, size, name)
         # Register plain ctypes callbacks with uc_mmio_map directly: the
         # binding's wrapper layers cost about a third of every access, and
         # MMIO-polling firmware lives on this path.  The callbacks get
@@ -180,9 +183,7 @@ class CortexM:
     def map_mmio_native(self, base: int, size: int, name: str, slot) -> None:
         """Map an MMIO region served by emu.soc._mmio's C callbacks (``slot``
         holds the Python handlers they call; see emu/soc/bus.py)."""
-        for (s, e, _k, n) in self.regions:
-            if base < e and s < base + size:
-                raise ValueError(f"MMIO {name} at {base:#x} overlaps {n} at {s:#x}-{e:#x}")
+        self._check_mmio_free(base, size, name)
         import ctypes
 
         from unicorn.unicorn_py3.unicorn import uclib
