@@ -882,13 +882,9 @@ class CortexM:
                 if self.stop_reason:
                     return self.stop_reason
                 if self.powered_off:
-                    nxt = clock.next_event_time()
-                    if nxt >= until:
-                        if until >= NEVER:
-                            return StopReason.OFF
-                        clock.now = max(clock.now, until)
-                        return StopReason.DEADLINE
-                    clock.now = max(clock.now, nxt)
+                    stop = self._idle_to_next_event(until, StopReason.OFF)
+                    if stop:
+                        return stop
                     continue
                 self._take_pending()
                 if 3 <= self._ipsr <= 6:
@@ -899,13 +895,9 @@ class CortexM:
                             self.event_register = 0
                         self.sleeping = False
                         continue
-                    nxt = clock.next_event_time()
-                    if nxt >= until:
-                        if until >= NEVER:
-                            return StopReason.SLEEP
-                        clock.now = max(clock.now, until)
-                        return StopReason.DEADLINE
-                    clock.now = max(clock.now, nxt)
+                    stop = self._idle_to_next_event(until, StopReason.SLEEP)
+                    if stop:
+                        return stop
                     continue
                 if clock.now >= until:
                     return StopReason.DEADLINE
@@ -932,6 +924,20 @@ class CortexM:
         finally:
             self._running = False
             self.sync_time()
+
+    def _idle_to_next_event(self, until: int, forever: str) -> Optional[str]:
+        """Executing nothing (asleep or powered off): let time pass to the next
+        event, or stop at ``until`` (DEADLINE; ``forever`` when nothing is
+        scheduled and the run has no end).  None: an event is due, go on."""
+        clock = self.clock
+        nxt = clock.next_event_time()
+        if nxt >= until:
+            if until >= NEVER:
+                return forever
+            clock.now = max(clock.now, until)
+            return StopReason.DEADLINE
+        clock.now = max(clock.now, nxt)
+        return None
 
     def _after_slice(self, err) -> None:
         cs = self.cs
