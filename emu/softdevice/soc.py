@@ -365,8 +365,7 @@ class SocLibrary:
         self.flash_op = op
         ticks = T_ERASEPAGE if op[0] == "erase" else T_WRITE * op[3]
         self._flash_event.schedule_in(ticks)
-        nvmc = self._periph("nvmc")          # the NVMC is busy (READY = 0) meanwhile
-        nvmc.busy_until = max(nvmc.busy_until, self.clock.now) + ticks
+        self._periph("nvmc")._busy(ticks)    # the NVMC is busy (READY = 0) meanwhile
         return NRF_SUCCESS
 
     def _flash_done(self) -> None:
