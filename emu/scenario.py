@@ -539,7 +539,7 @@ def _do_load_snapshot(m, a, ctx=None):
     if ctx is not None:             # the cursors and checkpoint start again from here
         ph = getattr(m, "phone", None)
         if ph is not None:
-            ctx.phone_out, ctx.phone_msg = len(ph.output), len(ph.messages)
+            ctx.phone_now(ph)
         if ctx.checkpoint is not None:
             ctx.mark(m)
 
@@ -557,6 +557,10 @@ class _Context:
         if callable(getattr(machine.board, "screen", None)):
             self.mark(machine)
 
+    def phone_now(self, ph) -> None:
+        """Move both phone cursors to the end of what the watch has sent so far."""
+        self.phone_out, self.phone_msg = len(ph.output), len(ph.messages)
+
     def mark(self, machine) -> None:
         self.checkpoint = tb.screen(machine).copy()
         self.checkpoint_t = _t(machine)
@@ -572,7 +576,7 @@ def _phone(m, connected: bool = True):
 def _sending(m, ctx, a, send: Callable) -> None:
     """Move the phone cursors to now, send, and run until the watch took every write."""
     ph = _phone(m)
-    ctx.phone_out, ctx.phone_msg = len(ph.output), len(ph.messages)
+    ctx.phone_now(ph)
     send(ph)
     if not ph.flush(timeout_ms=a["timeout_ms"]):
         _fail(m, f"the watch takes the phone's writes within {a['timeout_ms']:g} ms",
@@ -587,7 +591,7 @@ def _do_phone_connect(m, a, ctx):
         ph.connect(timeout_ms=a["timeout_ms"])
     except PhoneError as e:
         _fail(m, "the phone connects", str(e))
-    ctx.phone_out, ctx.phone_msg = len(ph.output), len(ph.messages)
+    ctx.phone_now(ph)
 
 
 def _do_phone_send(m, a, ctx):
@@ -602,8 +606,8 @@ def _do_wait_phone(m, a, ctx):
 def _do_repl(m, a, ctx):
     from emu.phone import PhoneError
     ph = _phone(m)
-    start = ctx.phone_out = len(ph.output)
-    ctx.phone_msg = len(ph.messages)
+    ctx.phone_now(ph)
+    start = ctx.phone_out
     try:
         got = ph.repl(a["cmd"], timeout_ms=a["timeout_ms"])
     except PhoneError:
