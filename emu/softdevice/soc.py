@@ -88,6 +88,8 @@ import random
 import struct
 
 from emu.clock import us
+from emu.loader import APP_BASE_S132
+from emu.peripherals.nvmc import FLASH_SIZE, PAGE as FLASH_PAGE, T_ERASEPAGE, T_WRITE
 
 log = logging.getLogger("emu.softdevice")
 
@@ -157,9 +159,7 @@ SD_EVT_WAIT_SVC = 0x41
 SD_RESERVED_IRQ_MASK = 0x4200F903      # __NRF_NVIC_SD_IRQS_0 (nrf_nvic.h)
 
 # Application flash area: above the MBR (4 KiB) and S132 6.1.1 (SD_FLASH_SIZE 0x25000)
-APP_FLASH_START = 0x26000
-FLASH_SIZE = 512 * 1024
-FLASH_PAGE = 4096
+APP_FLASH_START = APP_BASE_S132
 
 RAND_POOL_CAPACITY = 64
 T_RAND_BYTE = us(120)          # RNG with bias correction (CONFIG.DERCEN)
@@ -356,7 +356,6 @@ class SocLibrary:
         return self._flash_start(("erase", addr))
 
     def _flash_start(self, op: tuple) -> int:
-        from emu.peripherals.nvmc import T_ERASEPAGE, T_WRITE
         if self.flash_op is not None:
             return NRF_ERROR_BUSY
         if not self.enabled:          # done before the call returns, no event
