@@ -570,7 +570,6 @@ def build_state(machine) -> tuple:
     enc = _Encoder(by_id)
     cpu = machine.cpu
     clock = machine.clock
-    _check_event_names(clock)
     objects = {}
     for path, obj in graph.items():
         entry = {}
@@ -775,13 +774,6 @@ def apply_state(machine, state: dict, blob) -> None:
     clock.now = c["now"]
     clock._seq = c["seq"]
     clock._clean()
-
-
-def _check_event_names(clock) -> None:
-    dups = getattr(clock, "duplicate_event_names", None)
-    if dups:
-        raise SnapshotError(f"clock events with the same name cannot be told apart: "
-                            f"{', '.join(sorted(dups))}")
 
 
 def audit(machine) -> list:
