@@ -24,23 +24,24 @@ class Timeline:
         self._ev = clock.event(name, self._fire)
 
     def at(self, tick: int, fn: Callable[[], None]) -> None:
-        tick = max(int(tick), self.clock.now)
-        self._seq += 1
-        heapq.heappush(self._q, (tick, self._seq, fn))
-        self._rearm()
+        self._push(tick, fn)
 
     def after(self, ticks: int, fn: Callable[[], None]) -> None:
         self.at(self.clock.now + int(ticks), fn)
 
     def call_at(self, tick: int, method: str, *args) -> None:
         """At ``tick``, call ``owner.<method>(*args)`` (saved by snapshots)."""
-        tick = max(int(tick), self.clock.now)
-        self._seq += 1
-        heapq.heappush(self._q, (tick, self._seq, method, args))
-        self._rearm()
+        self._push(tick, method, args)
 
     def call_after(self, ticks: int, method: str, *args) -> None:
         self.call_at(self.clock.now + int(ticks), method, *args)
+
+    def _push(self, tick: int, *action) -> None:
+        """Queue (tick, seq, *action): action is (fn,) or (method, args)."""
+        tick = max(int(tick), self.clock.now)
+        self._seq += 1
+        heapq.heappush(self._q, (tick, self._seq, *action))
+        self._rearm()
 
     def clear(self) -> None:
         self._q.clear()
