@@ -212,10 +212,15 @@ def screen_region_equals(machine, x: int, y: int, w: int, h: int, expected,
     return bool(np.all(np.abs(region - exp[..., :3]) <= tolerance))
 
 
+def _box_slices(box: Sequence[int]) -> tuple:
+    """(rows, columns) slices of ``box`` = (x, y, w, h), clipped at 0."""
+    x, y, w, h = (int(v) for v in box)
+    return slice(max(0, y), max(0, y + h)), slice(max(0, x), max(0, x + w))
+
+
 def _box(machine, box: Sequence[int]):
     """screen[y:y+h, x:x+w] for ``box`` = (x, y, w, h), clipped to the screen."""
-    x, y, w, h = (int(v) for v in box)
-    return screen(machine)[max(0, y):max(0, y + h), max(0, x):max(0, x + w), :3]
+    return screen(machine)[_box_slices(box)][..., :3]
 
 
 def lit_count(machine, box: Sequence[int], threshold: int = 64) -> int:
@@ -245,8 +250,8 @@ def wait_for_region(machine, box: Sequence[int], timeout_ms: float, *,
 def region_diff(before, after, box: Sequence[int], tolerance: int = 0) -> tuple:
     """(differing pixel count, bounding box or None) of ``box`` between two screens."""
     import numpy as np
-    x, y, w, h = (int(v) for v in box)
-    sl = (slice(max(0, y), max(0, y + h)), slice(max(0, x), max(0, x + w)))
+    x, y = int(box[0]), int(box[1])
+    sl = _box_slices(box)
     d = np.abs(np.asarray(before)[sl][..., :3].astype(int)
                - np.asarray(after)[sl][..., :3].astype(int)).max(axis=2) > tolerance
     n = int(d.sum())
