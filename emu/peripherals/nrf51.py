@@ -35,7 +35,7 @@ once), the MPU region protection.
 """
 from __future__ import annotations
 
-from emu.peripherals.base import Peripheral, Reg, RO, RW, WO, W1C
+from emu.peripherals.base import Reg, RO, RW, WO, W1C
 from emu.peripherals.clock_power import ClockPower
 from emu.peripherals.gpio import NUM_PINS, Gpio
 from emu.peripherals.gpiote import EV_PORT, Gpiote
@@ -193,23 +193,11 @@ class Twi51(Power51, Twi):
 class SerialMux51(SerialMux):
     """0x40003000: SPI0/TWI0; 0x40004000: SPI1/SPIS1/TWI1 (chosen by ENABLE)."""
 
-    def __init__(self, soc, base, name=None):
-        Peripheral.__init__(self, soc, base, name)
-        self.instance = int(self.name[-1]) if self.name[-1].isdigit() else 0
-        self.irq = (base >> 12) & 0xFF
-        self.spi_bus = soc.spi_bus[self.instance]
-        self.i2c_bus = soc.i2c_bus[self.instance]
+    def _variant_classes(self) -> dict:
         table = {1: Spi51, 5: Twi51}
         if self.instance == 1:
             table[2] = Spis
-        self.variants = {}
-        for val, cls in table.items():
-            v = cls(soc, base, f"{self.name}.{cls.NAME.lower()}", self.irq)
-            v.spi_bus = self.spi_bus
-            v.i2c_bus = self.i2c_bus
-            v.mux = self
-            self.variants[val] = v
-        self.reset()
+        return table
 
     # POWER belongs to the slot: powering down resets ENABLE and the variants.
     # (The multiplexer binds the enabled variant's read and its own

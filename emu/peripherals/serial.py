@@ -64,17 +64,21 @@ class SerialMux(Peripheral):
         self.i2c_bus = (soc.i2c_bus[self.instance]
                         if self.HAS_TWI and hasattr(soc, "i2c_bus")
                         and self.instance < len(soc.i2c_bus) else None)
-        import importlib
-        table = _SPI_TWI if self.HAS_TWI else _SPI_ONLY
         self.variants: dict = {}
-        for val, (mod, cls) in table.items():
-            c = getattr(importlib.import_module(mod), cls)
+        for val, c in self._variant_classes().items():
             v = c(soc, base, f"{self.name}.{c.NAME.lower()}", self.irq)
             v.spi_bus = self.spi_bus
             v.i2c_bus = self.i2c_bus
             v.mux = self
             self.variants[val] = v
         self.reset()
+
+    def _variant_classes(self) -> dict:
+        """ENABLE value -> the variant's class, for this slot."""
+        import importlib
+        table = _SPI_TWI if self.HAS_TWI else _SPI_ONLY
+        return {val: getattr(importlib.import_module(mod), cls)
+                for val, (mod, cls) in table.items()}
 
     def reset(self) -> None:
         self.enable = 0
