@@ -209,3 +209,13 @@ def test_power_register_on_a_shared_slot_resets_enable(soc):
     wr(soc, UART0 + 0x500, 4)
     wr(soc, UART0 + 0xFFC, 0)
     assert uart.active is None and rd(soc, UART0 + 0xFFC) == 0
+
+
+def test_soft_reset_keeps_gpregret(soc):
+    """SYSRESETREQ on the nRF51 (no GPREGRET2) keeps GPREGRET, sets RESETREAS.SREQ."""
+    cp = soc.peripherals["clock_power"]
+    wr(soc, 0x4000051C, 0x5A)
+    cp.system_reset("sysresetreq")
+    assert rd(soc, 0x4000051C) == 0x5A
+    assert rd(soc, 0x40000400) & (1 << 2)
+    assert 0x520 not in cp.values

@@ -128,8 +128,9 @@ class ClockPower(NrfPeripheral):
         if reason not in RESETREAS_BITS:
             self.log_once(("reason", reason), "reset reason %r has no RESETREAS bit", reason)
         if reason in KEEP_GPREGRET:
-            keep[0x51C] = self.values[0x51C]
-            keep[0x520] = self.values[0x520]
+            for off in (0x51C, 0x520):        # GPREGRET, GPREGRET2 (absent on the nRF51)
+                if off in self.values:
+                    keep[off] = self.values[off]
         self._keep = keep
         self.reset()
         self._keep = None

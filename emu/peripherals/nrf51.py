@@ -119,10 +119,6 @@ class ClockPower51(ClockPower):
         Reg(0x60C, "PROTBLOCKSIZE", 0, RW, mask=0x3),
     ]
 
-    def system_reset(self, reason: str) -> None:
-        super().system_reset(reason)
-        self.values.pop(0x520, None)          # the nRF51 has no GPREGRET2
-
     def read(self, offset: int, size: int = 4) -> int:   # no RAM[n] block on the nRF51
         return super(ClockPower, self).read(offset, size)
 
