@@ -219,3 +219,16 @@ def test_soft_reset_keeps_gpregret(soc):
     assert rd(soc, 0x4000051C) == 0x5A
     assert rd(soc, 0x40000400) & (1 << 2)
     assert 0x520 not in cp.values
+
+
+@pytest.mark.parametrize("base", [0x40002000, 0x40003000, 0x40008000, 0x4000B000])
+def test_power_register_resets_to_one(base):
+    """POWER=0 powers a block down; any reset powers it on again (reset value 1)."""
+    from emu.soc.nrf51822 import Nrf51822
+    soc = Nrf51822()
+    p = soc.peripheral_at(base)
+    assert p.read(0xFFC) == 1
+    p.write(0xFFC, 0)
+    assert p.read(0xFFC) == 0
+    p.reset()
+    assert p.read(0xFFC) == 1

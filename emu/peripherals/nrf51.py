@@ -60,11 +60,18 @@ POWER = 0xFFC
 
 
 class Power51:
-    """Mixin: the per-peripheral POWER register at +0xFFC."""
+    """Mixin: the per-peripheral POWER register at +0xFFC (reset value 1:
+    every reset powers the block on again)."""
+
+    _power = 1
+
+    def reset(self) -> None:
+        self._power = 1
+        super().reset()
 
     def read_other(self, offset: int) -> int:
         if offset == POWER:
-            return self.__dict__.get("_power", 1)
+            return self._power
         return super().read_other(offset)
 
     def write_other(self, offset: int, value: int) -> None:
@@ -77,7 +84,7 @@ class Power51:
 def power_write(block, value: int) -> None:
     """POWER written on ``block`` (a model or a shared-slot multiplexer)."""
     on = value & 1
-    was = block.__dict__.get("_power", 1)
+    was = block._power
     if was and not on:
         block.log_once("poweroff", "POWER=0: %s powered down (reset state)", block.name)
         block.reset()
@@ -148,9 +155,15 @@ class Uart51(Uart0):
         self._mux.variants = self.variants
         self._mux.reset()
 
+    _power = 1
+
+    def reset(self) -> None:
+        self._power = 1                    # POWER resets to 1 (the slot is on)
+        super().reset()
+
     def read(self, offset: int, size: int = 4) -> int:
         if offset == POWER:
-            return self.__dict__.get("_power", 1)
+            return self._power
         return self._mux.read(offset, size)
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
@@ -189,6 +202,12 @@ class Twi51(Power51, Twi):
 class SerialMux51(SerialMux):
     """0x40003000: SPI0/TWI0; 0x40004000: SPI1/SPIS1/TWI1 (chosen by ENABLE)."""
 
+    _power = 1
+
+    def reset(self) -> None:
+        self._power = 1                    # POWER resets to 1 (the slot is on)
+        super().reset()
+
     def _variant_classes(self) -> dict:
         table = {1: Spi51, 5: Twi51}
         if self.instance == 1:
@@ -200,7 +219,7 @@ class SerialMux51(SerialMux):
     # _write_enabled on the instance; both paths come through here.)
     def read(self, offset: int, size: int = 4) -> int:
         if offset == POWER:
-            return self.__dict__.get("_power", 1)
+            return self._power
         return super().read(offset, size)
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
