@@ -231,3 +231,16 @@ def test_incoming_call_hang_up_sends_reject(phone_watch):
     m.board.touch.tap(180, 120)
     assert m.run_until(lambda: len(m.phone.messages) > n, timeout_ms=3000)
     assert m.phone.messages[n] == {"t": "call", "n": "REJECT"}
+
+
+def test_release_dfu_package_is_the_same_application():
+    """The DFU package the wasp-os Makefile makes (what releases ship) loads
+    as the same application bytes at 0x26000 as the build's .bin."""
+    from emu.loader import load_firmware
+    elf = Path(_find("PINETIME_EMU_WASP_IMAGE", "upstream"))
+    dfu, binf = elf.with_name("micropython-dfu.zip"), elf.with_name("micropython.bin")
+    if not dfu.exists() or not binf.exists():
+        pytest.skip(f"no {dfu.name} / {binf.name} next to {elf}")
+    img = load_firmware(str(dfu))
+    assert img.format == "dfu" and img.vector_table == 0x26000
+    assert img.segments == [(0x26000, binf.read_bytes())]
