@@ -69,3 +69,29 @@ def test_unknown_svc_logged_once_with_name(fw, caplog):
     msgs = [r.getMessage() for r in caplog.records if "not modelled" in r.getMessage()]
     assert any("0xf0" in s for s in msgs), msgs
     assert sdm.svc_name(0x61) == "sd_ble_evt_get"
+
+
+def _enable_with(fw, irq, prio_byte):
+    """sd_nus with IRQ ``irq`` already enabled at IPR byte ``prio_byte`` when
+    it calls sd_softdevice_enable; returns the machine after 20 ms."""
+    m = Machine(fw("sd_nus"), board="nrf52832")
+    sdm.attach(m)
+    m.cpu.irq_enabled |= 1 << irq
+    m.cpu.prio[16 + irq] = prio_byte & m.cpu.prio_mask
+    m.run(ms=20)
+    return m
+
+
+def test_enable_refuses_a_reserved_interrupt_already_enabled(fw):
+    m = _enable_with(fw, 11, 0xC0)               # RTC0 belongs to the SoftDevice
+    assert "FAIL softdevice_enable: got 0x00001001" in m.console_text()
+    assert not m.softdevice.enabled
+
+
+def test_enable_refuses_an_app_interrupt_at_a_softdevice_priority(fw):
+    for level in (0, 1, 4):
+        m = _enable_with(fw, 9, level << 5)      # TIMER1 at priority 0/1/4
+        assert "FAIL softdevice_enable: got 0x00001001" in m.console_text(), level
+    m = _enable_with(fw, 9, 6 << 5)              # priority 6 is the application's
+    assert "PASS softdevice_enable" in m.console_text()
+    assert m.softdevice.enabled

@@ -61,6 +61,8 @@ BLE_ERROR_GATTS_SYS_ATTR_MISSING = 0x3401
 SD_EVT_IRQ = 22            # SWI2_EGU2
 SD_EVT_PRIORITY = 6        # written as IPR byte 0xC0 by sd_softdevice_enable
 SD_RESERVED_IRQ_MASK = 0x4200F903
+SD_RESERVED_PRIORITIES = (0, 1, 4)      # S132 v6: the application may use 2, 3, 5, 6, 7
+NRF_ERROR_SDM_INCORRECT_INTERRUPT_CONFIGURATION = 0x1001   # NRF_ERROR_SDM_BASE_NUM + 1
 APP_RAM_BASE_MIN = 0x200039C0   # what wasp-os's configuration needs (S132 6.1.1)
 BLE_CONN_HANDLE_INVALID = 0xFFFF
 BLE_GAP_ADV_SET_HANDLE_NOT_SET = 0xFF
@@ -266,6 +268,11 @@ class SoftDevice(SocLibrary):
     def _sd_softdevice_enable(self, p_clock_cfg, fault_handler, *_):
         if self.enabled:
             return NRF_ERROR_INVALID_STATE
+        bad = self._interrupt_config_error()
+        if bad:
+            log.warning("sd_softdevice_enable refused (%s) called from %s: "
+                        "NRF_ERROR_SDM_INCORRECT_INTERRUPT_CONFIGURATION", bad, self._caller())
+            return NRF_ERROR_SDM_INCORRECT_INTERRUPT_CONFIGURATION
         self.enabled = True
         self.fault_handler = fault_handler
         # SWI2 (SD_EVT_IRQn) gets application priority 6, like the real enable
@@ -273,6 +280,21 @@ class SoftDevice(SocLibrary):
         log.info("sd_softdevice_enable (emulated S132 6.1.1; SoftDevice code not executed)")
         self._soc_enabled()
         return NRF_SUCCESS
+
+    def _interrupt_config_error(self) -> str:
+        """Why the real enable would refuse the NVIC state ('' if it would not):
+        a SoftDevice interrupt already enabled, or an enabled application
+        interrupt at a priority the SoftDevice keeps (0, 1 and 4 on S132)."""
+        cpu = self.cpu
+        for irq in range(32):
+            if not (cpu.irq_enabled >> irq) & 1:
+                continue
+            if (SD_RESERVED_IRQ_MASK >> irq) & 1:
+                return f"IRQ {irq} is the SoftDevice's and already enabled"
+            level = cpu.prio[16 + irq] >> 5
+            if level in SD_RESERVED_PRIORITIES:
+                return f"IRQ {irq} is enabled at priority {level}, reserved by the SoftDevice"
+        return ""
 
     def _sd_softdevice_disable(self, *_):
         self.reset()

@@ -67,8 +67,7 @@ basic block; the PC logged is the block's); which registers of a protected
 peripheral are protected (the whole 4 KiB slot is); PPI is not
 write-guarded (nRF5 SDK 15's nrfx_ppi writes NRF_PPI directly for its own
 channels; the SoftDevice's channels 17-31 and groups 4-5 are refused by the
-sd_ppi_* calls only); NRF_ERROR_SDM_INCORRECT_INTERRUPT_CONFIGURATION from
-sd_softdevice_enable when a reserved interrupt is already enabled; the CPU stall during a flash operation (the
+sd_ppi_* calls only); the CPU stall during a flash operation (the
 NVMC's READY reads 0 for its duration, the SoftDevice-disabled call returns
 at once); splitting flash operations into radio timeslots and
 NRF_EVT_FLASH_OPERATION_ERROR (never raised); BPROT (sd_flash_protect and

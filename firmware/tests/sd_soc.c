@@ -65,6 +65,8 @@ static void timers_init(void) {
     REG32(TIMER1 + 0x510) = 4;
     REG32(TIMER1 + 0x200) = (1u << 0) | (1u << 8);   /* COMPARE0_CLEAR | COMPARE0_STOP */
     REG32(TIMER1 + 0x304) = 1u << 16;                 /* INTENSET COMPARE0 */
+    irq_prio(9, 0xC0);   /* application priority 6: S132 refuses to enable while an
+                            enabled interrupt sits at its priorities 0, 1 or 4 */
     irq_enable(9);
 }
 
