@@ -21,7 +21,9 @@ I2C device contract (byte level, as the TWI/TWIM peripherals see the wire)::
     i2c_stop()                      STOP condition
 
 A device that does not answer (asleep, in reset) returns False from
-``i2c_start``: the master sees an address NACK.
+``i2c_start``: the master sees an address NACK.  :class:`I2cRegisterDevice`
+implements the contract for the usual sensor protocol (a register pointer
+set by the first byte written).
 """
 from __future__ import annotations
 
@@ -60,6 +62,55 @@ class SpiBus:
                 out &= dev.transfer(byte & 0xFF) & 0xFF
                 n += 1
         return out
+
+
+class I2cRegisterDevice:
+    """Mixin: the I2C contract of a device with a register pointer, as on the
+    BMA421, HRS3300, CST816S, MMA8653 and MAG3110.  After a START for
+    writing, the first byte sets the pointer; each later byte goes to
+    ``_write_reg(ptr, byte)``; each byte read comes from ``_read_reg(ptr)``;
+    after either, the pointer moves to ``_next_write_ptr``/``_next_read_ptr``
+    (default: the next register, wrapping at ``PTR_MASK + 1``).  Subclasses
+    keep ``regs`` (a bytearray) or override the two register methods."""
+
+    PTR_MASK = 0xFF
+    ptr = 0
+    _first = False
+
+    def i2c_start(self, read: bool) -> bool:
+        self._first = not read
+        return True
+
+    def i2c_write(self, byte: int) -> bool:
+        if self._first:
+            self.ptr = byte & self.PTR_MASK
+            self._first = False
+            return True
+        reg = self.ptr
+        self._write_reg(reg, byte)
+        self.ptr = self._next_write_ptr(reg)
+        return True
+
+    def i2c_read(self) -> int:
+        reg = self.ptr
+        v = self._read_reg(reg)
+        self.ptr = self._next_read_ptr(reg)
+        return v
+
+    def i2c_stop(self) -> None:
+        pass
+
+    def _write_reg(self, reg: int, value: int) -> None:
+        self.regs[reg] = value
+
+    def _read_reg(self, reg: int) -> int:
+        return self.regs[reg] if reg < len(self.regs) else 0
+
+    def _next_write_ptr(self, reg: int) -> int:
+        return (reg + 1) & self.PTR_MASK
+
+    def _next_read_ptr(self, reg: int) -> int:
+        return (reg + 1) & self.PTR_MASK
 
 
 class I2cBus:

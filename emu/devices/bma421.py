@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 
+from emu.buses import I2cRegisterDevice
 from emu.clock import TICKS_PER_SECOND
 
 log = logging.getLogger("emu.dev.bma421")
@@ -37,7 +38,7 @@ MIN_CONFIG = 1024
 CONFIG_SIZE = 8192
 
 
-class Bma421:
+class Bma421(I2cRegisterDevice):
     def __init__(self, clock, name: str = "accel"):
         self.clock = clock
         self.name = name
@@ -106,40 +107,14 @@ class Bma421:
         self.config = bytearray(st["config"])
 
     # --------------------------------------------------------- I2C contract
-    def i2c_start(self, read: bool) -> bool:
-        self._first = not read
-        return True
+    PTR_MASK = 0x7F
 
-    def i2c_write(self, byte: int) -> bool:
-        if self._first:
-            self.ptr = byte & 0x7F
-            self._first = False
-            return True
-        reg = self.ptr
-        if reg == FEATURES_IN:
-            addr = self._cfg_addr()
-            if addr < CONFIG_SIZE:
-                self.config[addr] = byte
-                self.config_loaded = max(self.config_loaded, addr + 1)
-            self._advance_cfg()
-            return True                      # the port does not advance the pointer
-        self._write_reg(reg, byte)
-        self.ptr = (reg + 1) & 0x7F
-        return True
+    # FEATURES_IN is a window onto the feature engine's config: bytes stream
+    # through it and the pointer stays put (the port does not advance it)
+    def _next_write_ptr(self, reg: int) -> int:
+        return reg if reg == FEATURES_IN else (reg + 1) & 0x7F
 
-    def i2c_read(self) -> int:
-        reg = self.ptr
-        if reg == FEATURES_IN:
-            addr = self._cfg_addr()
-            v = self.config[addr] if addr < CONFIG_SIZE else 0
-            self._advance_cfg()
-            return v
-        v = self._read_reg(reg)
-        self.ptr = (reg + 1) & 0x7F
-        return v
-
-    def i2c_stop(self) -> None:
-        pass
+    _next_read_ptr = _next_write_ptr
 
     # ------------------------------------------------------------- private
     def _cfg_addr(self) -> int:
@@ -154,6 +129,13 @@ class Bma421:
             self.regs[CFG_MSB] = (w >> 4) & 0xFF
 
     def _write_reg(self, reg: int, v: int) -> None:
+        if reg == FEATURES_IN:
+            addr = self._cfg_addr()
+            if addr < CONFIG_SIZE:
+                self.config[addr] = v
+                self.config_loaded = max(self.config_loaded, addr + 1)
+            self._advance_cfg()
+            return
         if reg == CMD:
             if v == 0xB6:
                 self.reset()
@@ -182,6 +164,11 @@ class Bma421:
                 self._spm_since = self.clock.now
 
     def _read_reg(self, reg: int) -> int:
+        if reg == FEATURES_IN:
+            addr = self._cfg_addr()
+            v = self.config[addr] if addr < CONFIG_SIZE else 0
+            self._advance_cfg()
+            return v
         if 0x12 <= reg <= 0x17:
             if not self.regs[PWR_CTRL] & 0x04:
                 return 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
+from emu.buses import I2cRegisterDevice
 from emu.clock import TICKS_PER_MS
 from emu.devices.timeline import Timeline
 
@@ -38,7 +39,7 @@ LONG_PRESS_TICKS = 1000 * TICKS_PER_MS
 VERSION = (0x01, 0xB4, 0x00, 0x01)        # 0xA6..0xA9
 
 
-class Cst816s:
+class Cst816s(I2cRegisterDevice):
     def __init__(self, clock, int_pin=None, rst_pin=None, name: str = "touch"):
         self.clock = clock
         self.name = name
@@ -84,26 +85,8 @@ class Cst816s:
     # --------------------------------------------------------- I2C contract
     def i2c_start(self, read: bool) -> bool:
         if self.in_reset or self.asleep:
-            return False
-        self._first = not read
-        return True
-
-    def i2c_write(self, byte: int) -> bool:
-        if self._first:
-            self.ptr = byte
-            self._first = False
-        else:
-            self.regs[self.ptr] = byte
-            self.ptr = (self.ptr + 1) & 0xFF
-        return True
-
-    def i2c_read(self) -> int:
-        v = self.regs[self.ptr]
-        self.ptr = (self.ptr + 1) & 0xFF
-        return v
-
-    def i2c_stop(self) -> None:
-        pass
+            return False                   # no ACK while held in reset or asleep
+        return super().i2c_start(read)
 
     # ------------------------------------------------------------- private
     def _schedule(self, delay_ms: float, gesture: int, x: int, y: int) -> None:

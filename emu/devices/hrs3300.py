@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 
+from emu.buses import I2cRegisterDevice
 from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND
 
 log = logging.getLogger("emu.dev.hrs3300")
@@ -40,7 +41,7 @@ def _splitmix(x: int) -> int:
     return x ^ (x >> 31)
 
 
-class Hrs3300:
+class Hrs3300(I2cRegisterDevice):
     def __init__(self, clock, bpm: float = 70.0, seed: int = 1, name: str = "hrs"):
         self.clock = clock
         self.name = name
@@ -78,38 +79,20 @@ class Hrs3300:
         return max(0, min(0x3FFFF, int(self.baseline + self.amplitude * pulse + noise)))
 
     # --------------------------------------------------------- I2C contract
-    def i2c_start(self, read: bool) -> bool:
-        self._first = not read
-        return True
-
-    def i2c_write(self, byte: int) -> bool:
-        if self._first:
-            self.ptr = byte
-            self._first = False
-            return True
-        reg = self.ptr
-        if reg not in (0x00, 0x08, 0x09, 0x0A, 0x0D, 0x0E, 0x0F):
-            was = self.enabled
-            self.regs[reg] = byte
-            if reg in (0x0C, 0x16, 0x17) and not getattr(self, "_gain_logged", False):
-                self._gain_logged = True
-                log.info("%s: PDRIVER/RES/HGAIN stored; their effect on the signal is not "
-                         "modelled", self.name)
-            if reg == 0x01 and self.enabled != was:
-                if self.enabled:
-                    self._ev.schedule_in(self._period())
-                else:
-                    self._ev.cancel()
-        self.ptr = (reg + 1) & 0xFF
-        return True
-
-    def i2c_read(self) -> int:
-        v = self.regs[self.ptr]
-        self.ptr = (self.ptr + 1) & 0xFF
-        return v
-
-    def i2c_stop(self) -> None:
-        pass
+    def _write_reg(self, reg: int, byte: int) -> None:
+        if reg in (0x00, 0x08, 0x09, 0x0A, 0x0D, 0x0E, 0x0F):
+            return                             # ID and data registers are read-only
+        was = self.enabled
+        self.regs[reg] = byte
+        if reg in (0x0C, 0x16, 0x17) and not getattr(self, "_gain_logged", False):
+            self._gain_logged = True
+            log.info("%s: PDRIVER/RES/HGAIN stored; their effect on the signal is not "
+                     "modelled", self.name)
+        if reg == 0x01 and self.enabled != was:
+            if self.enabled:
+                self._ev.schedule_in(self._period())
+            else:
+                self._ev.cancel()
 
     # ------------------------------------------------------------- private
     def _period(self) -> int:

@@ -26,6 +26,7 @@ pulses.
 """
 from __future__ import annotations
 
+from emu.buses import I2cRegisterDevice
 from emu.clock import TICKS_PER_SECOND
 
 ADDRESS = 0x0E
@@ -34,7 +35,7 @@ DR_STATUS, WHO_AM_I, SYSMOD, OFF_X, DIE_TEMP, CTRL_REG1, CTRL_REG2 = (
     0x00, 0x07, 0x08, 0x09, 0x0F, 0x10, 0x11)
 
 
-class Mag3110:
+class Mag3110(I2cRegisterDevice):
     def __init__(self, clock, int_pin=None, name: str = "compass"):
         self.clock = clock
         self.name = name
@@ -58,21 +59,7 @@ class Mag3110:
         self._set_int(False)
 
     # ------------------------------------------------------------ I2C device
-    def i2c_start(self, read: bool) -> bool:
-        self._first = not read
-        return True
-
-    def i2c_write(self, byte: int) -> bool:
-        if self._first:
-            self.ptr = byte & 0xFF
-            self._first = False
-            return True
-        self._write_reg(self.ptr, byte)
-        self.ptr = (self.ptr + 1) & 0xFF
-        return True
-
-    def i2c_read(self) -> int:
-        reg = self.ptr
+    def _read_reg(self, reg: int) -> int:
         if reg == DIE_TEMP:
             v = self.temperature_c & 0xFF
         else:
@@ -81,16 +68,15 @@ class Mag3110:
         if (reg == 6 and not fast) or (reg == 5 and fast):
             self.regs[DR_STATUS] = 0
             self._set_int(False)
-        if fast and reg in (1, 3, 5):
-            self.ptr = reg + 2
-        else:
-            self.ptr = (reg + 1) & 0xFF
-        if self.ptr >= len(self.regs):
-            self.ptr = 0
         return v
 
-    def i2c_stop(self) -> None:
-        pass
+    def _next_read_ptr(self, reg: int) -> int:
+        # FR (fast read): the LSB registers are skipped; past the map: back to 0
+        if self.regs[CTRL_REG1] & 4 and reg in (1, 3, 5):
+            nxt = reg + 2
+        else:
+            nxt = (reg + 1) & 0xFF
+        return 0 if nxt >= len(self.regs) else nxt
 
     # --------------------------------------------------------------- private
     def _write_reg(self, reg: int, value: int) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from emu.buses import I2cRegisterDevice
 from emu.clock import TICKS_PER_SECOND
 
 ADDRESS = 0x1D
@@ -42,7 +43,7 @@ OFF_X = 0x2F
 ODR_HZ = (800.0, 400.0, 200.0, 100.0, 50.0, 12.5, 6.25, 1.5625)
 
 
-class Mma8653:
+class Mma8653(I2cRegisterDevice):
     def __init__(self, clock, int1_pin=None, int2_pin=None, name: str = "accelerometer"):
         self.clock = clock
         self.name = name
@@ -70,31 +71,19 @@ class Mma8653:
         self._drive_int(False)
 
     # ------------------------------------------------------------ I2C device
-    def i2c_start(self, read: bool) -> bool:
-        self._first = not read
-        return True
-
-    def i2c_write(self, byte: int) -> bool:
-        if self._first:
-            self.ptr = byte & 0xFF
-            self._first = False
-            return True
-        self._write_reg(self.ptr, byte)
-        self.ptr = (self.ptr + 1) & 0xFF
-        return True
-
-    def i2c_read(self) -> int:
-        reg = self.ptr
+    def _read_reg(self, reg: int) -> int:
         v = self.regs[reg] if reg < len(self.regs) else 0
         if reg in (1, 3, 5):
             self._read_msb.add(reg)
             if len(self._read_msb) == 3:
                 self._data_read()
-        self.ptr = self._next(reg)
         return v
 
-    def i2c_stop(self) -> None:
-        pass
+    def _next_write_ptr(self, reg: int) -> int:
+        return (self.ptr + 1) & 0xFF        # from 0 after a software reset (RST)
+
+    def _next_read_ptr(self, reg: int) -> int:
+        return self._next(reg)
 
     # --------------------------------------------------------------- private
     def _next(self, reg: int) -> int:
