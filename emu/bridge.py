@@ -29,10 +29,16 @@ log = logging.getLogger("emu.bridge")
 MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading pauses
 
 
-class BridgeServer:
-    def __init__(self, machine, host: str = "127.0.0.1", port: int = 0):
-        self.machine = machine
-        self.phone = machine.phone
+class TcpByteServer:
+    """One TCP client at a time on host:port, as a raw byte stream; a second
+    client is refused.  :meth:`poll` (called by the emulator loop between
+    slices) accepts, reads what the client sent into ``rx_pending`` (reading
+    pauses at MAX_PENDING), lets the subclass :meth:`_forward` it, and writes
+    ``tx_pending`` back.  Any socket error drops the client, never the
+    emulator.  Subclasses hook :meth:`_on_connect` and :meth:`_on_disconnect`."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, what: str = "bridge"):
+        self.what = what
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind((host, port))
@@ -40,14 +46,11 @@ class BridgeServer:
         self.listener.setblocking(False)
         self.port = self.listener.getsockname()[1]
         self.client: Optional[socket.socket] = None
-        self.rx_pending = bytearray()     # from client, waiting for the watch to advertise
+        self.rx_pending = bytearray()     # from the client, not yet taken by the watch
         self.tx_pending = bytearray()     # from the watch, waiting for the socket
-        self.phone.on_output(self._from_watch)
-        log.info("bridge listening on %s:%d", host, self.port)
+        log.info("%s listening on %s:%d", what, host, self.port)
 
-    # ------------------------------------------------------------------
     def poll(self) -> None:
-        """Accept/serve the client; called by the emulator loop between slices."""
         try:
             self._accept()
             if self.client is not None:
@@ -55,14 +58,13 @@ class BridgeServer:
                 self._forward()
                 self._write()
         except Exception as e:          # never let the network break the emulator
-            log.warning("bridge: %s; dropping client", e)
+            log.warning("%s: %s; dropping client", self.what, e)
             self._drop()
 
     def close(self) -> None:
         self._drop()
         self.listener.close()
 
-    # ------------------------------------------------------------------
     def _accept(self) -> None:
         try:
             conn, addr = self.listener.accept()
@@ -75,7 +77,8 @@ class BridgeServer:
         self.client = conn
         self.rx_pending.clear()
         self.tx_pending.clear()
-        log.info("bridge: phone connected from %s:%d", *addr)
+        log.info("%s: client connected from %s:%d", self.what, *addr)
+        self._on_connect()
 
     def _read(self) -> None:
         while len(self.rx_pending) < MAX_PENDING:
@@ -84,10 +87,51 @@ class BridgeServer:
             except BlockingIOError:
                 return
             if not data:
-                log.info("bridge: phone disconnected")
+                log.info("%s: client disconnected", self.what)
                 self._drop()
                 return
             self.rx_pending += data
+
+    def _forward(self) -> None:
+        """Hand rx_pending to the watch (subclasses)."""
+
+    def _write(self) -> None:
+        while self.tx_pending and self.client is not None:
+            try:
+                n = self.client.send(self.tx_pending)
+            except BlockingIOError:
+                return
+            del self.tx_pending[:n]
+
+    def _from_watch(self, data) -> None:
+        if self.client is not None:
+            self.tx_pending += data
+
+    def _drop(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.close()
+            except OSError:
+                pass
+            self.client = None
+            self._on_disconnect()
+        self.tx_pending.clear()
+
+    def _on_connect(self) -> None:
+        pass
+
+    def _on_disconnect(self) -> None:
+        pass
+
+
+class BridgeServer(TcpByteServer):
+    """The watch's Nordic UART Service: a client is the phone connecting."""
+
+    def __init__(self, machine, host: str = "127.0.0.1", port: int = 0):
+        self.machine = machine
+        self.phone = machine.phone
+        super().__init__(host, port, "bridge")
+        self.phone.on_output(self._from_watch)
 
     def _forward(self) -> None:
         ph = self.phone
@@ -103,27 +147,9 @@ class BridgeServer:
             del self.rx_pending[:80]
             ph.nus.send(chunk)
 
-    def _write(self) -> None:
-        while self.tx_pending and self.client is not None:
-            try:
-                n = self.client.send(self.tx_pending)
-            except BlockingIOError:
-                return
-            del self.tx_pending[:n]
-
-    def _from_watch(self, data: bytes) -> None:
-        if self.client is not None:
-            self.tx_pending += data
-
-    def _drop(self) -> None:
-        if self.client is not None:
-            try:
-                self.client.close()
-            except OSError:
-                pass
-            self.client = None
-            if self.phone.central.connected:
-                self.phone.disconnect()
+    def _on_disconnect(self) -> None:
+        if self.phone.central.connected:
+            self.phone.disconnect()
 
 
 def phone_client_main(argv=None) -> int:

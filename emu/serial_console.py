@@ -10,9 +10,10 @@ called by the run loop between slices; no thread touches the machine.
   paced to real time so the REPL behaves like the device.  With stdin a
   pipe, the bytes are sent as they are read and EOF changes nothing.  The
   firmware's output reaches stdout through the machine console.
-* :class:`UartTcpServer`: one TCP client at a time; its bytes go to the
-  UART and the UART's output goes back to it (like ``--bridge`` for the
-  PineTime's Bluetooth UART).
+* :class:`UartTcpServer`: one TCP client at a time (a second one is
+  refused); its bytes go to the UART and the UART's output goes back to it.
+  It is the PineTime bridge's server (emu.bridge.TcpByteServer) with the
+  UART in place of the Bluetooth UART.
 
 Not modelled: flow control (bytes queue in the host link; a firmware that
 falls behind loses them as the real UART would, with OVERRUN).
@@ -21,11 +22,11 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import sys
 import threading
 import time
-from typing import Optional
+
+from emu.bridge import TcpByteServer
 
 log = logging.getLogger("emu.serial_console")
 QUIT_KEY = 0x1D            # Ctrl-]
@@ -87,57 +88,21 @@ class StdinConsole:
             self._saved = None
 
 
-class UartTcpServer:
+class UartTcpServer(TcpByteServer):
+    """The micro:bit's UART console on TCP (``--bridge PORT``): what the
+    client sends is typed into the UART, what the UART transmits comes back."""
+
     def __init__(self, machine, host: str = "127.0.0.1", port: int = 0):
         self.machine = machine
         self.board = machine.board
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind((host, port))
-        self.listener.listen(1)
-        self.listener.setblocking(False)
-        self.port = self.listener.getsockname()[1]
-        self.client: Optional[socket.socket] = None
-        self.tx_pending = bytearray()
+        super().__init__(host, port, "UART console")
         self.board.uart.on_tx(self._from_board)
 
     def _from_board(self, b: int) -> None:
         if self.client is not None:
             self.tx_pending.append(b)
 
-    def poll(self) -> None:
-        try:
-            if self.client is None:
-                try:
-                    c, _ = self.listener.accept()
-                except BlockingIOError:
-                    return
-                c.setblocking(False)
-                self.client = c
-            try:
-                data = self.client.recv(4096)
-                if not data:
-                    self._drop()
-                    return
-                self.board.uart_send(data)
-            except BlockingIOError:
-                pass
-            if self.tx_pending:
-                n = self.client.send(bytes(self.tx_pending))
-                del self.tx_pending[:n]
-        except (OSError, BlockingIOError) as e:
-            log.info("UART TCP client: %s; dropping it", e)
-            self._drop()
-
-    def _drop(self) -> None:
-        if self.client is not None:
-            try:
-                self.client.close()
-            except OSError:
-                pass
-        self.client = None
-        self.tx_pending.clear()
-
-    def close(self) -> None:
-        self._drop()
-        self.listener.close()
+    def _forward(self) -> None:
+        if self.rx_pending:
+            self.board.uart_send(bytes(self.rx_pending))
+            self.rx_pending.clear()
