@@ -38,10 +38,6 @@ import struct
 from typing import Callable, Optional
 
 from emu.clock import Clock
-from emu.cpu.cortexm import CortexM
-from emu.cpu.scs import SystemControlSpace
-from emu.signals import Pin
-from emu.soc.bus import PeripheralBus
 from emu.soc.nrf52832 import Nrf52832
 
 log = logging.getLogger("emu.soc.nrf51")
@@ -136,58 +132,18 @@ class Nrf51822(Nrf52832):
     PERIPHERALS = PERIPHERALS
     STORAGE_SLOTS = STORAGE_SLOTS
 
+    NUM_IRQ = NUM_IRQ
+    CPU_PROFILE = "m0"
+    PRIO_BITS = 2
+    CYCLE_TICKS = CPU_CYCLE_TICKS
+    HAS_SYSTICK = False                 # the nRF51 has no SysTick timer
+    NUM_SPI_BUSES = 2                   # serial0..1 SPI
+    ROM_PIDR = (0x01, 0x00, 0x40, 0x00)   # PID0..3 of nRF51 revision 3
+
     def __init__(self, clock: Optional[Clock] = None, *, force_python_counter: bool = False,
                  symbolizer: Optional[Callable[[int], str]] = None):
-        self.clock = clock or Clock()
-        self.symbolize = symbolizer or (lambda a: "")
-        self.cpu = CortexM(self.clock, profile="m0", num_irq=NUM_IRQ, prio_bits=2,
-                           force_python_counter=force_python_counter,
-                           symbolizer=lambda a: self.symbolize(a),
-                           cycle_ticks=CPU_CYCLE_TICKS)
-        self.clock.on_earlier_deadline = self.cpu.deadline_changed
-        self.scs = SystemControlSpace(self.cpu, has_systick=False)   # nRF51: no SysTick
-        self.scs.map()
-        cpu = self.cpu
-        cpu.map_memory(FLASH_BASE, FLASH_SIZE, "flash", flash=True)
-        cpu.map_memory(FICR_BASE, 0x1000, "FICR", writable=False, executable=False, flash=True)
-        cpu.map_memory(UICR_BASE, 0x1000, "UICR", writable=False, executable=False, flash=True)
-        cpu.map_memory(RAM_BASE, RAM_SIZE, "RAM")
-        # CoreSight ROM table: nRF51 system code identifies the revision from
-        # the peripheral ID registers (0xF0000FE0..FEC); these are rev 3's.
-        cpu.map_memory(ROM_TABLE_BASE, 0x1000, "ROM table", writable=False, executable=False,
-                       flash=True)
-        self.ficr = default_ficr()
-        self.uicr_default = default_uicr()
-        cpu.write_mem(FLASH_BASE, b"\xff" * FLASH_SIZE)
-        cpu.write_mem(FICR_BASE, self.ficr)
-        cpu.write_mem(UICR_BASE, self.uicr_default)
-        rom = bytearray(0x1000)
-        struct.pack_into("<4I", rom, 0xFE0, 0x01, 0x00, 0x40, 0x00)
-        cpu.write_mem(ROM_TABLE_BASE, bytes(rom))
-        self.pins = [Pin(f"P0.{i:02d}", i) for i in range(self.NUM_PINS)]
-        self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a))
-        self.peripherals: dict = {}
-        from emu.buses import I2cBus, SpiBus
-        self.spi_bus = [SpiBus(f"spi{i}") for i in range(2)]   # serial0..1 SPI
-        self.i2c_bus = [I2cBus(f"i2c{i}") for i in range(2)]   # serial0..1 TWI
-        self.reset_request_handler = None
-        self._build_peripherals()
-        cpu.flash_write_handler = self._flash_write
-        nvmc = self.peripherals["nvmc"]
-        config = nvmc.offset_of("CONFIG")
-        cpu.flash_write_enabled = lambda addr, n=nvmc, c=config: (n.values[c] & 3) == 1
+        super().__init__(clock, force_python_counter=force_python_counter,
+                         symbolizer=symbolizer, uicr_pselreset=None)
 
-    def _build_peripherals(self) -> None:
-        import importlib
-        from emu.peripherals.storage import StoragePeripheral
-        modelled = set()
-        for base, modname, clsname, name in self.PERIPHERALS:
-            cls = getattr(importlib.import_module(modname), clsname)
-            self.add_peripheral(name, cls(self, base, name))
-            modelled.add(base)
-        for base, name in self.STORAGE_SLOTS.items():
-            if base not in modelled:
-                self.add_peripheral(name, StoragePeripheral(self, base, name))
-
-    def flash_bytes(self) -> bytes:
-        return self.cpu.read_mem(FLASH_BASE, FLASH_SIZE)
+    def _info_pages(self, uicr_pselreset) -> tuple:
+        return default_ficr(), default_uicr()

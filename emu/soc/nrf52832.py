@@ -25,7 +25,7 @@ import logging
 import struct
 from typing import Callable, Optional
 
-from emu.clock import Clock
+from emu.clock import CPU_TICKS, Clock
 from emu.cpu.cortexm import CortexM
 from emu.cpu.scs import SystemControlSpace
 from emu.signals import Pin
@@ -134,47 +134,59 @@ STORAGE_SLOTS = {
 
 
 class Nrf52832:
-    """The chip: CPU, memories, peripheral bus, 32 GPIO pins, interrupts."""
+    """The chip: CPU, memories, peripheral bus, 32 GPIO pins, interrupts.
+
+    Another Nordic chip (emu/soc/nrf51822.py) reuses this class and changes
+    only the data below: core profile, memory sizes, peripheral table, FICR,
+    UICR and ROM-table contents."""
 
     NAME = "nRF52832"
     FLASH_SIZE = FLASH_SIZE
     RAM_BASE = RAM_BASE
     RAM_SIZE = RAM_SIZE
     NUM_PINS = 32
+    NUM_IRQ = NUM_IRQ
+    CPU_PROFILE = "m4"
+    PRIO_BITS = 3
+    CYCLE_TICKS = CPU_TICKS             # 512 MHz ticks per CPU cycle: 64 MHz
+    HAS_SYSTICK = True
+    NUM_SPI_BUSES = 3                   # serial0..2 SPI/SPIM
+    ROM_PIDR = (0x06, 0x00, 0x50, 0x00)   # PID0..3: nRF52832 rev 2 (nrfx errata checks)
+    PERIPHERALS = PERIPHERALS
+    STORAGE_SLOTS = STORAGE_SLOTS
 
     def __init__(self, clock: Optional[Clock] = None, *, force_python_counter: bool = False,
                  symbolizer: Optional[Callable[[int], str]] = None,
                  uicr_pselreset: Optional[int] = 21):
         self.clock = clock or Clock()
         self.symbolize = symbolizer or (lambda a: "")
-        self.cpu = CortexM(self.clock, profile="m4", num_irq=NUM_IRQ, prio_bits=3,
-                           force_python_counter=force_python_counter,
-                           symbolizer=lambda a: self.symbolize(a))
+        self.cpu = CortexM(self.clock, profile=self.CPU_PROFILE, num_irq=self.NUM_IRQ,
+                           prio_bits=self.PRIO_BITS, force_python_counter=force_python_counter,
+                           symbolizer=lambda a: self.symbolize(a), cycle_ticks=self.CYCLE_TICKS)
         self.clock.on_earlier_deadline = self.cpu.deadline_changed
-        self.scs = SystemControlSpace(self.cpu)
+        self.scs = SystemControlSpace(self.cpu, has_systick=self.HAS_SYSTICK)
         self.scs.map()
         cpu = self.cpu
-        cpu.map_memory(FLASH_BASE, FLASH_SIZE, "flash", flash=True)
+        cpu.map_memory(FLASH_BASE, self.FLASH_SIZE, "flash", flash=True)
         cpu.map_memory(FICR_BASE, 0x1000, "FICR", writable=False, executable=False, flash=True)
         cpu.map_memory(UICR_BASE, 0x1000, "UICR", writable=False, executable=False, flash=True)
-        cpu.map_memory(RAM_BASE, RAM_SIZE, "RAM")
-        # CoreSight ROM table page: nrfx's errata checks identify the part from
-        # its peripheral ID registers (0xF0000FE0..FEC) on nRF52832 rev 1/2.
+        cpu.map_memory(self.RAM_BASE, self.RAM_SIZE, "RAM")
+        # CoreSight ROM table page: system code identifies the part and its
+        # revision from the peripheral ID registers (0xF0000FE0..FEC)
         cpu.map_memory(ROM_TABLE_BASE, 0x1000, "ROM table", writable=False, executable=False,
                        flash=True)
-        self.ficr = default_ficr()
-        self.uicr_default = default_uicr(uicr_pselreset)
-        cpu.write_mem(FLASH_BASE, b"\xff" * FLASH_SIZE)
+        self.ficr, self.uicr_default = self._info_pages(uicr_pselreset)
+        cpu.write_mem(FLASH_BASE, b"\xff" * self.FLASH_SIZE)
         cpu.write_mem(FICR_BASE, self.ficr)
         cpu.write_mem(UICR_BASE, self.uicr_default)
         rom = bytearray(0x1000)
-        struct.pack_into("<4I", rom, 0xFE0, 0x06, 0x00, 0x50, 0x00)  # nRF52832 rev 2
+        struct.pack_into("<4I", rom, 0xFE0, *self.ROM_PIDR)
         cpu.write_mem(ROM_TABLE_BASE, bytes(rom))
         self.pins = [Pin(f"P0.{i:02d}", i) for i in range(self.NUM_PINS)]
         self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a))
         self.peripherals: dict = {}
         from emu.buses import I2cBus, SpiBus
-        self.spi_bus = [SpiBus(f"spi{i}") for i in range(3)]   # serial0..2 SPI/SPIM
+        self.spi_bus = [SpiBus(f"spi{i}") for i in range(self.NUM_SPI_BUSES)]
         self.i2c_bus = [I2cBus(f"i2c{i}") for i in range(2)]   # serial0..1 TWI/TWIM
         # set by the board: fn(reason) asks for a system reset at the next
         # slice boundary (watchdog, reset pin, SYSTEMOFF wake-up, ...)
@@ -186,17 +198,21 @@ class Nrf52832:
             config = nvmc.offset_of("CONFIG")
             cpu.flash_write_enabled = lambda addr, n=nvmc, c=config: (n.values[c] & 3) == 1
 
+    def _info_pages(self, uicr_pselreset: Optional[int]) -> tuple:
+        """(FICR, UICR) contents at power-on."""
+        return default_ficr(), default_uicr(uicr_pselreset)
+
     # ------------------------------------------------------------------
     def _build_peripherals(self) -> None:
         import importlib
         from emu.peripherals.storage import StoragePeripheral
         modelled = set()
-        for base, modname, clsname, name in PERIPHERALS:
+        for base, modname, clsname, name in self.PERIPHERALS:
             cls = getattr(importlib.import_module(modname), clsname)
             p = cls(self, base, name)
             self.add_peripheral(name, p)
             modelled.add(base)
-        for base, name in STORAGE_SLOTS.items():
+        for base, name in self.STORAGE_SLOTS.items():
             if base not in modelled:
                 p = StoragePeripheral(self, base, name)
                 self.add_peripheral(name, p)
@@ -238,7 +254,7 @@ class Nrf52832:
             self.cpu.write_mem(addr, data)
 
     def flash_bytes(self) -> bytes:
-        return self.cpu.read_mem(FLASH_BASE, FLASH_SIZE)
+        return self.cpu.read_mem(FLASH_BASE, self.FLASH_SIZE)
 
     def uicr_bytes(self) -> bytes:
         return self.cpu.read_mem(UICR_BASE, 0x1000)
