@@ -258,12 +258,23 @@ class NrfPeripheral(Peripheral):
             self.update_irq()
             return
         if offset == 0x304:
-            self.inten |= value
-            self.update_irq()
+            # INTENSET can only raise the line, through the bits it sets;
+            # INTENCLR can only lower it.  Drivers toggle these around
+            # critical reads (MicroPython's ticks_us: ~10^6 per emulated s).
+            old = self.inten
+            self.inten = old | value
+            if not self.irq_line_level and self.inten != old:
+                events = self.events
+                for off in events:
+                    if events[off] and value & (1 << ((off - 0x100) >> 2)):
+                        self._set_irq(True)
+                        break
             return
         if offset == 0x308:
-            self.inten &= ~value
-            self.update_irq()
+            old = self.inten
+            self.inten = old & ~value
+            if self.irq_line_level and self.inten != old:
+                self.update_irq()
             return
         self.write_other(offset, value)
 

@@ -143,26 +143,10 @@ class Rtc(NrfPeripheral):
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
         if offset == 0x304 or offset == 0x308:
-            # INTENSET/INTENCLR.  MicroPython's ticks_us clears and sets OVRFLW
-            # around every COUNTER read (about a million times per emulated
-            # second in a delay loop), so: only the changed bits are looked
-            # at, and the schedule only changes when TICK is switched.
-            old = self.inten
-            new = (old | value) if offset == 0x304 else (old & ~value)
-            new &= 0xFFFFFFFF
-            if new == old:
-                return
-            self.inten = new
-            if offset == 0x304:
-                if not self.irq_line_level:
-                    events = self.events
-                    for off in events:
-                        if events[off] and value & (1 << ((off - 0x100) >> 2)):
-                            self._set_irq(True)
-                            break
-            elif self.irq_line_level:
-                self.update_irq()
-            if (old ^ new) & 1 and not self.evten & 1:
+            # the schedule changes only when INTENSET/INTENCLR switch TICK
+            tick = (self.inten | self.evten) & 1
+            super().write(offset, value, size)
+            if (self.inten | self.evten) & 1 != tick:
                 self._rearm()
             return
         super().write(offset, value, size)
