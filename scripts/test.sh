@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what it needs, builds firmware/, runs pytest.
-# Extra arguments go to pytest (e.g. scripts/test.sh -k gdb).
+# The whole test suite: installs what it needs (scripts/setup.sh: Debian
+# packages and the project's venv .venv/), builds firmware/, runs pytest in
+# the venv.  Extra arguments go to pytest (e.g. scripts/test.sh -k gdb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 make -C firmware -s -j2
-exec ${PYTHON:-python3} -m pytest -q "$@"
+export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH"   # as `. .venv/bin/activate`
+exec .venv/bin/python -m pytest -q "$@"
