@@ -152,38 +152,86 @@ class BridgeServer(TcpByteServer):
             self.phone.disconnect()
 
 
+def _gb_json(s: str) -> dict:
+    try:
+        msg = json.loads(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON ({e})") from None
+    if not isinstance(msg, dict):
+        raise argparse.ArgumentTypeError("not a JSON object ({...})")
+    return msg
+
+
+def _wait_seconds(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not 0 <= v <= 3600:          # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, not {s}")
+    return v
+
+
+def _remote_port(s: str) -> int:
+    try:
+        v = int(s, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not 1 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {s}")
+    return v
+
+
 def phone_client_main(argv=None) -> int:
     """pinetime-emu phone [--port N] (--gb JSON | --notify T B | --call NAME NUM | --repl LINE)"""
-    ap = argparse.ArgumentParser(prog="pinetime-emu phone",
-                                 description="Send Gadgetbridge messages to a running bridge")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=7878)
-    ap.add_argument("--gb", help="raw Gadgetbridge JSON object")
-    ap.add_argument("--notify", nargs=2, metavar=("TITLE", "BODY"))
-    ap.add_argument("--call", nargs=2, metavar=("NAME", "NUMBER"))
-    ap.add_argument("--repl", help="a REPL line")
-    ap.add_argument("--wait", type=float, default=1.0, help="seconds to print replies")
-    a = ap.parse_args(argv)
-    if a.gb:
-        msg = json.loads(a.gb)
+    from emu.cli import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser
+    ap = ArgumentParser(prog="pinetime-emu phone",
+                        description="Send one Gadgetbridge message or REPL line to a running "
+                                    "'pinetime-emu run FIRMWARE --bridge PORT' and print what "
+                                    "the watch sends back.")
+    ap.add_argument("--host", default="127.0.0.1", help="bridge address (127.0.0.1)")
+    ap.add_argument("--port", type=_remote_port, default=7878, help="bridge port (7878)")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--gb", type=_gb_json, metavar="JSON",
+                      help="raw Gadgetbridge JSON object, e.g. '{\"t\":\"find\",\"n\":true}'")
+    what.add_argument("--notify", nargs=2, metavar=("TITLE", "BODY"), help="a notification")
+    what.add_argument("--call", nargs=2, metavar=("NAME", "NUMBER"), help="an incoming call")
+    what.add_argument("--repl", metavar="LINE", help="a line for the watch's Python REPL")
+    ap.add_argument("--wait", type=_wait_seconds, default=1.0, metavar="S",
+                    help="seconds to print replies (default 1)")
+    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    if a.gb is not None:
+        msg = a.gb
     elif a.notify:
         msg = {"t": "notify", "id": 1, "src": "Messages", "title": a.notify[0], "body": a.notify[1]}
     elif a.call:
         msg = {"t": "call", "cmd": "incoming", "name": a.call[0], "number": a.call[1]}
     else:
         msg = None
-    payload = (b"\x10GB(" + json.dumps(msg, separators=(",", ":")).encode() + b")\n") if msg \
-        else ((a.repl or "").encode() + b"\r")
-    with socket.create_connection((a.host, a.port), timeout=5) as s:
-        s.sendall(payload)
-        s.setblocking(False)
-        end_polls = int(a.wait / 0.05)
-        for _ in range(end_polls):      # a CLI tool on the host, not emulation code
-            r, _, _ = select.select([s], [], [], 0.05)
-            if r:
-                data = s.recv(4096)
-                if not data:
-                    break
-                sys.stdout.write(data.decode("utf-8", "replace"))
-                sys.stdout.flush()
-    return 0
+    payload = (b"\x10GB(" + json.dumps(msg, separators=(",", ":")).encode() + b")\n") \
+        if msg is not None else ((a.repl or "").encode() + b"\r")
+    try:
+        s = socket.create_connection((a.host, a.port), timeout=5)
+    except OSError as e:
+        print(f"pinetime-emu phone: error: cannot connect to {a.host}:{a.port} "
+              f"({e.strerror or e}); is 'pinetime-emu run FIRMWARE --bridge {a.port}' "
+              "running?", file=sys.stderr)
+        return EXIT_USAGE
+    with s:
+        try:
+            s.sendall(payload)
+            s.setblocking(False)
+            end_polls = int(a.wait / 0.05)
+            for _ in range(end_polls):      # a CLI tool on the host, not emulation code
+                r, _, _ = select.select([s], [], [], 0.05)
+                if r:
+                    data = s.recv(4096)
+                    if not data:
+                        break
+                    sys.stdout.write(data.decode("utf-8", "replace"))
+                    sys.stdout.flush()
+        except OSError as e:
+            print(f"pinetime-emu phone: error: connection to {a.host}:{a.port} lost "
+                  f"({e.strerror or e})", file=sys.stderr)
+            return EXIT_GUEST
+    return EXIT_OK

@@ -8,18 +8,31 @@
     pinetime-emu test SCENARIO... --firmware FIRMWARE [--junit out.xml]
 
 Exit status: 0 success; 1 the firmware faulted, locked up or exited non-zero
-(or a scenario failed); 2 bad input (unreadable or corrupt firmware, bad
-option).
+(or a scenario failed); 2 bad input (unreadable or corrupt firmware, a bad
+option, an output file that could not be written), always one line on stderr
+and always before anything runs: options and output paths are checked first.
+``phone`` and ``test`` parse their own command lines (emu.bridge,
+emu.scenario) with the same one-line :class:`ArgumentParser`.
 """
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from typing import Optional
 
 EXIT_OK, EXIT_GUEST, EXIT_USAGE = 0, 1, 2
+FLASH_FILE_SIZE = 4 * 1024 * 1024          # the PineTime's XT25F32 SPI NOR
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the CLI's bad-input contract: a usage error is one line
+    on stderr naming the problem, and exit status 2 (no usage block)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _int(s: str) -> int:
@@ -29,6 +42,13 @@ def _int(s: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
 
 
+def _address(s: str) -> int:
+    v = _int(s)
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError(f"not a 32-bit address: {s}")
+    return v
+
+
 def _port(s: str) -> int:
     v = _int(s)
     if not 0 <= v <= 65535:
@@ -36,62 +56,127 @@ def _port(s: str) -> int:
     return v
 
 
-def _positive(s: str) -> float:
+def _scale(s: str) -> int:
+    v = _int(s)
+    if not 1 <= v <= 8:
+        raise argparse.ArgumentTypeError(f"must be 1 to 8, not {s}")
+    return v
+
+
+def _seconds(s: str) -> float:
+    """Emulated seconds: finite, above 0, and within the clock's range."""
+    from emu.clock import NEVER, TICKS_PER_SECOND
+    longest = NEVER // 2 // TICKS_PER_SECOND          # about 142 years
     try:
         v = float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"not a finite number: {s!r}")
     if v <= 0:
         raise argparse.ArgumentTypeError("must be greater than 0")
+    if v > longest:
+        raise argparse.ArgumentTypeError(f"at most {longest} (the emulated clock's range), "
+                                         f"not {s}")
     return v
 
 
+
+def output_path_problem(path: str) -> Optional[str]:
+    """Why a file cannot be written at ``path`` (None if it can): checked before
+    a run, so a long run never ends in a failed save."""
+    if path == "":
+        return "empty file name"
+    if os.path.isdir(path):
+        return "is a directory"
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"directory {parent} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(path)
+                                                     and not os.access(path, os.W_OK)):
+        return "not writable"
+    return None
+
+
+def flash_file_problem(path: str, firmware: str) -> Optional[str]:
+    """Why ``path`` cannot back the 4 MiB SPI NOR flash (None if it can).  The
+    file is rewritten whole when the flash changes, so an existing file must
+    already be a flash image (or empty): anything else would be clobbered."""
+    problem = output_path_problem(path)
+    if problem is not None:
+        return problem
+    if not os.path.exists(path):
+        return None
+    if not os.path.isfile(path):
+        return "not a regular file"
+    if os.path.exists(firmware) and os.path.samefile(path, firmware):
+        return "is the firmware file"
+    size = os.path.getsize(path)
+    if size not in (0, FLASH_FILE_SIZE):
+        return (f"{size} bytes, not a {FLASH_FILE_SIZE // (1024 * 1024)} MiB flash image "
+                f"({FLASH_FILE_SIZE} bytes); give a new file, or 'none'")
+    if not os.access(path, os.R_OK):
+        return "not readable"
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="pinetime-emu",
         description="Cycle-timed emulator of the nRF52832 and the PineTime smartwatch.")
     p.add_argument("--version", action="version", version="%(prog)s " + _version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     r = sub.add_parser("run", help="run a firmware image",
-                       description="Run FIRMWARE (ELF, Intel HEX, raw .bin, or a full flash "
-                                   "dump) on an emulated board.")
-    r.add_argument("firmware", metavar="FIRMWARE", help="firmware file (.elf, .hex, .bin)")
+                       description="Run FIRMWARE on an emulated board: an ELF, an Intel HEX, "
+                                   "a raw .bin, a full 512 KiB flash dump, or a Nordic DFU "
+                                   ".zip package (application only).  Bad input (a file "
+                                   "that cannot be loaded or written, a bad option) is one "
+                                   "line on stderr and exit status 2, before anything runs.")
+    r.add_argument("firmware", metavar="FIRMWARE",
+                   help="firmware file: .elf, .hex, raw .bin, 512 KiB flash dump, DFU .zip")
     r.add_argument("--board", default=None,
                    help="board to emulate: pinetime (default), microbit (BBC micro:bit v1, "
                         "nRF51822; chosen automatically for an nRF51 image), nrf52832 "
                         "(bare chip)")
-    r.add_argument("--base", type=_int, default=None,
-                   help="load address of a raw .bin (default: 0x26000 when its vector table "
-                        "points there, else 0)")
+    r.add_argument("--base", type=_address, default=None, metavar="ADDR",
+                   help="load address of a raw .bin or DFU .zip (default: 0x26000 when a "
+                        ".bin's vector table points there or for a .zip, else 0)")
     r.add_argument("--headless", action="store_true",
                    help="no window: run for --seconds of emulated time and exit")
-    r.add_argument("--seconds", type=_positive, default=None,
-                   help="emulated seconds to run (headless default 5; window: until closed)")
+    r.add_argument("--seconds", type=_seconds, default=None, metavar="N",
+                   help="emulated seconds to run, a finite number > 0 (headless default 5; "
+                        "window: until closed)")
     r.add_argument("--screenshot", metavar="PNG", default=None,
-                   help="save the screen as a PNG when the run ends")
-    r.add_argument("--scale", type=int, default=2, help="window scale factor (default 2)")
+                   help="save the screen as a PNG when the run ends (its directory must "
+                        "exist)")
+    r.add_argument("--scale", type=_scale, default=2, metavar="N",
+                   help="window scale factor, 1 to 8 (default 2)")
     r.add_argument("--fast", action="store_true",
                    help="window: run as fast as possible instead of pacing to real time")
     r.add_argument("--flash-file", default=None, metavar="PATH",
-                   help="file backing the external SPI flash (default: a per-user data file; "
-                        "'none' keeps it in memory)")
+                   help="file backing the PineTime's 4 MiB external SPI flash: a new file in "
+                        "an existing directory, or a 4 MiB flash image (default: a per-user "
+                        "data file; 'none' keeps it in memory)")
     r.add_argument("--bridge", type=_port, default=None, metavar="PORT",
                    help="serve the BLE Nordic UART byte stream (micro:bit: the UART "
-                        "console) on HOST:PORT (raw TCP)")
-    r.add_argument("--bridge-host", default="127.0.0.1", help="bridge address (127.0.0.1)")
+                        "console) on HOST:PORT (raw TCP; 0 = any free port)")
+    r.add_argument("--bridge-host", default="127.0.0.1", metavar="HOST",
+                   help="bridge address (127.0.0.1)")
     r.add_argument("--gdb", type=_port, default=None, metavar="PORT",
-                   help="GDB remote stub on HOST:PORT")
-    r.add_argument("--gdb-host", default="127.0.0.1", help="GDB stub address (127.0.0.1)")
+                   help="GDB remote stub on HOST:PORT (0 = any free port)")
+    r.add_argument("--gdb-host", default="127.0.0.1", metavar="HOST",
+                   help="GDB stub address (127.0.0.1)")
     r.add_argument("--gdb-wait", action="store_true",
-                   help="halt at reset until GDB continues")
+                   help="with --gdb: halt at reset until GDB continues")
     r.add_argument("--console", choices=["stdout", "none"], default="stdout",
                    help="where the firmware's debug text (semihosting, ITM, UART) goes")
     r.add_argument("--snapshot", metavar="FILE", default=None,
                    help="start from a machine snapshot taken on this firmware and board "
                         "(the NOR flash comes from the snapshot unless --flash-file is given)")
     r.add_argument("--save-snapshot", metavar="FILE", default=None,
-                   help="save a machine snapshot when the run ends (after --seconds)")
+                   help="save a machine snapshot when the run ends (after --seconds; its "
+                        "directory must exist)")
     r.add_argument("--pure-python", action="store_true",
                    help="use the pure-Python cycle counter instead of the native one")
     r.add_argument("--log-level", default="warning",
@@ -100,16 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="describe a firmware image",
                        description="Print what the loader sees in FIRMWARE.")
     i.add_argument("firmware", metavar="FIRMWARE")
-    i.add_argument("--base", type=_int, default=None)
-    i.add_argument("--board", default="pinetime")
+    i.add_argument("--base", type=_address, default=None, metavar="ADDR",
+                   help="load address of a raw .bin or DFU .zip (as for run)")
+    i.add_argument("--board", default="pinetime", help=argparse.SUPPRESS)   # accepted, unused
 
-    ph = sub.add_parser("phone", help="send Gadgetbridge messages to a running --bridge",
-                        add_help=False)
-    ph.add_argument("args", nargs=argparse.REMAINDER)
-
-    t = sub.add_parser("test", help="run scenario files against a firmware",
-                       add_help=False)
-    t.add_argument("args", nargs=argparse.REMAINDER)
+    # These two parse their own arguments (main() hands them the rest of the
+    # command line); they are listed here for the top-level --help.
+    sub.add_parser("phone", help="send Gadgetbridge messages to a running --bridge "
+                                 "(pinetime-emu phone --help)", add_help=False)
+    sub.add_parser("test", help="run scenario files against a firmware "
+                                "(pinetime-emu test --help)", add_help=False)
     return p
 
 
@@ -122,32 +207,32 @@ def _version() -> str:
 
 
 def main(argv: Optional[list] = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "phone":
+        try:
+            from emu.bridge import phone_client_main
+        except ImportError:
+            _error("the phone client is not available in this build")
+            return EXIT_USAGE
+        return phone_client_main(argv[1:])
+    if argv and argv[0] == "test":
+        try:
+            from emu.scenario import main as scenario_main
+        except ImportError:
+            _error("scenario tests are not available in this build")
+            return EXIT_USAGE
+        return scenario_main(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        prog = f"pinetime-emu {args.command}" if args.command else "pinetime-emu"
+        print(f"{prog}: error: unrecognized arguments: {' '.join(extra)} (see {prog} --help)",
+              file=sys.stderr)
         return EXIT_USAGE
     if args.command == "run":
         return cmd_run(args)
     if args.command == "info":
         return cmd_info(args)
-    if args.command == "phone":
-        try:
-            from emu.bridge import phone_client_main
-        except ImportError:
-            print("pinetime-emu: the phone client is not available in this build",
-                  file=sys.stderr)
-            return EXIT_USAGE
-        return phone_client_main(args.args)
-    if args.command == "test":
-        try:
-            from emu.scenario import main as scenario_main
-        except ImportError:
-            print("pinetime-emu: scenario tests are not available in this build",
-                  file=sys.stderr)
-            return EXIT_USAGE
-        return scenario_main(args.args)
     parser.print_help()
     return EXIT_USAGE
 
@@ -165,14 +250,40 @@ def _make_machine(args):
         _error(f"unknown board {args.board!r} (known: {', '.join(sorted(BOARDS))})")
         return None
     opts = {}
-    if getattr(args, "flash_file", None) is not None and args.board == "pinetime":
-        opts["flash_file"] = None if args.flash_file.lower() == "none" else args.flash_file
+    flash_file = getattr(args, "flash_file", None)
+    if flash_file is not None and args.board == "pinetime":
+        opts["flash_file"] = None if flash_file.lower() == "none" else flash_file
+    elif flash_file is not None and flash_file.lower() != "none":
+        _error(f"--flash-file: the {args.board} board has no external SPI flash")
+        return None
     try:
         return Machine(args.firmware, board=args.board, base=args.base,
                        pure_python=getattr(args, "pure_python", False), **opts)
     except FirmwareError as e:
         _error(str(e))
         return None
+
+
+def _run_args_problem(args) -> Optional[str]:
+    """What is wrong with run's options beyond what the parser checks: option
+    combinations and the files a run will write (so that a long run never ends
+    in a failed save, and a flash file that cannot persist is refused)."""
+    if args.gdb_wait and args.gdb is None:
+        return "--gdb-wait needs --gdb PORT"
+    if args.bridge is not None and args.bridge == args.gdb and args.bridge != 0 \
+            and args.bridge_host == args.gdb_host:
+        return f"--bridge and --gdb both ask for port {args.bridge}"
+    for option, path in (("--screenshot", args.screenshot),
+                         ("--save-snapshot", args.save_snapshot)):
+        if path is not None:
+            problem = output_path_problem(path)
+            if problem is not None:
+                return f"{option} {path}: {problem}"
+    if args.flash_file is not None and args.flash_file.lower() != "none":
+        problem = flash_file_problem(args.flash_file, args.firmware)
+        if problem is not None:
+            return f"--flash-file {args.flash_file}: {problem}"
+    return None
 
 
 def cmd_info(args) -> int:
@@ -221,6 +332,10 @@ def report_stop(machine, result, out=sys.stderr) -> None:
 def cmd_run(args) -> int:
     level = getattr(logging, args.log_level.upper())
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    problem = _run_args_problem(args)
+    if problem is not None:
+        _error(problem)
+        return EXIT_USAGE
     if not args.headless and not _display_available():
         _error("no display available for the window; use --headless (for example: "
                f"pinetime-emu run {args.firmware} --headless --seconds 5 --screenshot out.png)")
@@ -230,6 +345,9 @@ def cmd_run(args) -> int:
         args.flash_file = "none"          # the snapshot holds the NOR flash contents
     machine = _make_machine(args)
     if machine is None:
+        return EXIT_USAGE
+    if args.screenshot and getattr(machine.board, "screenshot", None) is None:
+        _error(f"--screenshot: the {args.board} board has no screen")
         return EXIT_USAGE
     if snap is not None:
         from emu.snapshot import SnapshotError
@@ -324,12 +442,12 @@ def _display_available() -> bool:
 def _finish(machine, args, result) -> int:
     from emu.cpu.cortexm import StopReason
     if args.screenshot:
-        shot = getattr(machine.board, "screenshot", None)
-        if shot is None:
-            _error(f"board {args.board} has no screen to save")
-        else:
-            shot(args.screenshot)
-            print(f"pinetime-emu: screenshot saved to {args.screenshot}", file=sys.stderr)
+        try:
+            machine.board.screenshot(args.screenshot)
+        except OSError as e:            # checked before the run; gone since
+            _error(f"--screenshot {args.screenshot}: cannot write ({e.strerror or e})")
+            return EXIT_USAGE
+        print(f"pinetime-emu: screenshot saved to {args.screenshot}", file=sys.stderr)
     if result.reason in (StopReason.LOCKUP, StopReason.FAULT):
         report_stop(machine, result)
         return EXIT_GUEST

@@ -20,6 +20,11 @@ into exit status 2.
   placed at 0x26000 (right after the S132 v6.1.1 SoftDevice; ``base``
   overrides).  Packages holding a SoftDevice or bootloader are refused: the
   SoftDevice is emulated at its API and the bootloader is not run.
+
+The format comes from the file's first bytes.  A file named ``.elf``,
+``.zip`` or ``.hex`` without that format's header, a text file, a file that
+is not a regular file (a directory, a device, a FIFO) or one over 256 MiB is
+refused before anything is loaded.
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 APP_BASE_S132 = 0x26000
+MAX_FILE_SIZE = 256 * 1024 * 1024       # a firmware ELF with debug information fits
 
 
 class FirmwareError(Exception):
@@ -119,24 +125,59 @@ def load_firmware(path: str, base: Optional[int] = None,
         raise FirmwareError(f"{name}: no such file")
     if os.path.isdir(name):
         raise FirmwareError(f"{name}: is a directory, not a firmware file")
-    with open(name, "rb") as f:
-        data = f.read()
+    if not os.path.isfile(name):
+        raise FirmwareError(f"{name}: not a regular file")
+    size = os.path.getsize(name)
+    if size > MAX_FILE_SIZE:
+        raise FirmwareError(f"{name}: {size} bytes, too large for a firmware file (at most "
+                            f"{MAX_FILE_SIZE // (1024 * 1024)} MiB)")
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise FirmwareError(f"{name}: cannot read ({e.strerror or e})") from None
     if not data:
         raise FirmwareError(f"{name}: empty file")
+    ext = os.path.splitext(name)[1].lower()
+    text = _is_text(data)
     if data[:4] == b"\x7fELF":
         img = _load_elf(name, data)
     elif data[:4] == b"PK\x03\x04":
         img = _load_dfu_zip(name, data, base)
     elif data[:1] == b":" and _looks_like_hex(data):
         img = _load_hex(name)
-    elif name.lower().endswith((".hex", ".ihex")):
+    elif ext in (".hex", ".ihex"):
         raise FirmwareError(f"{name}: not an Intel HEX file (first byte is {data[:1]!r}, "
                             "expected ':')")
+    elif ext in (".elf", ".axf", ".out"):
+        raise FirmwareError(f"{name}: not an ELF file ({'it is text; ' if text else ''}an ELF "
+                            "file starts with 7f 45 4c 46)")
+    elif ext == ".zip":
+        raise FirmwareError(f"{name}: not a zip file, so not a DFU package "
+                            f"({'a text file' if text else 'no zip header'})")
+    elif text:
+        raise FirmwareError(f"{name}: a text file, not a firmware image (ELF, Intel HEX, raw "
+                            "binary, flash dump or DFU .zip)")
     else:
         img = _load_bin(name, data, base, layout)
     _check_layout(img, layout)
     img.vector_table = _find_vector_table(img, layout)
     return img
+
+
+def _is_text(data: bytes) -> bool:
+    """Printable text (UTF-8, tabs and line ends, no NUL).  Never a firmware
+    image: a vector table's initial SP (0x2000xxxx) holds a 0x00 or 0x20 byte
+    among its first eight and a Thumb reset address is odd, so a raw image
+    made only of text has no valid vector table anyway."""
+    head = data[:4096]
+    try:
+        decoded = head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 3:          # not just a character cut at 4096
+            return False
+        decoded = head[:e.start].decode("utf-8")
+    return all(c.isprintable() or c in "\t\r\n\f" for c in decoded)
 
 
 def _looks_like_hex(data: bytes) -> bool:
@@ -326,6 +367,10 @@ def _find_vector_table(img: FirmwareImage, layout: MemoryLayout) -> int:
             where = a
             break
     sp, reset = img.word_at(where), img.word_at(where + 4)
+    short = [len(d) for a, d in img.segments if a == where and len(d) < 8]
+    if short:
+        raise FirmwareError(f"{img.path}: too short for a vector table ({short[0]} bytes at "
+                            f"{where:#x}; the initial SP and reset vector need 8)")
     if sp is None or reset is None:
         raise FirmwareError(f"{img.path}: no vector table: nothing is loaded at "
                             f"{layout.flash_base:#x} or {APP_BASE_S132:#x}")

@@ -780,13 +780,19 @@ def write_junit(path: str, scenarios: list, firmware: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pinetime-emu test",
-                                description="Run YAML scenarios against a firmware.")
+    from emu.cli import ArgumentParser       # one-line usage errors, exit status 2
+    p = ArgumentParser(prog="pinetime-emu test",
+                       description="Run YAML scenarios against a firmware.  Bad input (a "
+                                   "scenario or firmware that cannot be loaded, a report "
+                                   "that cannot be written, a bad option) is one line on "
+                                   "stderr and exit status 2, before any scenario runs.")
     p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario .yaml files")
-    p.add_argument("--firmware", "-f", required=True, help="ELF, Intel HEX or raw binary")
+    p.add_argument("--firmware", "-f", required=True,
+                   help="ELF, Intel HEX, raw .bin, flash dump or DFU .zip")
     p.add_argument("--board", default=None,
                    help="board (default: the scenario's 'board', else pinetime)")
-    p.add_argument("--junit", metavar="OUT.xml", help="write a JUnit XML report")
+    p.add_argument("--junit", metavar="OUT.xml",
+                   help="write a JUnit XML report (its directory must exist)")
     p.add_argument("--snapshot", metavar="FILE", default=None,
                    help="start every scenario from this machine snapshot (taken on the same "
                         "firmware and board, e.g. with 'pinetime-emu run --save-snapshot')")
@@ -818,6 +824,11 @@ def main(argv: Optional[list] = None, out=None) -> int:
             return _usage_error(f"{sc.path}: unknown board {sc.board!r}")
     if not os.path.exists(args.firmware):
         return _usage_error(f"{args.firmware}: no such file")
+    if args.junit is not None:
+        from emu.cli import output_path_problem
+        problem = output_path_problem(args.junit)
+        if problem is not None:
+            return _usage_error(f"--junit {args.junit}: {problem}")
     from emu.snapshot import SnapshotError
     for sc in scenarios:
         board = args.board or sc.board or "pinetime"
