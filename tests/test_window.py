@@ -366,6 +366,24 @@ def test_realtime_pacing_never_runs_ahead_of_the_wall_clock():
     assert sum(slept) > 0.3
 
 
+def test_status_speed_is_emulated_over_wall_time_including_drawing():
+    # Each frame: 1 ms of emulation for a 1/60 s slice, then 30 ms of drawing.
+    # The emulated clock advances at about 0.5x the wall clock; timing only
+    # the emulation would claim about 17x.
+    m, w, wall = make(2)
+    w.sleep = lambda s: setattr(wall, "t", wall.t + s)
+    run, draw = m.run, w.draw
+    m.run = lambda until_tick: (setattr(wall, "t", wall.t + 0.001), run(until_tick))[1]
+    w.draw = lambda: (setattr(wall, "t", wall.t + 0.030), draw())[1]
+    t0, e0 = wall.t, m.clock.now
+    for _ in range(60):
+        w.frame()
+    real = (m.clock.now - e0) / TPS / (wall.t - t0)
+    shown = float(w._status_text().split("  |  ")[1].rstrip("x"))
+    assert 0.4 < real < 0.7
+    assert abs(shown - real) < 0.1 * real, (shown, real)
+
+
 def test_render_of_known_frame_is_pixel_exact_at_scale():
     rng = np.random.default_rng(6)
     pattern = rng.integers(0, 256, (240, 240, 3), dtype=np.uint8)
