@@ -10,6 +10,7 @@ import pytest
 from emu.clock import CPU_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RW
 from emu.soc import bus as bus_mod
+from emu.soc import ops
 from emu.soc.nrf52832 import Nrf52832
 
 BASE = 0x40030000            # an address no nRF52832 peripheral uses
@@ -146,11 +147,15 @@ def test_model_error_reads_zero_is_logged_and_emulation_goes_on(soc, caplog):
 
 
 def test_models_overriding_read_keep_their_own_path(soc):
-    """CLOCK/POWER overrides read() (RAM[n].POWERSET reads POWER): no handler."""
+    """CLOCK/POWER overrides read() (RAM[n].POWERSET reads POWER): no op there."""
     cp = soc.peripherals["clock_power"]
-    assert cp.read_handler(0x904) is None
+    assert cp.read_op(0x904) is None and cp.write_op(0x904) is None
+    assert cp.read_op(0x104).kind == ops.R_EVENT              # EVENTS_LFCLKSTARTED
     rtc = soc.peripherals["rtc1"]
-    fn, timed = rtc.read_handler(0x504)               # COUNTER: computed and timed
-    assert timed and fn(0x504) == rtc.read(0x504)
+    op = rtc.read_op(0x504)                                   # COUNTER: computed and timed
+    assert op.kind == ops.R_COUNTER and op.timed
     gpio = soc.peripherals["gpio"]
-    assert gpio.read_handler(0x510)[1] is False       # IN does not depend on time
+    op = gpio.read_op(0x510)
+    assert op.kind == ops.R_CALL and not op.timed             # IN does not depend on time
+    assert rtc.write_op(0x540) is None                        # CC re-plans: the model
+    assert rtc.write_op(0x304).slow_bits == 1                 # INTENSET.TICK re-plans

@@ -51,6 +51,12 @@ typedef struct {
     uint32_t *costs;
     uint32_t cap;           /* power of two */
     uint32_t used;
+    /* the slice's time base, for the MMIO callbacks (emu/soc/_mmio.c) */
+    int64_t  base_ticks;
+    uint64_t base_cycles;
+    uint64_t synced_cycles;
+    uint32_t in_slice;
+    uint32_t pad2;
 } bh_state;
 
 static inline uint32_t bh_hash(uint64_t k) {

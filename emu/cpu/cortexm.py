@@ -24,6 +24,7 @@ access checks (NOCP), the debug monitor exception, and bus-fault imprecision
 from __future__ import annotations
 
 import logging
+import os
 import struct
 from typing import Callable, Optional
 
@@ -105,7 +106,8 @@ class CortexM:
         self.symbolize = symbolizer or (lambda addr: "")
         self.uc = uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
         uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M4 if profile == "m4" else A.UC_CPU_ARM_CORTEX_M0)
-        fastregs.install(uc)    # direct uc_reg_read/write for 32-bit registers
+        # direct uc_reg_read/write for 32-bit registers (in C unless pure Python)
+        fastregs.install(uc, native=not force_python_counter)
         self.counter = cyc.make_block_counter(
             uc, (A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK),
             force_python=force_python_counter)
@@ -134,6 +136,10 @@ class CortexM:
         uc.hook_add(UC_HOOK_INTR, self._hook_intr)
         uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED
                     | UC_HOOK_MEM_FETCH_UNMAPPED, self._hook_unmapped)
+        # stores into read-only flash: dropped in C when the native helpers
+        # are built (registered first, so Unicorn asks it first), else here
+        self._flash_guard = self._native_flash_guard()
+        self._ignored_flash_py = 0
         uc.hook_add(UC_HOOK_MEM_WRITE_PROT, self._hook_write_prot)
         uc.hook_add(UC_HOOK_INSN_INVALID, self._hook_insn_invalid)
         self.systick = SysTick(self)
@@ -261,8 +267,9 @@ class CortexM:
         return self.clock.now
 
     def _rebase(self) -> None:
-        self._cycle_base_ticks = self.clock.now
-        self._cycle_base = self.cs.cycles
+        cs = self.cs
+        self._cycle_base_ticks = cs.base_ticks = self.clock.now
+        self._cycle_base = cs.base_cycles = cs.synced_cycles = cs.cycles
 
     def request_stop(self) -> None:
         """Ask the run loop to regain control at the next block boundary."""
@@ -703,6 +710,44 @@ class CortexM:
         self._trap = ("unmapped", access, address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
         return False
 
+    def _native_flash_guard(self):
+        if os.environ.get("PINETIME_EMU_PURE_PYTHON") or not getattr(self.counter, "native",
+                                                                      False):
+            return None
+        try:
+            from emu.soc import _mmio   # type: ignore[attr-defined]
+        except ImportError:
+            return None
+        import ctypes
+
+        from unicorn.unicorn_py3.unicorn import uclib
+        g = _mmio.FlashGuard()
+        err = g.install(ctypes.cast(uclib.uc_hook_add, ctypes.c_void_p).value,
+                        self.uc._uch.value, UC_HOOK_MEM_WRITE_PROT)
+        if err:
+            raise UcError(err)
+        return g
+
+    def set_flash_config(self, nvmc, config_offset: int) -> None:
+        """CPU stores into flash reach the cells only while ``nvmc.values[config_offset]``
+        selects write mode (CONFIG.WEN = 1); otherwise they are ignored."""
+        self.flash_write_enabled = (lambda addr, n=nvmc, c=config_offset:
+                                    (n.values[c] & 3) == 1)
+        if self._flash_guard is not None:
+            self._flash_guard.set_source(nvmc, config_offset, self._first_ignored_flash_write)
+
+    @property
+    def ignored_flash_writes(self) -> int:
+        """CPU stores into flash dropped because the NVMC was not in write mode."""
+        g = self._flash_guard
+        return self._ignored_flash_py + (g.count if g is not None else 0)
+
+    def _first_ignored_flash_write(self, address: int) -> None:
+        pc = self.uc.reg_read(A.UC_ARM_REG_PC)
+        log.info("write to flash at %#010x ignored (NVMC not in write mode) at pc=%#010x "
+                 "%s; further ones are counted in cpu.ignored_flash_writes", address, pc,
+                 self.symbolize(pc))
+
     def _hook_write_prot(self, uc, access, address, size, value, _ud):
         wen = self.flash_write_enabled
         if wen is not None and not wen(address):
@@ -710,12 +755,9 @@ class CortexM:
             # True makes Unicorn drop the store and go on (base writeback and
             # all), with no emulation stop.  This is the common case (firmware
             # passing a NULL receive buffer to an SPI driver, say).
-            self.ignored_flash_writes += 1
+            self._ignored_flash_py += 1
             if self.ignored_flash_writes == 1:
-                pc = uc.reg_read(A.UC_ARM_REG_PC)
-                log.info("write to flash at %#010x ignored (NVMC not in write mode) at pc=%#010x "
-                         "%s; further ones are counted in cpu.ignored_flash_writes", address, pc,
-                         self.symbolize(pc))
+                self._first_ignored_flash_write(address)
             return True
         self._trap = ("write_prot", address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
         return False
@@ -913,10 +955,13 @@ class CortexM:
                 pc = uc.reg_read(A.UC_ARM_REG_PC)
                 self._slice_pc = pc
                 err = None
+                cs.in_slice = 1     # clock.now only moves with the cycles (see _mmio.c)
                 try:
                     uc.emu_start(pc | 1, 0xFFFFFFFF)
                 except UcError as e:
                     err = e
+                finally:
+                    cs.in_slice = 0
                 self.sync_time()
                 self._after_slice(err)
         except CpuHalt:
@@ -1086,7 +1131,6 @@ class CortexM:
 
     svc_calls = 0
     tail_chains = 0
-    ignored_flash_writes = 0
     # set by the SoC: fn(address) -> True when a CPU store there may change the
     # cells (NVMC in write mode); None means always take the slow path
     flash_write_enabled: Optional[Callable[[int], bool]] = None

@@ -214,6 +214,13 @@ class BhState(ctypes.Structure):
         ("costs", ctypes.c_void_p),
         ("cap", ctypes.c_uint32),
         ("used", ctypes.c_uint32),
+        # the run loop's time base for the current slice (CortexM._rebase), read
+        # by the native MMIO callbacks (_mmio.c) to know the time of an access
+        ("base_ticks", ctypes.c_int64),
+        ("base_cycles", ctypes.c_uint64),
+        ("synced_cycles", ctypes.c_uint64),   # clock.now is up to this cycle count
+        ("in_slice", ctypes.c_uint32),        # 1 while inside emu_start's slice
+        ("pad2", ctypes.c_uint32),
     ]
 
 
@@ -293,6 +300,7 @@ class _PyState:
 
     def __init__(self):
         self.cycles = 0
+        self.base_ticks = self.base_cycles = self.synced_cycles = self.in_slice = 0
         self.deadline = (1 << 64) - 1
         self.stop_flag = 0
         self.reason = 0

@@ -31,8 +31,10 @@ def _reg32_ids() -> frozenset:
 REG32 = _reg32_ids()
 
 
-def install(uc) -> None:
+def install(uc, native: bool = True) -> None:
     from unicorn.unicorn_py3.unicorn import uclib
+    if native and _install_native(uc, uclib):
+        return
     handle = uc._uch
     c_read, c_write = uclib.uc_reg_read, uclib.uc_reg_write
     cell = ctypes.c_uint32()
@@ -75,3 +77,24 @@ def install(uc) -> None:
     uc.reg_write = reg_write
     uc.reg_read_batch = reg_read_batch
     uc.reg_write_batch = reg_write_batch
+
+
+def _install_native(uc, uclib) -> bool:
+    """The same, as builtins of emu.soc._mmio.Regs (no ctypes, no Python frame)."""
+    import os
+    if os.environ.get("PINETIME_EMU_PURE_PYTHON"):
+        return False
+    try:
+        from emu.soc import _mmio   # type: ignore[attr-defined]
+    except ImportError:
+        return False
+    addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value   # noqa: E731
+    regs = _mmio.Regs(uc._uch.value, addr(uclib.uc_reg_read), addr(uclib.uc_reg_write),
+                      sorted(REG32), uc.reg_read, uc.reg_write, uc.reg_read_batch,
+                      uc.reg_write_batch, UcError)
+    uc._fastregs = regs
+    uc.reg_read = regs.reg_read
+    uc.reg_write = regs.reg_write
+    uc.reg_read_batch = regs.reg_read_batch
+    uc.reg_write_batch = regs.reg_write_batch
+    return True

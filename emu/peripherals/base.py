@@ -25,8 +25,12 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from emu.soc.ops import (MODE_RW, MODE_W1C, MODE_W1S, Op, R_ATTR, R_CALL, R_CONST, R_EVENT,
+                         R_VALUE, W_EVENT, W_INTEN, W_INTENCLR, W_INTENSET, W_VALUE)
+
 RW, RO, WO = "rw", "ro", "wo"
 W1S, W1C = "w1s", "w1c"
+_WRITE_MODES = {RW: MODE_RW, WO: MODE_RW, W1S: MODE_W1S, W1C: MODE_W1C}
 
 
 @dataclass
@@ -66,6 +70,7 @@ class Peripheral:
         self._logged: set = set()
         # the SoC's clock, as an attribute: models read clock.now on hot paths
         self.clock = getattr(soc, "clock", None)
+        self.on_ops_changed = None   # set by the bus that maps this model (ops_changed)
 
     def log_once(self, key, msg: str, *args, level=logging.INFO) -> None:
         if key not in self._logged:
@@ -76,16 +81,28 @@ class Peripheral:
     def read(self, offset: int, size: int = 4) -> int:
         raise NotImplementedError
 
-    def read_handler(self, offset: int):
-        """A cheaper equivalent of ``read(offset, 4)`` for the bus to cache, or None.
-
-        Returns ``(fn, timed)``: ``fn(offset)`` gives the same value as
-        ``read(offset, 4)`` (including its side effects, run once per call)
-        at any later time, and ``timed`` says whether the value depends on
-        the current time (the bus then syncs the clock first).  None: the bus
-        always calls :meth:`read` (after syncing the clock).
-        """
+    def read_op(self, offset: int):
+        """What a word read of ``offset`` does, as an :class:`emu.soc.ops.Op`
+        the bus can carry out without calling :meth:`read`, or None (the bus
+        calls :meth:`read`).  An op must give the same value and side effects
+        as ``read(offset, 4)`` at any later time (see emu/soc/ops.py)."""
         return None
+
+    def write_op(self, offset: int):
+        """The same for a word write: an Op equivalent to ``write(offset, v, 4)``
+        (or bailing to it), or None."""
+        return None
+
+    def _own(self, name: str, cls) -> bool:
+        """``self.read``/``self.write`` is ``cls``'s, not replaced by a subclass
+        or on the instance (the SoftDevice's write guards): only then may the
+        ops derived for ``cls`` stand for it."""
+        return getattr(getattr(self, name), "__func__", None) is getattr(cls, name)
+
+    def ops_changed(self) -> None:
+        """Tell the bus that ``read_op``/``write_op`` answer differently now."""
+        if self.on_ops_changed is not None:
+            self.on_ops_changed()     # pylint: disable=not-callable
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
         raise NotImplementedError
@@ -186,23 +203,57 @@ class NrfPeripheral(Peripheral):
                 self.soc.set_irq(self.irq, level)
 
     # -- bus -----------------------------------------------------------
-    def read_handler(self, offset: int):
-        # Only when read() is this class's own (a subclass that overrides it
-        # decides per offset itself).  The handlers look the dictionaries up
-        # at call time: reset(), load_state() and snapshots rebind them.
-        # (Never touch self.__dict__ here: materializing an instance's dict
-        # stops CPython 3.11 from specializing every attribute load on it.)
-        if type(self).read is not NrfPeripheral.read:
+    def read_op(self, offset: int):
+        # Only when read() is this class's own: a subclass that overrides it
+        # decides per offset itself (calling _base_read_op where it may).
+        if not self._own("read", NrfPeripheral):
             return None
+        return self._base_read_op(offset)
+
+    def write_op(self, offset: int):
+        if not self._own("write", NrfPeripheral):
+            return None
+        return self._base_write_op(offset)
+
+    def _base_read_op(self, offset: int):
+        """read(offset, 4) below, as an op (the same order of decoding).  The
+        ops look the dictionaries up at each access: reset(), load_state()
+        and snapshots rebind them."""
         fn = self._readers.get(offset)
-        if fn is not None:
+        if fn is not None:                      # computed reads (COUNTER, IN, ...)
             r = self._regs.get(offset)
-            return fn, r is None or r.timed
+            return Op(R_CALL, self, (fn,), timed=r is None or r.timed)
         if offset in self.events:
-            return (lambda off: self.events[off]), False
+            return Op(R_EVENT, self)
         r = self._regs.get(offset)
-        if r is not None and r.access != WO:
-            return (lambda off: self.values[off]), False
+        if r is not None:
+            return Op(R_CONST, self, (0,)) if r.access == WO else Op(R_VALUE, self)
+        if offset in self.TASKS:
+            return Op(R_CONST, self, (0,))
+        if offset == 0x200:
+            return Op(R_ATTR, self, ("shorts",))
+        if offset in (0x304, 0x308) or (offset == 0x300 and self.HAS_INTEN):
+            return Op(R_ATTR, self, ("inten",))
+        return None
+
+    def _base_write_op(self, offset: int, slow_bits: int = 0):
+        """write(offset, v, 4) below, as an op.  ``slow_bits``: INTEN bits whose
+        change the subclass must see (the op then bails to write())."""
+        if offset in self.TASKS:
+            return None
+        if offset in self.events:
+            return Op(W_EVENT, self)
+        r = self._regs.get(offset)
+        if r is not None:
+            if r.write is not None or r.access not in _WRITE_MODES:
+                return None
+            return Op(W_VALUE, self, (_WRITE_MODES[r.access],), mask=r.mask)
+        if offset == 0x300 and self.HAS_INTEN:
+            return Op(W_INTEN, self, slow_bits=slow_bits)
+        if offset == 0x304:
+            return Op(W_INTENSET, self, slow_bits=slow_bits)
+        if offset == 0x308:
+            return Op(W_INTENCLR, self, slow_bits=slow_bits)
         return None
 
     def read(self, offset: int, size: int = 4) -> int:

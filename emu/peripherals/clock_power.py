@@ -256,6 +256,19 @@ class ClockPower(NrfPeripheral):
             return
         super().write(offset, value, size)
 
+    # bus ops: the base's, except RAM[n].POWERSET/POWERCLR (read/write below)
+    def read_op(self, offset: int):
+        if (0x900 <= offset < 0x980 and (offset & 0xF) in (4, 8)
+                or not self._own("read", ClockPower)):
+            return None
+        return self._base_read_op(offset)
+
+    def write_op(self, offset: int):
+        if (0x900 <= offset < 0x980 and (offset & 0xF) in (4, 8)
+                or not self._own("write", ClockPower)):
+            return None
+        return self._base_write_op(offset)
+
     def read(self, offset: int, size: int = 4) -> int:
         if 0x900 <= offset < 0x980 and (offset & 0xF) in (4, 8):
             return self.values[offset & ~0xF]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from emu.clock import LFCLK_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RO, WO, RW
+from emu.soc.ops import Op, R_COUNTER
 
 WRAP = 1 << 24
 MASK = WRAP - 1
@@ -140,6 +141,22 @@ class Rtc(NrfPeripheral):
 
     def _wr_cc(self, new, old) -> None:
         self._rearm()
+
+    # -- bus ops (emu/soc/ops.py) ----------------------------------------
+    def read_op(self, offset: int):
+        if offset == 0x504 and self._own("read", NrfPeripheral):   # as _rd_counter
+            return Op(R_COUNTER, self, ("running", "base_time", "period", "base_value"),
+                      timed=True, mask=MASK)
+        return super().read_op(offset)
+
+    def write_op(self, offset: int):
+        # write() below adds to the base only for INTENSET/INTENCLR (a change
+        # of TICK re-plans: slow_bits) and CC (no op: it has a write callback)
+        if offset in (0x304, 0x308):
+            return self._base_write_op(offset, slow_bits=1 << BIT_TICK)
+        if offset in self.events:
+            return self._base_write_op(offset)
+        return None
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
         if offset == 0x304 or offset == 0x308:

@@ -83,6 +83,7 @@ class SerialMux(Peripheral):
     def reset(self) -> None:
         self.enable = 0
         self.active = None
+        self.ops_changed()
         self.__dict__.pop("read", None)
         self.__dict__.pop("write", None)
         self.shared: dict = {}       # offset -> last value written while disabled
@@ -121,6 +122,19 @@ class SerialMux(Peripheral):
         else:
             self.active.write(offset, value, size)
 
+    # bus ops: the enabled variant's (the bus forgets them at every change)
+    def read_op(self, offset: int):
+        a = self.active
+        if a is None or type(self).read is not SerialMux.read:
+            return None
+        return a.read_op(offset)
+
+    def write_op(self, offset: int):
+        a = self.active
+        if a is None or offset == ENABLE or type(self).write is not SerialMux.write:
+            return None
+        return a.write_op(offset)
+
     # ------------------------------------------------------------------
     def _set_enable(self, value: int) -> None:
         old = self.active
@@ -141,6 +155,7 @@ class SerialMux(Peripheral):
             self.shared[0x200] = old.shorts
             old._set_irq(False)
         self.active = new
+        self.ops_changed()
         # the bus calls slot.read/slot.write: bind the active variant's methods
         # on the instance so an access costs one Python call, not two
         if new is not None:
@@ -170,6 +185,7 @@ class SerialMux(Peripheral):
         self.shared = dict(state["shared"])
         self.enable = state["enable"]
         self.active = self.variants.get(self.enable)
+        self.ops_changed()
         if self.active is not None:
             self.read, self.write = self.active.read, self._write_enabled
 

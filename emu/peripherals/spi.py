@@ -81,6 +81,19 @@ class Spi(NrfPeripheral):
         if offset == 0x304 and self._shifting is not None and not self._done.pending:
             self._done.schedule_at(self._due)
 
+    # -- bus ops: the base's, bailing to read()/write() while a byte is due
+    def read_op(self, offset: int):
+        if not self._own("read", Spi):
+            return None
+        op = self._base_read_op(offset)
+        return op.with_guard(("_shifting", "_due")) if op is not None else None
+
+    def write_op(self, offset: int):
+        if offset == 0x304 or not self._own("write", Spi):
+            return None         # (write() may arm the completion event at INTENSET)
+        op = self._base_write_op(offset)
+        return op.with_guard(("_shifting", "_due")) if op is not None else None
+
     # -- registers -------------------------------------------------------
     def _write_txd(self, value: int, old: int) -> None:
         if self._shifting is None:

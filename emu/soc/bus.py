@@ -11,27 +11,30 @@ that needs the run loop's attention calls ``cpu.request_stop()``.  (The one
 exception is System OFF, ``CortexM.power_off``: that core never resumes.)
 
 Hot path.  MMIO-polling firmware (a driver waiting for a flag, a delay loop
-on RTC COUNTER) spends its time here, so reads are split:
+on RTC COUNTER, a tick that masks its interrupt around every counter read)
+spends its time here.  Each model derives from its register table, per
+offset, an :class:`emu.soc.ops.Op` (``read_op``/``write_op``): plain and
+event registers, INTEN*, the RTC's COUNTER, an event clear.  The bus carries
+the op out instead of calling the model's ``read``/``write``; an op that
+would change an interrupt line (or whose guard says a lazy completion is
+due) bails to the model.  Everything else (no op, sub-word and unaligned
+accesses) brings the clock up to the access and calls ``read``/``write``.
 
-* an aligned word read of an offset whose model offers a ``read_handler``
-  (computed reads such as COUNTER or GPIO IN, EVENTS_*, plain registers) is
-  a dict lookup and one call; the clock is synced first only when that value
-  depends on time (``Reg.timed``).  The handler is asked for once per offset
-  and cached per slot (in the callbacks, not in model state);
-* everything else (sub-word and unaligned accesses, writes, registers of
-  models that override ``read``) syncs the clock and calls ``read``/``write``.
-
-The split, the counting and (with the native cycle counter) the clock sync
-of timed reads run in C when the ``emu.soc._mmio`` extension is built
-(``_mmio.c``; Unicorn calls it directly, without libffi and ctypes), else
-in Python callbacks registered through ctypes; both call the same Python
-handlers, so the behaviour is the same.  PINETIME_EMU_PURE_PYTHON=1
-(or ``PeripheralBus(native=False)``) selects the Python callbacks.
+The ops run in C when the ``emu.soc._mmio`` extension is built
+(``_mmio.c``; Unicorn calls it directly, and it works on the models' own
+attributes without running Python code), else in Python callbacks
+registered through ctypes (``emu.soc.ops.py_reader``/``py_writer``); both
+carry out the same ops on the same state, so the behaviour is the same.
+PINETIME_EMU_PURE_PYTHON=1 (or ``PeripheralBus(native=False)``) selects the
+Python callbacks.  Ops are resolved once per offset; a model whose op table
+changes (the shared-ID multiplexer at ENABLE) calls ``ops_changed()``.
 """
 from __future__ import annotations
 
 import logging
 import os
+
+from emu.soc import ops
 
 log = logging.getLogger("emu.bus")
 
@@ -47,6 +50,7 @@ class PeripheralBus:
         self.symbolize = symbolize or (lambda a: "")
         self.slots: dict = {}      # base -> peripheral
         self._counters: list = []  # per slot: fn() -> accesses so far (see accesses)
+        self._stats: dict = {}     # slot base -> fn() -> {offset: counts} (access_stats)
         self._accesses_base = 0
         if native is None:
             native = _native is not None and not os.environ.get("PINETIME_EMU_PURE_PYTHON")
@@ -59,20 +63,27 @@ class PeripheralBus:
             raise ValueError(f"peripheral slot {base:#010x} already holds "
                              f"{self.slots[base].name}, cannot add {periph.name}")
         self.slots[base] = periph
-        untimed, timed, read, write, error = self._handlers(periph)
+        resolve, read, write, error = self._handlers(periph)
         name = periph.name.upper()
         if self.native:
             cpu = self.cpu
             kw = {}
             if getattr(cpu.counter, "native", False):   # C reads the cycle counter itself
                 import ctypes
-                kw = dict(cpu=cpu, clock=cpu.clock, cycle_ticks=cpu.cycle_ticks,
-                          cycles_addr=ctypes.addressof(cpu.cs) + type(cpu.cs).cycles.offset)
-            slot = _native.Slot(untimed, timed, cpu.sync_time, read, write, error, **kw)
+                cs, t = cpu.cs, type(cpu.cs)
+                kw = dict(cpu=cpu, cycle_ticks=cpu.cycle_ticks,
+                          cycles_addr=ctypes.addressof(cs) + t.cycles.offset,
+                          cells_addr=ctypes.addressof(cs) + t.base_ticks.offset)
+            slot = _native.Slot(resolve, cpu.sync_time, read, write, error, clock=cpu.clock,
+                                **kw)
             self._counters.append(lambda: slot.count)
+            self._stats[base] = slot.stats
+            periph.on_ops_changed = slot.flush
             self.cpu.map_mmio_native(base, size, name, slot)
         else:
-            rd, wr = self._ctypes_callbacks(untimed, timed, read, write, error)
+            rd, wr, stats, flush = self._ctypes_callbacks(resolve, read, write, error)
+            self._stats[base] = stats
+            periph.on_ops_changed = flush
             self.cpu.map_mmio(base, size, name, rd, wr, raw=True)
 
     @property
@@ -84,31 +95,36 @@ class PeripheralBus:
     def accesses(self, value: int) -> None:
         self._accesses_base = value - sum(c() for c in self._counters)
 
+    def access_stats(self) -> dict:
+        """Aligned word accesses so far, per slot and register:
+        ``{(slot base, offset): (op reads, model reads, op writes, model writes)}``.
+        "op" accesses were carried out by the bus from the register table (in
+        C on the native path) without calling the model; a CALL op (a model
+        method such as GPIO IN) counts as a model read."""
+        out = {}
+        for base, stats in self._stats.items():
+            for off, st in stats().items():
+                out[(base, off)] = st
+        return out
+
     # ------------------------------------------------------------------
     def _handlers(self, p):
-        """One slot's handler tables and slow-path functions.
+        """One slot's op resolver and slow-path functions.
 
-        ``untimed``/``timed``: offset -> fn(offset), filled on the first
-        aligned word read of each offset from ``p.read_handler``.
+        ``resolve(offset, is_write)``: the model's Op for that offset, or None.
         ``read(offset, size)``: reads through ``p.read``.
         ``write(offset, size, value)``: ``p.write``.
         The caller (_mmio.c or the ctypes callbacks) syncs the clock first.
         ``error(offset, exc)``: logs a model error raised by a handler.
         """
         bus = self
-        untimed: dict = {}    # offset -> fn(offset): value independent of time
-        timed: dict = {}      # offset -> fn(offset): sync the clock first
-        generic: set = set()  # offsets with no handler: read() every time
+
+        def resolve(offset, is_write):
+            return p.write_op(offset) if is_write else p.read_op(offset)
 
         def read(offset, size):
             try:
                 if size == 4 and not offset & 3:
-                    if offset not in generic:
-                        h = p.read_handler(offset)
-                        if h is None:
-                            generic.add(offset)
-                        else:
-                            (timed if h[1] else untimed)[offset] = h[0]
                     return p.read(offset, 4) & 0xFFFFFFFF
                 word = p.read(offset & ~3, size)
                 return (word >> ((offset & 3) * 8)) & ((1 << (size * 8)) - 1)
@@ -126,41 +142,91 @@ class PeripheralBus:
                 bus._model_error(p, "write", offset)
 
         def error(offset, exc):
-            bus._model_error(p, "read", offset if offset is not None else -1, exc)
+            bus._model_error(p, "access", offset if offset is not None else -1, exc)
 
-        return untimed, timed, read, write, error
+        return resolve, read, write, error
 
-    def _ctypes_callbacks(self, untimed, timed, read, write, error):
-        """The same split as _mmio.c, as raw uc_mmio_map callbacks for ctypes."""
+    def _ctypes_callbacks(self, resolve, read, write, error):
+        """The same ops as _mmio.c, as raw uc_mmio_map callbacks for ctypes."""
         cpu = self.cpu
+        clock = cpu.clock
         count = 0
+        rops: dict = {}     # offset -> (fn(offset), timed) or None (the model)
+        wops: dict = {}     # offset -> (fn(offset, value), timed) or None
+        stat: dict = {}     # offset -> [op reads, model reads, op writes, model writes]
+
+        def generic_read(off):            # an op bailed: the model, as with no op
+            cpu.sync_time()
+            return read(off, 4)
+
+        def generic_write(off, value):
+            cpu.sync_time()
+            write(off, 4, value)
+
+        def lookup(table, offset, is_write):
+            try:
+                return table[offset]
+            except KeyError:
+                pass
+            try:
+                op = resolve(offset, is_write)
+            except Exception as exc:
+                error(offset, exc)
+                op = None
+            if op is not None:
+                op = ((ops.py_writer(op, clock, generic_write) if is_write
+                       else ops.py_reader(op, clock, generic_read)),
+                      op.timed or op.guard is not None, op.kind == ops.R_CALL)
+            table[offset] = op
+            return op
 
         def rd(_h, offset, size, _ud):
             nonlocal count
             count += 1
-            if size == 4:
-                fn = untimed.get(offset)
-                if fn is None:
-                    fn = timed.get(offset)
-                    if fn is not None:
+            if size == 4 and not offset & 3:
+                st = stat.get(offset) or stat.setdefault(offset, [0, 0, 0, 0])
+                op = lookup(rops, offset, False)
+                if op is not None:
+                    if op[1]:
                         cpu.sync_time()
-                if fn is not None:
+                    st[op[2]] += 1
                     try:
-                        return fn(offset) & 0xFFFFFFFF
+                        return op[0](offset) & 0xFFFFFFFF
                     except Exception as exc:
                         error(offset, exc)
                         return 0
+                st[1] += 1
             cpu.sync_time()
             return read(offset, size)
 
         def wr(_h, offset, size, value, _ud):
             nonlocal count
             count += 1
+            if size == 4 and not offset & 3:
+                st = stat.get(offset) or stat.setdefault(offset, [0, 0, 0, 0])
+                op = lookup(wops, offset, True)
+                if op is not None:
+                    if op[1]:
+                        cpu.sync_time()
+                    st[2] += 1
+                    try:
+                        op[0](offset, value)
+                    except Exception as exc:
+                        error(offset, exc)
+                    return
+                st[3] += 1
             cpu.sync_time()
             write(offset, size, value)
 
+        def stats():
+            return {off: tuple(v) for off, v in stat.items()}
+
+        def flush():
+            rops.clear()
+            wops.clear()
+
         self._counters.append(lambda: count)
-        return rd, wr
+        return rd, wr, stats, flush
 
     def _model_error(self, p, what: str, offset: int, exc=None) -> int:
         try:

@@ -183,7 +183,9 @@ class Nrf52832:
         struct.pack_into("<4I", rom, 0xFE0, *self.ROM_PIDR)
         cpu.write_mem(ROM_TABLE_BASE, bytes(rom))
         self.pins = [Pin(f"P0.{i:02d}", i) for i in range(self.NUM_PINS)]
-        self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a))
+        # force_python_counter: the whole pure-Python path (counter, bus, registers)
+        self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a),
+                                 native=False if force_python_counter else None)
         self.peripherals: dict = {}
         from emu.buses import I2cBus, SpiBus
         self.spi_bus = [SpiBus(f"spi{i}") for i in range(self.NUM_SPI_BUSES)]
@@ -195,8 +197,7 @@ class Nrf52832:
         cpu.flash_write_handler = self._flash_write
         nvmc = self.peripherals.get("nvmc")
         if nvmc is not None and hasattr(nvmc, "cpu_flash_write"):
-            config = nvmc.offset_of("CONFIG")
-            cpu.flash_write_enabled = lambda addr, n=nvmc, c=config: (n.values[c] & 3) == 1
+            cpu.set_flash_config(nvmc, nvmc.offset_of("CONFIG"))
 
     def _info_pages(self, uicr_pselreset: Optional[int]) -> tuple:
         """(FICR, UICR) contents at power-on."""

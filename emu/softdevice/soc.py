@@ -640,6 +640,7 @@ class SocLibrary:
             if p is None or "write" in vars(p):
                 continue
             p.write = functools.partial(self._guarded_write, p, label, kind)
+            p.ops_changed()          # the bus's ops must not go around the guard
         scs = getattr(soc, "scs", None)
         if scs is not None and "write_word" not in vars(scs):
             scs.write_word = functools.partial(self._guarded_nvic_write, scs)
@@ -654,6 +655,7 @@ class SocLibrary:
             w = vars(p).get("write") if p is not None else None
             if isinstance(w, functools.partial) and w.func == self._guarded_write:
                 del p.write
+                p.ops_changed()
         scs = getattr(soc, "scs", None)
         w = vars(scs).get("write_word") if scs is not None else None
         if isinstance(w, functools.partial) and w.func == self._guarded_nvic_write:

@@ -1,0 +1,190 @@
+"""Register access operations: what one guest access to one offset does.
+
+A model's register table (``NrfPeripheral.REGISTERS``, its ``EVENTS`` and
+the nRF conventions in ``emu.peripherals.base``) is the one declaration of
+its registers.  From it a model derives, per offset, an :class:`Op`: a small
+description of the access that the bus can carry out without running the
+model's Python code.  ``read_op(offset)`` / ``write_op(offset)`` on the
+model return one, or None for "call the model's ``read``/``write``".
+
+Two interpreters carry ops out, with the same semantics:
+
+* ``emu/soc/_mmio.c`` (the native MMIO callbacks), which reads and writes
+  the model's own Python attributes and dictionaries through the C API,
+  so the model's state stays where it is (inspectable, snapshotted);
+* :func:`py_reader` / :func:`py_writer` below, for the pure-Python path
+  (``PINETIME_EMU_PURE_PYTHON=1``).
+
+Kinds.  Reads: ``CALL`` (``fn(offset)``, a model method), ``VALUE``
+(``obj.values[offset]``), ``EVENT`` (``obj.events[offset]``), ``ATTR``
+(``getattr(obj, name)``), ``CONST`` and ``COUNTER`` (a counter computed from
+the time, ``base_value + (now - base_time) // period`` masked, 0 increments
+before the first period and while not running: the RTC).  Writes: ``EVENT``
+(clear/set an event register), ``INTENSET``/``INTENCLR``/``INTEN``, and
+``VALUE`` (store a plain register through its mask, RW/W1S/W1C).
+
+A write op never changes an interrupt line itself: when the access would
+change ``obj``'s line (or a bit of ``slow_bits``, bits whose change the
+model must see, e.g. the RTC's TICK), the op *bails*: it leaves everything
+untouched and the access goes to the model's ``write`` as if there were no
+op.  A ``guard`` (``(busy_attr, due_attr)``) makes any op bail while
+``getattr(obj, busy_attr) is not None and clock.now >= getattr(obj,
+due_attr)``: a lazily completed transfer is due and the model must finish
+it first (the legacy SPI's byte completion).
+
+``timed``: the bus brings the clock up to the access before the op (or the
+model) runs; untimed ops skip that.  Writes that bail always sync.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+# kinds (the numbers are shared with _mmio.c)
+R_CALL, R_VALUE, R_EVENT, R_ATTR, R_CONST, R_COUNTER = 2, 3, 4, 5, 6, 7
+W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE = 20, 21, 22, 23, 24
+# W_VALUE access modes
+MODE_RW, MODE_W1S, MODE_W1C = 0, 1, 2
+
+READ_KINDS = {R_CALL: "call", R_VALUE: "value", R_EVENT: "event", R_ATTR: "attr",
+              R_CONST: "const", R_COUNTER: "counter"}
+WRITE_KINDS = {W_EVENT: "event", W_INTENSET: "intenset", W_INTENCLR: "intenclr",
+               W_INTEN: "inten", W_VALUE: "value"}
+
+
+class Op:
+    """One offset's access, as data (see the module docstring).
+
+    ``args`` by kind: CALL ``(fn,)``; ATTR ``(name,)``; CONST ``(value,)``;
+    COUNTER ``(running, base_time, period, base_value)`` attribute names;
+    W_VALUE ``(mode,)``.  ``mask``: COUNTER's wrap mask, W_VALUE's writable
+    bits.  ``slow_bits``: INTEN* bits whose change goes to the model.
+    """
+    __slots__ = ("kind", "obj", "args", "timed", "mask", "slow_bits", "guard")
+
+    def __init__(self, kind: int, obj: Any, args: tuple = (), *, timed: bool = False,
+                 mask: int = 0xFFFFFFFF, slow_bits: int = 0,
+                 guard: Optional[tuple] = None):
+        self.kind = kind
+        self.obj = obj
+        self.args = tuple(args)
+        self.timed = timed
+        self.mask = mask
+        self.slow_bits = slow_bits
+        self.guard = guard
+
+    def with_guard(self, guard: tuple) -> "Op":
+        return Op(self.kind, self.obj, self.args, timed=True, mask=self.mask,
+                  slow_bits=self.slow_bits, guard=guard)
+
+    def describe(self) -> str:
+        name = READ_KINDS.get(self.kind) if self.kind < W_EVENT else WRITE_KINDS.get(self.kind)
+        return name or str(self.kind)
+
+    def __repr__(self) -> str:
+        return (f"Op({self.describe()}, {getattr(self.obj, 'name', self.obj)!s}, "
+                f"timed={self.timed}, guard={self.guard})")
+
+
+# ----------------------------------------------------------------------
+# the pure-Python interpreter (the same semantics as _mmio.c)
+# ----------------------------------------------------------------------
+def _level(events: dict, inten: int) -> bool:
+    for off, v in events.items():
+        if v and inten & (1 << ((off - 0x100) >> 2)):
+            return True
+    return False
+
+
+def _guard_hit(op: Op, clock) -> bool:
+    g = op.guard
+    if g is None:
+        return False
+    return getattr(op.obj, g[0]) is not None and clock.now >= getattr(op.obj, g[1])
+
+
+def py_reader(op: Op, clock, generic: Callable[[int], int]) -> Callable[[int], int]:
+    """fn(offset) -> value, carrying out a read op (``generic`` when it bails)."""
+    p, kind = op.obj, op.kind
+    if kind == R_CALL:
+        inner = op.args[0]
+    elif kind == R_VALUE:
+        def inner(off):
+            return p.values[off]
+    elif kind == R_EVENT:
+        def inner(off):
+            return p.events[off]
+    elif kind == R_ATTR:
+        name = op.args[0]
+
+        def inner(off):
+            return getattr(p, name)
+    elif kind == R_CONST:
+        value = op.args[0]
+
+        def inner(off):
+            return value
+    elif kind == R_COUNTER:
+        running, base_time, period, base_value = op.args
+        mask = op.mask
+
+        def inner(off):
+            t = clock.now
+            bt, per = getattr(p, base_time), getattr(p, period)
+            if not getattr(p, running) or t < bt + per:
+                return getattr(p, base_value)
+            return (getattr(p, base_value) + (t - bt) // per) & mask
+    else:
+        raise ValueError(f"not a read op: {op!r}")
+    if op.guard is None:
+        return inner
+
+    def guarded(off):
+        if _guard_hit(op, clock):
+            return generic(off)
+        return inner(off)
+    return guarded
+
+
+def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[int, int], None]:
+    """fn(offset, value) carrying out a write op (``generic(offset, value)`` when it bails)."""
+    p, kind, slow = op.obj, op.kind, op.slow_bits
+    if kind == W_EVENT:
+        def inner(off, value):
+            events = p.events
+            v = value & 1
+            old = events[off]
+            events[off] = v
+            level = _level(events, p.inten)
+            if level != p.irq_line_level:
+                events[off] = old
+                return generic(off, value)
+    elif kind in (W_INTENSET, W_INTENCLR, W_INTEN):
+        def inner(off, value):
+            old = p.inten
+            new = (old | value if kind == W_INTENSET else
+                   old & ~value if kind == W_INTENCLR else value)
+            if (old ^ new) & slow or _level(p.events, new) != p.irq_line_level:
+                return generic(off, value)
+            p.inten = new
+    elif kind == W_VALUE:
+        mode, mask = op.args[0], op.mask
+
+        def inner(off, value):
+            values = p.values
+            old = values[off]
+            if mode == MODE_W1S:
+                values[off] = old | (value & mask)
+            elif mode == MODE_W1C:
+                values[off] = old & ~(value & mask)
+            else:
+                values[off] = (old & ~mask) | (value & mask)
+    else:
+        raise ValueError(f"not a write op: {op!r}")
+    if op.guard is None:
+        return inner
+
+    def guarded(off, value):
+        if _guard_hit(op, clock):
+            return generic(off, value)
+        return inner(off, value)
+    return guarded

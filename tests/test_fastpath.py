@@ -1,0 +1,128 @@
+"""The bus's register-table ops (emu/soc/ops.py; in C in emu/soc/_mmio.c)
+behave exactly like the models they stand for.
+
+firmware/tests/periph_fastpath.c drives the common accesses the way real
+firmware does (MicroPython's masked RTC counter reads with live compare
+interrupts, an INTENSET that must raise the line, an event clear that must
+lower it, a masked plain register, polled legacy SPI, stores into read-only
+flash).  It runs with the native bus and with the pure-Python one: cycles,
+time, console (with its checksum of every value read), accesses and pin
+levels must be identical.  The companions break an op and see the firmware
+fail.  The same comparison on real wasp-os is in tests/test_wasp.py."""
+import pytest
+
+from emu import Machine
+from emu.peripherals.rtc import Rtc
+from emu.peripherals.spi import Spi
+from emu.soc import bus as bus_mod
+from emu.soc import ops
+
+from conftest import assert_firmware_passed
+
+
+def run(path, pure=False, ms=500):
+    m = Machine(path, board="nrf52832", pure_python=pure)
+    assert m.soc.bus.native == (not pure)
+    r = m.run(ms=ms)
+    return m, r
+
+
+def fingerprint(m):
+    soc = m.soc
+    return {"cycles": m.cpu.cycles, "now": m.clock.now, "console": m.console_text(),
+            "accesses": soc.bus.accesses,
+            "pins": [p.level for p in soc.pins],
+            "ignored_flash_writes": m.cpu.ignored_flash_writes}
+
+
+@pytest.fixture
+def native_bus():
+    if bus_mod._native is None:
+        pytest.skip("emu.soc._mmio not built")
+
+
+def test_fastpath_firmware_passes_natively(fw, native_bus):
+    m, r = run(fw("periph_fastpath"))
+    assert_firmware_passed(m, r, min_passes=10)
+    stats = m.soc.bus.access_stats()
+    rtc1 = 0x40011000
+    # the ticks loop really went through the ops, not the model
+    assert stats[(rtc1, 0x504)][0] > 1000 and stats[(rtc1, 0x504)][1] == 0
+    assert stats[(rtc1, 0x308)][2] > 1000
+    assert m.cpu.ignored_flash_writes == 101
+
+
+def test_native_and_pure_python_bus_agree(fw, native_bus):
+    m1, r1 = run(fw("periph_fastpath"))
+    m2, r2 = run(fw("periph_fastpath"), pure=True)
+    assert r1.reason == r2.reason == "exit"
+    assert "checksum 0x" in m1.console_text()
+    assert fingerprint(m1) == fingerprint(m2)
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_frozen_counter_op_is_seen(fw, monkeypatch, pure):
+    """Companion: a COUNTER op that ignores time breaks the firmware's ticks."""
+    if not pure and bus_mod._native is None:
+        pytest.skip("emu.soc._mmio not built")
+    orig = Rtc.read_op
+
+    def frozen(self, offset):
+        if offset == 0x504:
+            return ops.Op(ops.R_CONST, self, (5,))
+        return orig(self, offset)
+    monkeypatch.setattr(Rtc, "read_op", frozen)
+    m, r = run(fw("periph_fastpath"), pure=pure, ms=200)
+    assert "PASS rtc counter advanced" not in m.console_text()
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_spi_ready_without_its_guard_never_completes(fw, monkeypatch, pure):
+    """Companion: without the guard, a polled READY never sees its byte finish."""
+    if not pure and bus_mod._native is None:
+        pytest.skip("emu.soc._mmio not built")
+
+    def unguarded(self, offset):
+        return self._base_read_op(offset)
+    monkeypatch.setattr(Spi, "read_op", unguarded)
+    m, r = run(fw("periph_fastpath"), pure=pure, ms=200)
+    assert "PASS rtc counter advanced" in m.console_text()
+    assert "spi READY polled" not in m.console_text()
+    assert r.reason != "exit"
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_intenset_op_that_never_bails_misses_the_interrupt(fw, monkeypatch, pure):
+    """Companion: an INTENSET that stored the bit without raising the line
+    (slow_bits covering nothing, level ignored) loses the EGU interrupt."""
+    if not pure and bus_mod._native is None:
+        pytest.skip("emu.soc._mmio not built")
+    from emu.peripherals.base import NrfPeripheral
+    orig = NrfPeripheral._base_write_op
+
+    def no_bail(self, offset, slow_bits=0):
+        if offset == 0x304 and self.name == "egu0":
+            return ops.Op(ops.W_VALUE, _InTen(self), (ops.MODE_W1S,))
+        return orig(self, offset, slow_bits)
+    monkeypatch.setattr(NrfPeripheral, "_base_write_op", no_bail)
+    m, r = run(fw("periph_fastpath"), pure=pure, ms=200)
+    assert "FAIL INTENSET with the event set interrupts once" in m.console_text()
+
+
+class _InTen:
+    """Stores into a model's inten as if it were a plain register (the break)."""
+
+    def __init__(self, p):
+        self.p = p
+
+    @property
+    def values(self):
+        p = self.p
+
+        class V(dict):
+            def __getitem__(self, k):
+                return p.inten
+
+            def __setitem__(self, k, v):
+                p.inten = v
+        return V({0x304: p.inten})
