@@ -1,0 +1,210 @@
+"""Real wasp-os benchmark: first boot and the idle clock face, with where time goes.
+
+    python3 bench/bench_wasp.py [--runs N] [--idle SECONDS] [--python] [--perf]
+
+The image comes from ``$PINETIME_EMU_WASP_IMAGE`` or the cache path
+tests/test_wasp.py uses (``~/.cache/pinetime-emu/wasp-os/upstream/
+micropython.elf``; README, "Real wasp-os").  Each run builds a machine with
+an erased NOR flash (``flash_file=None``) and
+
+* boots it for 3 emulated seconds: wasp-os formats the flash and draws its
+  clock face (the figure a person waits for after ``pinetime-emu run``);
+* runs the idle clock face from 6 emulated seconds on (after the first
+  redraws) for ``--idle`` emulated seconds (default 4).
+
+Printed: every run, the median of ``--runs`` (default 3) next to the
+targets of issue 13, and a breakdown of one boot: guest accesses per
+peripheral register (carried out by the bus's ops, or by the model),
+exceptions entered in Python, ``emu_start`` slices, the wall time spent
+inside slices (Unicorn, the C MMIO callbacks and the model code they call)
+against the run loop's own Python (interrupt entry and return, scheduler,
+block costing).  ``--perf`` adds a ``perf record`` of one boot split by
+shared object (CPython against Unicorn and the native helpers), when perf
+is installed.  ``--python`` runs the pure-Python path
+(``PINETIME_EMU_PURE_PYTHON=1``) for comparison.
+
+Not a test: wall times depend on the host; the load average is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CACHE = Path.home() / ".cache" / "pinetime-emu" / "wasp-os" / "upstream" / "micropython.elf"
+BOOT_S = 3.0
+IDLE_FROM_S = 6.0
+TARGETS = {"boot": "<= 3 s wall (goal 1 s)", "idle": ">= 10x real time (goal 50x)"}
+
+
+def image() -> str:
+    p = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(CACHE)
+    if not Path(p).exists():
+        print(f"bench_wasp: no wasp-os image: set PINETIME_EMU_WASP_IMAGE or build one into "
+              f"{CACHE.parent} (README, 'Real wasp-os')")
+        sys.exit(2)
+    return p
+
+
+class Probe:
+    """Counts slices, time inside them and Python exception entries of one machine."""
+
+    def __init__(self, m):
+        self.m = m
+        cpu = m.soc.cpu
+        self.slices = 0
+        self.in_slice = 0.0
+        self.entries = collections.Counter()
+        uc = cpu.uc
+        start = uc.emu_start
+
+        def emu_start(*a, **kw):
+            self.slices += 1
+            t = time.perf_counter()
+            try:
+                return start(*a, **kw)
+            finally:
+                self.in_slice += time.perf_counter() - t
+        uc.emu_start = emu_start
+        entry = cpu.exception_entry
+
+        def exception_entry(exc, ret):
+            self.entries[cpu.exc_name(exc)] += 1
+            return entry(exc, ret)
+        cpu.exception_entry = exception_entry
+
+
+def one_run(path: str, idle_s: float, probe: bool = False):
+    from emu import Machine
+    t0 = time.perf_counter()
+    m = Machine(path, flash_file=None)
+    build = time.perf_counter() - t0
+    p = Probe(m) if probe else None
+    t0 = time.perf_counter()
+    m.run(seconds=BOOT_S)
+    boot = time.perf_counter() - t0
+    if p is not None:     # the boot's figures, before the idle part adds to them
+        cpu = m.soc.cpu
+        p.boot = dict(accesses=m.soc.bus.accesses, stats=m.soc.bus.access_stats(),
+                      slices=p.slices, in_slice=p.in_slice, entries=collections.Counter(
+                          p.entries), tail_chains=cpu.tail_chains,
+                      flash=cpu.ignored_flash_writes)
+    m.run(seconds=IDLE_FROM_S - BOOT_S)
+    t0 = time.perf_counter()
+    m.run(seconds=idle_s)
+    idle = time.perf_counter() - t0
+    return build, boot, idle, m, p
+
+
+def breakdown(m, p, wall: float) -> None:
+    b = p.boot
+    bus = m.soc.bus
+    stats, total = b["stats"], b["accesses"]
+    print(f"\nbreakdown of one boot ({BOOT_S:g} emulated s, {wall:.2f} s wall): "
+          f"{total} guest peripheral accesses")
+    by_reg = sorted(stats.items(), key=lambda kv: -sum(kv[1]))
+    op_total = sum(s[0] + s[2] for s in stats.values())
+    print(f"  by the bus's ops (no model code): {op_total} ({100 * op_total / max(1, total):.1f} %)"
+          f"; by the model: {total - op_total}")
+    print("  register                    op reads  model reads   op writes  model writes")
+    for (base, off), s in by_reg[:14]:
+        per = bus.slots[base]
+        print(f"  {per.name + ' ' + _reg_name(per, off):26s} {s[0]:10d} {s[1]:12d} {s[2]:11d} "
+              f"{s[3]:13d}")
+    ent = b["entries"]
+    print(f"  exceptions entered in Python: {sum(ent.values())} "
+          f"({', '.join(f'{k} {v}' for k, v in ent.most_common(4))}); "
+          f"tail chains {b['tail_chains']}")
+    print(f"  emu_start slices: {b['slices']}; stores into read-only flash dropped: {b['flash']}")
+    print(f"  wall inside slices (Unicorn + C MMIO + model code called from it): "
+          f"{b['in_slice']:.2f} s; run loop outside slices (interrupt entry/return, "
+          f"scheduler, block costing, timers): {wall - b['in_slice']:.2f} s")
+
+
+def _reg_name(per, off: int) -> str:
+    """The register's name from the model's tables (a shared-ID slot: its variants')."""
+    variants = getattr(per, "variants", {})
+    active = getattr(per, "active", None)
+    for target in [per] + ([active] if active is not None else []) + \
+            [v for _k, v in sorted(variants.items()) if v is not active]:
+        r = getattr(target, "_regs", {}).get(off)
+        if r is not None:
+            name = r.name if r.count == 1 else f"{r.name}[{(off - r.offset) // r.stride}]"
+        else:
+            name = next((f"{t}_{getattr(target, t)[off]}" for t in ("EVENTS", "TASKS")
+                         if off in getattr(target, t, {})), None)
+        if name:
+            return name if target is per else f"{target.NAME} {name}"
+    return {0x200: "SHORTS", 0x300: "INTEN", 0x304: "INTENSET",
+            0x308: "INTENCLR"}.get(off, f"+{off:#05x}")
+
+
+def perf_split(path: str) -> None:
+    if shutil.which("perf") is None:
+        print("\nperf: not installed (apt-get install linux-perf); no native/Python split")
+        return
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "perf.data")
+        code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from emu import Machine; "
+                f"m = Machine({path!r}, flash_file=None); m.run(seconds={BOOT_S})")
+        r = subprocess.run(["perf", "record", "-q", "-o", data, sys.executable, "-c", code],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"\nperf: record failed ({r.stderr.strip().splitlines()[-1:]})")
+            return
+        rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso",
+                              "--stdio", "-q"], capture_output=True, text=True)
+    print("\nperf, one boot, samples by shared object:")
+    for line in rep.stdout.splitlines()[:8]:
+        if line.strip():
+            print("  " + line.strip())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--idle", type=float, default=4.0, help="emulated seconds of idle")
+    ap.add_argument("--python", action="store_true", help="the pure-Python path")
+    ap.add_argument("--perf", action="store_true", help="perf record one boot")
+    args = ap.parse_args()
+    if args.runs < 1 or not 0 < args.idle < 3600:
+        ap.error("--runs must be >= 1 and --idle in (0, 3600)")
+    if args.python:
+        os.environ["PINETIME_EMU_PURE_PYTHON"] = "1"
+    path = image()
+    print(f"bench_wasp: {path} ({'pure Python' if args.python else 'native helpers'}), "
+          f"1-min load average {os.getloadavg()[0]:.2f} at start")
+    boots, idles = [], []
+    first = None
+    for i in range(args.runs):
+        build, boot, idle, m, p = one_run(path, args.idle, probe=(i == 0))
+        if first is None:
+            first = (m, p, boot)
+        boots.append(boot)
+        idles.append(args.idle / idle)
+        print(f"  run {i + 1}: machine {build:.2f} s; boot {BOOT_S:g} emulated s in {boot:.2f} s "
+              f"wall ({BOOT_S / boot:.2f}x); idle {args.idle:g} s in {idle:.2f} s "
+              f"({args.idle / idle:.1f}x real time)")
+    print(f"median first boot to the clock face: {statistics.median(boots):.2f} s wall   "
+          f"target {TARGETS['boot']}  (run 1 includes the probe's timers)")
+    print(f"median idle clock face: {statistics.median(idles):.1f}x real time   "
+          f"target {TARGETS['idle']}")
+    m, p, boot = first
+    breakdown(m, p, boot)
+    if args.perf:
+        perf_split(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
