@@ -132,6 +132,7 @@ def test_uart_slot_is_legacy_only(soc):
     wr(soc, UART0 + 0x500, 4)
     assert uart.active is not None and uart.active.NAME == "UART"
     wr(soc, UART0 + 0x524, 0x01D7E000)                       # 115200
+    wr(soc, UART0 + 0x50C, 24)                               # PSELTXD: P0.24
     wr(soc, UART0 + 0x008, 1)                                # STARTTX
     wr(soc, UART0 + 0x51C, ord("A"))
     advance(soc, 10 * ((32 << 32) // 0x01D7E000))            # one byte time

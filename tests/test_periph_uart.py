@@ -6,10 +6,14 @@ BYTE = 10 * ((32 << 32) // B115200)     # ticks per 10-bit frame
 RAM = 0x20004000
 
 
-def make(enable):
+TXD_PIN = 6
+
+
+def make(enable, txd_pin=TXD_PIN):
     soc = Nrf52832()
     u = soc.uart0
     u.write(0x524, B115200)
+    u.write(0x50C, txd_pin)              # PSELTXD / PSEL.TXD: bytes leave on this pin
     u.write(0x500, enable)
     return soc, u
 
@@ -25,6 +29,43 @@ def test_uart_tx_timed_and_host_output():
     assert u.read(0x11C) == 0 and bytes(u.host_output) == b""
     soc.clock.advance_to(t0 + BYTE)
     assert u.read(0x11C) == 1 and bytes(u.host_output) == b"h" and seen == [ord("h")]
+
+
+def test_uart_byte_written_while_txd_disconnected_never_reaches_the_host():
+    # MicroPython on the micro:bit: STARTTX, TXD=0, and only then PSELTXD=24.
+    soc, u = make(4, txd_pin=0xFFFFFFFF)
+    u.write(0x008, 1)                    # STARTTX
+    t0 = soc.clock.now
+    u.write(0x51C, 0)                    # TXD while no pin is selected
+    u.write(0x50C, 24)                   # connected within that byte time
+    soc.clock.advance_to(t0 + BYTE)
+    assert u.read(0x11C) == 1            # the shift register still ran: TXDRDY
+    assert bytes(u.host_output) == b""   # but nothing left on a pin
+    u.write(0x11C, 0)
+    u.write(0x51C, ord("M"))             # connected now
+    soc.clock.advance_to(t0 + 2 * BYTE)
+    assert bytes(u.host_output) == b"M"
+
+
+def test_uart_byte_queued_before_starttx_keeps_its_psel():
+    # TXD written before STARTTX waits for it; what counts is PSELTXD at the write.
+    soc, u = make(4)
+    u.write(0x51C, ord("a"))             # connected (P0.06), not yet started
+    u.write(0x50C, 0xFFFFFFFF)           # disconnected before STARTTX
+    u.write(0x008, 1)
+    soc.clock.advance_to(soc.clock.now + BYTE)
+    assert bytes(u.host_output) == b"a"
+
+
+def test_uarte_transfer_started_while_txd_disconnected_is_not_seen():
+    soc, u = make(8, txd_pin=0xFFFFFFFF)
+    soc.cpu.write_mem(RAM, b"xy")
+    u.write(0x544, RAM); u.write(0x548, 2)
+    u.write(0x008, 1)                    # STARTTX with PSEL.TXD disconnected
+    u.write(0x50C, TXD_PIN)
+    soc.clock.advance_to(soc.clock.now + 2 * BYTE)
+    assert u.read(0x120) == 1 and u.read(0x54C) == 2     # ENDTX, both bytes clocked out
+    assert bytes(u.host_output) == b""
 
 
 def test_uart_rx_fifo_and_overrun():

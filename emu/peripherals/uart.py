@@ -9,6 +9,10 @@ sent (listeners via ``on_tx(fn)``); ``host_send(data)`` queues bytes that
 arrive one per byte time while the receiver is started (the first one a
 byte time after STARTRX or after the call, whichever is later).
 
+A byte reaches the host only if PSELTXD (PSEL.TXD) selected a pin when it
+was written to TXD (UARTE: at STARTTX): MicroPython on the micro:bit writes
+TXD=0 before it connects P0.24, and that byte goes nowhere on silicon.
+
 Legacy UART: TXD starts a byte after STARTTX (TXDRDY when sent); received
 bytes go through a 6-byte RX FIFO, RXDRDY when one is placed in RXD; a
 byte arriving with the FIFO full is lost and sets ERRORSRC.OVERRUN +
@@ -34,7 +38,7 @@ T_STARTRX, T_STOPRX, T_STARTTX, T_STOPTX, T_SUSPEND, T_FLUSHRX = (
 E_CTS, E_NCTS, E_RXDRDY, E_ENDRX, E_TXDRDY, E_ENDTX, E_ERROR, E_RXTO = (
     0x100, 0x104, 0x108, 0x110, 0x11C, 0x120, 0x124, 0x144)
 E_RXSTARTED, E_TXSTARTED, E_TXSTOPPED = 0x14C, 0x150, 0x158
-ERRORSRC, BAUDRATE = 0x480, 0x524
+ERRORSRC, PSELTXD, BAUDRATE = 0x480, 0x50C, 0x524
 
 
 class HostLink:
@@ -67,6 +71,11 @@ class _UartBase(NrfPeripheral):
 
     def byte_ticks(self) -> int:
         return 10 * ticks_per_bit(self.values[BAUDRATE])
+
+    def txd_connected(self) -> bool:
+        """PSELTXD selects a pin: CONNECT (bit 31) clear; the nRF51's
+        disconnected value 0xFFFFFFFF has it set too."""
+        return not self.values[PSELTXD] & 0x80000000
 
     def _emit(self, b: int) -> None:
         self.link.output.append(b)
@@ -106,6 +115,8 @@ class Uart(_UartBase):
         self.fifo: list = []
         self._tx_busy = False
         self._tx_pending = None
+        self._tx_pending_connected = False
+        self._tx_connected = False       # PSELTXD when the byte in flight was written
 
     def _write_config(self, v, old):
         if v:
@@ -115,7 +126,7 @@ class Uart(_UartBase):
         self.tx_on = True
         if self._tx_pending is not None and not self._tx_busy:
             b, self._tx_pending = self._tx_pending, None
-            self._send(b)
+            self._send(b, self._tx_pending_connected)
 
     def task_STOPTX(self) -> None:
         self.tx_on = False
@@ -135,23 +146,27 @@ class Uart(_UartBase):
         self._rx_ev.cancel()
 
     def _write_txd(self, v, old) -> None:
+        connected = self.txd_connected()
         if self.tx_on and not self._tx_busy:
-            self._send(v & 0xFF)
+            self._send(v & 0xFF, connected)
         else:
             self._tx_pending = v & 0xFF
+            self._tx_pending_connected = connected
 
-    def _send(self, b: int) -> None:
+    def _send(self, b: int, connected: bool) -> None:
         self._tx_busy = True
         self._tx_byte = b
+        self._tx_connected = connected
         self._tx_ev.schedule_in(self.byte_ticks())
 
     def _tx_done(self) -> None:
         self._tx_busy = False
-        self._emit(self._tx_byte)
+        if self._tx_connected:
+            self._emit(self._tx_byte)
         self.fire(E_TXDRDY)
         if self._tx_pending is not None and self.tx_on:
             b, self._tx_pending = self._tx_pending, None
-            self._send(b)
+            self._send(b, self._tx_pending_connected)
 
     def _rx_arrive(self) -> None:
         q = self.link.rx_queue
@@ -201,6 +216,7 @@ class Uarte(_UartBase):
         super().reset()
         self._tx = b""
         self._tx_i = 0
+        self._tx_connected = False       # PSEL.TXD at STARTTX
         self._rx_ptr = 0
         self._rx_max = 0
         self._rx_n = 0
@@ -214,6 +230,7 @@ class Uarte(_UartBase):
             n = 0
         self._tx = self.soc.cpu.read_mem(ptr, n) if n else b""
         self._tx_i = 0
+        self._tx_connected = self.txd_connected()
         self.tx_on = True
         v[0x54C] = 0
         self.fire(E_TXSTARTED)
@@ -223,7 +240,8 @@ class Uarte(_UartBase):
             self.fire(E_ENDTX)
 
     def _tx_done(self) -> None:
-        self._emit(self._tx[self._tx_i])
+        if self._tx_connected:
+            self._emit(self._tx[self._tx_i])
         self._tx_i += 1
         self.values[0x54C] = self._tx_i
         self.fire(E_TXDRDY)
