@@ -129,19 +129,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a firmware image",
                        description="Run FIRMWARE on an emulated board: an ELF, an Intel HEX, "
-                                   "a raw .bin, a full 512 KiB flash dump, or a Nordic DFU "
-                                   ".zip package (application only).  Bad input (a file "
+                                   "a raw .bin, a full 512 KiB flash dump, an MCUBoot image "
+                                   "(InfiniTime), or a Nordic DFU .zip package (application "
+                                   "only).  Bad input (a file "
                                    "that cannot be loaded or written, a bad option) is one "
                                    "line on stderr and exit status 2, before anything runs.")
     r.add_argument("firmware", metavar="FIRMWARE",
-                   help="firmware file: .elf, .hex, raw .bin, 512 KiB flash dump, DFU .zip")
+                   help="firmware file: .elf, .hex, raw .bin, 512 KiB flash dump, MCUBoot "
+                        "image, DFU .zip")
     r.add_argument("--board", default=None,
                    help="board to emulate: pinetime (default), microbit (BBC micro:bit v1, "
                         "nRF51822; chosen automatically for an nRF51 image), nrf52832 "
                         "(bare chip)")
     r.add_argument("--base", type=_address, default=None, metavar="ADDR",
                    help="load address of a raw .bin or DFU .zip (default: 0x26000 when a "
-                        ".bin's vector table points there or for a .zip, else 0)")
+                        ".bin's vector table points there or for a .zip, else 0), or the "
+                        "slot of an MCUBoot image (default 0x8000)")
     r.add_argument("--headless", action="store_true",
                    help="no window: run for --seconds of emulated time and exit")
     r.add_argument("--seconds", type=_seconds, default=None, metavar="N",
@@ -297,6 +300,12 @@ def cmd_info(args) -> int:
     print(f"format:        {img.format}")
     for a, d in img.segments:
         print(f"segment:       {a:#010x}-{a + len(d) - 1:#010x} ({len(d)} bytes)")
+    mcu = img.mcuboot
+    if mcu is not None:
+        print(f"MCUBoot:       header at {mcu.slot:#010x}, version {mcu.version}, header "
+              f"{mcu.hdr_size} bytes, image {mcu.img_size} bytes, TLVs {mcu.tlv_size} bytes, "
+              f"SHA-256 {'matches' if mcu.sha256 else 'absent'}")
+        print(f"boots:         vector table at {mcu.entry_table:#010x} (after the header)")
     vt = img.vector_table
     print(f"vector table:  {vt:#010x} (initial SP {img.word_at(vt):#010x}, "
           f"reset {img.word_at(vt + 4):#010x})")

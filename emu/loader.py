@@ -11,7 +11,9 @@ into exit status 2.
   debugger.
 * Intel HEX (intelhex): every data record at its address.
 * Raw binary: at ``base``; by default 0x26000 when the image's own vector
-  table points there (a wasp-os/SoftDevice application), else 0.  A file of
+  table points there and it fits there (a wasp-os/SoftDevice application),
+  else 0 (InfiniTime's ``pinetime-app-*.bin``, whose reset handler also
+  lies above 0x26000).  A file of
   exactly the flash size is a full flash dump at 0.
 * Nordic DFU package (the ``.zip`` that nrfutil/adafruit-nrfutil ``genpkg``
   makes, e.g. wasp-os's ``micropython.zip``): ``manifest.json`` names the
@@ -19,7 +21,20 @@ into exit status 2.
   (CRC-16/CCITT-FALSE over the image) is checked, and the application is
   placed at 0x26000 (right after the S132 v6.1.1 SoftDevice; ``base``
   overrides).  Packages holding a SoftDevice or bootloader are refused: the
-  SoftDevice is emulated at its API and the bootloader is not run.
+  SoftDevice is emulated at its API and the bootloader is not run.  A
+  package whose application is an MCUBoot image (InfiniTime's
+  ``pinetime-mcuboot-app-dfu-*.zip``) is placed like that image, below.
+* MCUBoot image (InfiniTime's ``pinetime-mcuboot-app-image-*.bin``, from
+  imgtool): a 32-bit magic 0x96f3b83d, then the header (ih_hdr_size at +8,
+  ih_img_size at +12, version at +20), the image, and the TLV area whose
+  SHA-256 is checked.  The file goes into the primary slot at 0x8000 (or
+  ``base``) and is booted as the PineTime bootloader (MCUBoot on Mynewt)
+  does: it copies the 256-byte vector table found ih_hdr_size bytes into the
+  slot to flash at 0x7F00, sets VTOR there (VTOR cannot hold 0x8020: its low
+  seven bits read as zero) and takes MSP and the reset address from it.  The
+  same image as Intel HEX (header at 0x8000) is booted the same way.  Not
+  modelled: the bootloader itself (its splash screen, the swap from the
+  secondary slot in the SPI flash, and the watchdog it starts before jumping).
 
 The format comes from the file's first bytes.  A file named ``.elf``,
 ``.zip`` or ``.hex`` without that format's header, a text file, a file that
@@ -29,6 +44,7 @@ refused before anything is loaded.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import io
 import json
 import os
@@ -38,6 +54,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 APP_BASE_S132 = 0x26000
+MCUBOOT_MAGIC = 0x96F3B83D
+MCUBOOT_SLOT = 0x8000                   # primary slot: InfiniTime's gcc_nrf52-mcuboot.ld
+MCUBOOT_SLOT_SIZE = 0x74000             # 0x8000-0x7BFFF (imgtool --slot-size 475136)
+MCUBOOT_VECTOR_COPY = 0x7F00            # where the PineTime bootloader puts the app's vectors
 MAX_FILE_SIZE = 256 * 1024 * 1024       # a firmware ELF with debug information fits
 
 
@@ -85,6 +105,7 @@ class FirmwareImage:
     entry: Optional[int] = None
     vector_table: Optional[int] = None    # where reset takes SP and PC from
     notes: list = field(default_factory=list)
+    mcuboot: Optional["McubootImage"] = None
 
     @property
     def size(self) -> int:
@@ -144,6 +165,8 @@ def load_firmware(path: str, base: Optional[int] = None,
         img = _load_elf(name, data)
     elif data[:4] == b"PK\x03\x04":
         img = _load_dfu_zip(name, data, base)
+    elif data[:4] == MCUBOOT_MAGIC.to_bytes(4, "little"):
+        img = _load_mcuboot(name, data, base)
     elif data[:1] == b":" and _looks_like_hex(data):
         img = _load_hex(name)
     elif ext in (".hex", ".ihex"):
@@ -160,8 +183,13 @@ def load_firmware(path: str, base: Optional[int] = None,
                             "binary, flash dump or DFU .zip)")
     else:
         img = _load_bin(name, data, base, layout)
+    if img.mcuboot is None and img.word_at(MCUBOOT_SLOT) == MCUBOOT_MAGIC:
+        _boot_mcuboot_in_place(img)                  # the Intel HEX of an MCUBoot image
     _check_layout(img, layout)
-    img.vector_table = _find_vector_table(img, layout)
+    if img.mcuboot is not None:
+        img.vector_table = _mcuboot_vector_table(img, layout)
+    else:
+        img.vector_table = _find_vector_table(img, layout)
     return img
 
 
@@ -258,7 +286,8 @@ def _load_bin(name: str, data: bytes, base: Optional[int], layout: MemoryLayout)
             base = layout.flash_base
             if len(data) >= 8:
                 sp, reset = struct.unpack_from("<II", data)
-                if APP_BASE_S132 <= (reset & ~1) < APP_BASE_S132 + len(data):
+                if APP_BASE_S132 <= (reset & ~1) < APP_BASE_S132 + len(data) and \
+                        APP_BASE_S132 + len(data) <= layout.flash_base + layout.flash_size:
                     base = APP_BASE_S132
                     notes.append("vector table points into 0x26000: loaded as an application "
                                  "for the S132 SoftDevice")
@@ -313,10 +342,156 @@ def _load_dfu_zip(name: str, data: bytes, base: Optional[int]) -> FirmwareImage:
                 raise FirmwareError(f"{name}: corrupt DFU package: {app['bin_file']} has CRC16 "
                                     f"{got:#06x}, its init packet says {want:#06x}")
             notes.append(f"init packet CRC16 {want:#06x} matches")
+    if image[:4] == MCUBOOT_MAGIC.to_bytes(4, "little"):
+        img = _load_mcuboot(name, image, base)
+        img.format = "dfu"
+        img.notes[:0] = notes
+        return img
     if base is None:
         base = APP_BASE_S132
         notes.append("application placed at 0x26000 (after the S132 v6.1.1 SoftDevice)")
     return FirmwareImage(name, "dfu", [(base, image)], SymbolTable(), None, notes=notes)
+
+
+# ---------------------------------------------------------------------- MCUBoot
+_MCUBOOT_HEADER = struct.Struct("<IIHHIIBBHII")   # struct image_header, 32 bytes
+IMAGE_F_ENCRYPTED = 0x04 | 0x08                   # AES128 | AES256
+IMAGE_F_NON_BOOTABLE = 0x10
+IMAGE_F_RAM_LOAD = 0x20
+IMAGE_TLV_INFO_MAGIC = 0x6907
+IMAGE_TLV_PROT_INFO_MAGIC = 0x6908
+IMAGE_TLV_SHA256 = 0x10
+
+
+@dataclass
+class McubootImage:
+    """What an MCUBoot image header (bootutil/image.h) and its TLVs say."""
+    slot: int                 # flash address of the header
+    hdr_size: int             # ih_hdr_size: the vector table starts this far into the slot
+    img_size: int             # ih_img_size: bytes of firmware after the header
+    tlv_size: int             # protected + unprotected TLV areas after the image
+    flags: int
+    version: str              # "major.minor.revision+build"
+    sha256: Optional[bool]    # the SHA-256 TLV matched (None: the image has none)
+
+    @property
+    def entry_table(self) -> int:
+        return self.slot + self.hdr_size
+
+
+def parse_mcuboot(name: str, data: bytes, slot: int = MCUBOOT_SLOT) -> McubootImage:
+    """Check an MCUBoot image (header, sizes, TLVs, SHA-256) the way the
+    bootloader would before booting it; FirmwareError says what is wrong."""
+    what = f"{name}: MCUBoot image"
+    if len(data) < _MCUBOOT_HEADER.size:
+        raise FirmwareError(f"{what} truncated: {len(data)} bytes, the header alone is "
+                            f"{_MCUBOOT_HEADER.size}")
+    (magic, _load, hdr_size, prot_size, img_size, flags, major, minor, rev, build,
+     _pad) = _MCUBOOT_HEADER.unpack_from(data)
+    if magic != MCUBOOT_MAGIC:
+        raise FirmwareError(f"{what} expected at {slot:#x}: magic {magic:#010x}, not "
+                            f"{MCUBOOT_MAGIC:#010x}")
+    version = f"{major}.{minor}.{rev}+{build}"
+    if hdr_size < _MCUBOOT_HEADER.size or hdr_size & 3:
+        raise FirmwareError(f"{what} has a corrupt header: header size (ih_hdr_size) "
+                            f"{hdr_size}, expected a multiple of 4 from 32")
+    if img_size < 8:
+        raise FirmwareError(f"{what} has a corrupt header: image size (ih_img_size) "
+                            f"{img_size}, too small for a vector table")
+    if hdr_size + img_size > MCUBOOT_SLOT_SIZE:
+        raise FirmwareError(f"{what} has a corrupt header: {hdr_size} + {img_size} bytes "
+                            f"do not fit the {MCUBOOT_SLOT_SIZE}-byte slot")
+    end = hdr_size + img_size
+    if end > len(data):
+        raise FirmwareError(f"{what} truncated: the header says {hdr_size} + {img_size} "
+                            f"bytes, the file has {len(data)}")
+    if len(data) > MCUBOOT_SLOT_SIZE:
+        raise FirmwareError(f"{what} of {len(data)} bytes does not fit the "
+                            f"{MCUBOOT_SLOT_SIZE}-byte slot at {slot:#x}")
+    if flags & IMAGE_F_ENCRYPTED:
+        raise FirmwareError(f"{what} is encrypted (flags {flags:#x}): the bootloader "
+                            "decrypts it while swapping it in, which is not emulated")
+    if flags & (IMAGE_F_NON_BOOTABLE | IMAGE_F_RAM_LOAD):
+        raise FirmwareError(f"{what} is not bootable from flash (flags {flags:#x}: "
+                            f"{'non-bootable' if flags & IMAGE_F_NON_BOOTABLE else 'RAM load'})")
+    # TLV areas: an optional protected one (ih_protect_tlv_size bytes, covered by
+    # the hash), then the unprotected one holding the SHA-256 of all before it.
+    off = end
+    if prot_size:
+        if off + 4 > len(data) or struct.unpack_from("<HH", data, off) != (
+                IMAGE_TLV_PROT_INFO_MAGIC, prot_size):
+            raise FirmwareError(f"{what} is corrupt: no protected TLV area of {prot_size} "
+                                f"bytes after the image (at file offset {off:#x})")
+        off += prot_size
+    if off + 4 > len(data):
+        raise FirmwareError(f"{what} truncated: no TLV area after the {img_size}-byte image "
+                            f"(file ends at {len(data)}, the TLVs start at {off})")
+    info_magic, tlv_len = struct.unpack_from("<HH", data, off)
+    if info_magic != IMAGE_TLV_INFO_MAGIC or tlv_len < 4:
+        raise FirmwareError(f"{what} is corrupt: no TLV area after the {img_size}-byte "
+                            f"image (found {info_magic:#06x} at file offset {off:#x}, "
+                            f"expected {IMAGE_TLV_INFO_MAGIC:#06x})")
+    if off + tlv_len > len(data):
+        raise FirmwareError(f"{what} truncated: its TLV area needs {tlv_len} bytes from file "
+                            f"offset {off}, the file has {len(data)}")
+    sha256 = None
+    p = off + 4
+    while p + 4 <= off + tlv_len:
+        kind, length = struct.unpack_from("<HH", data, p)
+        value = data[p + 4:p + 4 + length]
+        if kind == IMAGE_TLV_SHA256:
+            want = hashlib.sha256(data[:end + prot_size]).digest()
+            if value != want:
+                raise FirmwareError(f"{what} is corrupt: SHA-256 of header and image is "
+                                    f"{want.hex()[:16]}..., its TLV says {value.hex()[:16]}...")
+            sha256 = True
+        p += 4 + length
+    return McubootImage(slot, hdr_size, img_size, off + tlv_len - end, flags, version, sha256)
+
+
+def _load_mcuboot(name: str, data: bytes, base: Optional[int]) -> FirmwareImage:
+    slot = MCUBOOT_SLOT if base is None else base
+    mcu = parse_mcuboot(name, data, slot)
+    img = FirmwareImage(name, "mcuboot", [(slot, data)], SymbolTable(), None, mcuboot=mcu)
+    img.notes.append(f"MCUBoot image placed in its slot at {slot:#x}")
+    return img
+
+
+def _boot_mcuboot_in_place(img: FirmwareImage) -> None:
+    """An image that already holds an MCUBoot header at the slot (Intel HEX)."""
+    for a, d in img.segments:
+        if a == MCUBOOT_SLOT:
+            img.mcuboot = parse_mcuboot(img.path, d, MCUBOOT_SLOT)
+            img.notes.append(f"MCUBoot image found at {MCUBOOT_SLOT:#x}")
+            return
+
+
+def _mcuboot_vector_table(img: FirmwareImage, layout: MemoryLayout) -> int:
+    """Boot as the PineTime bootloader does: the vector table ih_hdr_size
+    bytes into the slot at 0x8000 is copied (256 bytes) to 0x7F00 and VTOR
+    points there.  In another slot (``base``) VTOR is the table itself."""
+    mcu = img.mcuboot
+    vt = mcu.entry_table
+    if not _valid_vectors(img, vt, layout):
+        sp, reset = img.word_at(vt), img.word_at(vt + 4)
+        raise FirmwareError(f"{img.path}: MCUBoot image has no valid vector table after its "
+                            f"{mcu.hdr_size}-byte header at {vt:#x}: initial SP {sp:#010x}, "
+                            f"reset vector {reset:#010x}")
+    reset = img.word_at(vt + 4) & ~1
+    if not vt <= reset < vt + mcu.img_size:
+        raise FirmwareError(f"{img.path}: MCUBoot image's reset vector {reset | 1:#010x} lies "
+                            f"outside the image ({vt:#x}-{vt + mcu.img_size - 1:#x}): it was "
+                            f"linked for another address, not for the slot at {mcu.slot:#x}")
+    copy = MCUBOOT_VECTOR_COPY
+    if mcu.slot == MCUBOOT_SLOT and all(a + len(d) <= copy or a >= copy + 256
+                                        for a, d in img.segments):
+        a, d = next((a, d) for a, d in img.segments if a <= vt < a + len(d))
+        table = d[vt - a:vt - a + 256].ljust(256, b"\xff")
+        img.segments.append((copy, table))
+        img.notes.append(f"vector table at {vt:#x} copied to {copy:#x} and VTOR set there, as "
+                         "the PineTime bootloader does before jumping to the image")
+        return copy
+    return vt
 
 
 def _check_layout(img: FirmwareImage, layout: MemoryLayout) -> None:
