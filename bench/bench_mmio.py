@@ -31,7 +31,7 @@ from emu.soc import bus as bus_mod  # noqa: E402
 def one_run(native: bool) -> tuple[int, float, float, Machine]:
     orig = bus_mod.PeripheralBus.__init__
 
-    def init(self, cpu, symbolize=None, native_=None):
+    def init(self, cpu, symbolize=None, native_=None, **_kw):
         orig(self, cpu, symbolize, native=native)
     bus_mod.PeripheralBus.__init__ = init
     try:

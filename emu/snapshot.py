@@ -112,7 +112,8 @@ SKIP_ATTRS = {
     "emu.machine.Machine": {"board_name", "image", "symbols"},
     "emu.buses.SpiBus": {"_selected"},                 # keyed by id(): saved by device order
     "emu.peripherals.base.NrfPeripheral": {"_regs", "_readers", "_task_handlers", "REGISTERS",
-                                           "TASKS", "EVENTS", "SHORTS"},   # declarations
+                                           "TASKS", "EVENTS", "SHORTS",   # declarations
+                                           "_cells"},   # saved by save_state/save_model_state
     "emu.peripherals.ppi.Ppi": {"_attached"},         # id()s; load_model_state re-attaches
     "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events"},   # saved apart
 }

@@ -41,9 +41,11 @@ def native_bus():
         pytest.skip("emu.soc._mmio not built")
 
 
-def test_fastpath_firmware_passes_natively(fw, native_bus):
-    m, r = run(fw("periph_fastpath"))
+def test_fastpath_firmware_passes_natively(fw, native_bus, caplog):
+    with caplog.at_level("ERROR"):
+        m, r = run(fw("periph_fastpath"))
     assert_firmware_passed(m, r, min_passes=10)
+    assert not [rec for rec in caplog.records if rec.levelname == "ERROR"]   # no model errors
     stats = m.soc.bus.access_stats()
     rtc1 = 0x40011000
     # the ticks loop really went through the ops, not the model

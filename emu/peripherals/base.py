@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from emu.soc.ops import (MODE_RW, MODE_W1C, MODE_W1S, Op, R_ATTR, R_CALL, R_CONST, R_EVENT,
-                         R_VALUE, W_EVENT, W_INTEN, W_INTENCLR, W_INTENSET, W_VALUE)
+                         R_VALUE, W_EVENT, W_INTEN, W_INTENCLR, W_INTENSET, W_VALUE, new_cells)
 
 RW, RO, WO = "rw", "ro", "wo"
 W1S, W1C = "w1s", "w1c"
@@ -126,7 +126,12 @@ class NrfPeripheral(Peripheral):
     REGISTERS: list = []  # [Reg]
     HAS_INTEN = True      # INTEN at 0x300 (some blocks only have SET/CLR)
 
+    #: names of model attributes kept in the Cells (``cell_property``), in cell order
+    NATIVE_CELLS: tuple = ()
+
     def __init__(self, soc, base: int, name: Optional[str] = None, irq: Optional[int] = None):
+        # events, INTEN, the line and NATIVE_CELLS live in C memory (emu.soc._mmio.Cells)
+        self._cells = new_cells(pure=getattr(soc, "pure_python", False))
         super().__init__(soc, base, name)
         self.irq = ((base >> 12) & 0xFF) if irq is None else irq
         self._regs: dict = {}         # offset -> Reg
@@ -162,6 +167,32 @@ class NrfPeripheral(Peripheral):
         self.extra: dict = {}
         self._set_irq(False)
 
+    # -- state in the Cells ---------------------------------------------
+    @property
+    def events(self):
+        """The event registers: a mapping offset -> 0/1 (assigning one replaces them)."""
+        return self._cells
+
+    @events.setter
+    def events(self, mapping) -> None:
+        self._cells.replace(mapping)
+
+    @property
+    def inten(self) -> int:
+        return self._cells.inten
+
+    @inten.setter
+    def inten(self, value: int) -> None:
+        self._cells.inten = value & 0xFFFFFFFF
+
+    @property
+    def irq_line_level(self) -> bool:
+        return bool(self._cells.line)
+
+    @irq_line_level.setter
+    def irq_line_level(self, level) -> None:
+        self._cells.line = 1 if level else 0
+
     # -- events / tasks -----------------------------------------------------
     def fire(self, offset: int) -> None:
         """Hardware sets the event at ``offset``: PPI, SHORTS, interrupt."""
@@ -187,14 +218,7 @@ class NrfPeripheral(Peripheral):
         return self.EVENTS.get(offset, f"+{offset:#x}")
 
     def update_irq(self) -> None:
-        inten = self.inten
-        level = False
-        if inten:
-            for off, v in self.events.items():
-                if v and inten & (1 << ((off - 0x100) >> 2)):
-                    level = True
-                    break
-        self._set_irq(level)
+        self._set_irq(self._cells.level())
 
     def _set_irq(self, level: bool) -> None:
         if level != self.irq_line_level:

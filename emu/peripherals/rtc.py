@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from emu.clock import LFCLK_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RO, WO, RW
-from emu.soc.ops import Op, R_COUNTER
+from emu.soc.ops import Op, R_COUNTER, cell_property
 
 WRAP = 1 << 24
 MASK = WRAP - 1
@@ -50,6 +50,12 @@ class Rtc(NrfPeripheral):
     NUM_CC = 4
 
     TASKS = {0x000: "START", 0x004: "STOP", 0x008: "CLEAR", 0x00C: "TRIGOVRFLW"}
+    # the counter's base, in the Cells: the bus computes COUNTER from them in C
+    NATIVE_CELLS = ("running", "base_time", "period", "base_value")
+    running = cell_property(0, bool, "the counter runs")
+    base_time = cell_property(1, doc="tick of the LFCLK edge the count is based on")
+    period = cell_property(2, doc="ticks per increment (prescaled LFCLK)")
+    base_value = cell_property(3, doc="COUNTER at base_time")
     REGISTERS = [
         Reg(0x340, "EVTEN", 0, RW, read="_rd_evten", write="_wr_evten"),
         Reg(0x344, "EVTENSET", 0, RW, read="_rd_evten", write="_wr_evtenset"),
@@ -145,8 +151,7 @@ class Rtc(NrfPeripheral):
     # -- bus ops (emu/soc/ops.py) ----------------------------------------
     def read_op(self, offset: int):
         if offset == 0x504 and self._own("read", NrfPeripheral):   # as _rd_counter
-            return Op(R_COUNTER, self, ("running", "base_time", "period", "base_value"),
-                      timed=True, mask=MASK)
+            return Op(R_COUNTER, self, self.NATIVE_CELLS, timed=True, mask=MASK)
         return super().read_op(offset)
 
     def write_op(self, offset: int):

@@ -50,6 +50,250 @@ typedef int (*uc_mmio_map_fn)(void *uc, uint64_t address, size_t size, mmio_read
                               void *user_data_read, mmio_write_cb write_cb,
                               void *user_data_write);
 
+/* ======================================================================
+ * Cells: the state the common accesses touch, in C memory.
+ *
+ * An nRF peripheral's EVENTS_* registers, its INTEN and its interrupt line
+ * live here (NrfPeripheral.events is this object, a mapping offset -> 0/1
+ * for the event registers at 0x100 + 4n; ``inten`` and ``irq_line_level``
+ * are properties over its members), and so do up to eight integer cells a
+ * model names in NATIVE_CELLS (the RTC's counter base).  Python reads and
+ * writes them as before; the MMIO callbacks read and write them without
+ * taking the GIL, so a polled event, an INTENSET/INTENCLR that leaves the
+ * line as it is, or an RTC COUNTER read costs no Python at all.
+ * ====================================================================== */
+#define NCELLS 8
+typedef struct {
+    PyObject_HEAD
+    uint32_t keys;      /* bit n: an event register at 0x100 + 4n exists */
+    uint32_t bits;      /* bit n: that event is set */
+    unsigned long long inten;
+    long long line;     /* the interrupt line's level (0/1) */
+    long long cell[NCELLS];
+} Cells;
+
+static PyTypeObject CellsType;
+
+static int cells_index(PyObject *key, int *idx) {
+    long off = PyLong_AsLong(key);
+    if (off == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (off < 0x100 || off > 0x17C || (off & 3))
+        return -1;
+    *idx = (int)((off - 0x100) >> 2);
+    return 0;
+}
+
+static Py_ssize_t Cells_len(Cells *c) {
+    return __builtin_popcount(c->keys);
+}
+
+static PyObject *Cells_getitem(Cells *c, PyObject *key) {
+    int i;
+    if (cells_index(key, &i) || !((c->keys >> i) & 1)) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    return PyLong_FromLong((c->bits >> i) & 1);
+}
+
+static int Cells_setitem(Cells *c, PyObject *key, PyObject *v) {
+    int i;
+    if (cells_index(key, &i)) {
+        if (v == NULL)
+            PyErr_SetObject(PyExc_KeyError, key);
+        else
+            PyErr_Format(PyExc_KeyError, "%R is not an event register offset", key);
+        return -1;
+    }
+    if (v == NULL) {                    /* del */
+        if (!((c->keys >> i) & 1)) {
+            PyErr_SetObject(PyExc_KeyError, key);
+            return -1;
+        }
+        c->keys &= ~(1u << i);
+        c->bits &= ~(1u << i);
+        return 0;
+    }
+    int t = PyObject_IsTrue(v);
+    if (t < 0)
+        return -1;
+    c->keys |= 1u << i;
+    if (t)
+        c->bits |= 1u << i;
+    else
+        c->bits &= ~(1u << i);
+    return 0;
+}
+
+static int Cells_contains(Cells *c, PyObject *key) {
+    int i;
+    return cells_index(key, &i) == 0 && ((c->keys >> i) & 1);
+}
+
+/* [(offset, value)] in offset order; what = 0 keys, 1 values, 2 items */
+static PyObject *cells_list(Cells *c, int what) {
+    PyObject *l = PyList_New(0);
+    for (int i = 0; l != NULL && i < 32; i++) {
+        if (!((c->keys >> i) & 1))
+            continue;
+        PyObject *x = what == 0 ? PyLong_FromLong(0x100 + 4 * i)
+                    : what == 1 ? PyLong_FromLong((c->bits >> i) & 1)
+                    : Py_BuildValue("(ll)", 0x100 + 4 * i, (long)((c->bits >> i) & 1));
+        if (x == NULL || PyList_Append(l, x)) {
+            Py_XDECREF(x);
+            Py_CLEAR(l);
+            break;
+        }
+        Py_DECREF(x);
+    }
+    return l;
+}
+
+static PyObject *Cells_keys(Cells *c, PyObject *noargs) { return cells_list(c, 0); }
+static PyObject *Cells_values(Cells *c, PyObject *noargs) { return cells_list(c, 1); }
+static PyObject *Cells_items(Cells *c, PyObject *noargs) { return cells_list(c, 2); }
+
+static PyObject *Cells_iter(Cells *c) {
+    PyObject *l = cells_list(c, 0);
+    if (l == NULL)
+        return NULL;
+    PyObject *it = PyObject_GetIter(l);
+    Py_DECREF(l);
+    return it;
+}
+
+static PyObject *Cells_copy(Cells *c, PyObject *noargs) {
+    PyObject *d = PyDict_New();
+    for (int i = 0; d != NULL && i < 32; i++) {
+        if (!((c->keys >> i) & 1))
+            continue;
+        PyObject *k = PyLong_FromLong(0x100 + 4 * i), *v = PyLong_FromLong((c->bits >> i) & 1);
+        if (k == NULL || v == NULL || PyDict_SetItem(d, k, v))
+            Py_CLEAR(d);
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+    }
+    return d;
+}
+
+static PyObject *Cells_get(Cells *c, PyObject *args) {
+    PyObject *key, *dflt = Py_None;
+    if (!PyArg_UnpackTuple(args, "get", 1, 2, &key, &dflt))
+        return NULL;
+    int i;
+    if (cells_index(key, &i) || !((c->keys >> i) & 1)) {
+        Py_INCREF(dflt);
+        return dflt;
+    }
+    return PyLong_FromLong((c->bits >> i) & 1);
+}
+
+/* replace(mapping): the event registers become exactly those of mapping */
+static PyObject *Cells_replace(Cells *c, PyObject *mapping) {
+    PyObject *items = PyMapping_Items(mapping);
+    if (items == NULL)
+        return NULL;
+    uint32_t keys = 0, bits = 0;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *kv = PyList_GET_ITEM(items, j);
+        int i, t;
+        if (!PyTuple_Check(kv) || PyTuple_GET_SIZE(kv) != 2
+            || cells_index(PyTuple_GET_ITEM(kv, 0), &i)
+            || (t = PyObject_IsTrue(PyTuple_GET_ITEM(kv, 1))) < 0) {
+            Py_DECREF(items);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "event registers are at 0x100-0x17C");
+            return NULL;
+        }
+        keys |= 1u << i;
+        if (t)
+            bits |= 1u << i;
+    }
+    Py_DECREF(items);
+    c->keys = keys;
+    c->bits = bits;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Cells_richcompare(PyObject *a, PyObject *b, int op) {
+    if (op != Py_EQ && op != Py_NE)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *da = PyObject_TypeCheck(a, &CellsType) ? Cells_copy((Cells *)a, NULL)
+                                                      : (Py_INCREF(a), a);
+    PyObject *db = PyObject_TypeCheck(b, &CellsType) ? Cells_copy((Cells *)b, NULL)
+                                                      : (Py_INCREF(b), b);
+    PyObject *r = (da && db) ? PyObject_RichCompare(da, db, op) : NULL;
+    Py_XDECREF(da);
+    Py_XDECREF(db);
+    return r;
+}
+
+static PyObject *Cells_repr(Cells *c) {
+    PyObject *d = Cells_copy(c, NULL);
+    if (d == NULL)
+        return NULL;
+    PyObject *r = PyObject_Repr(d);
+    Py_DECREF(d);
+    return r;
+}
+
+static PyMappingMethods Cells_as_mapping = {
+    (lenfunc)Cells_len, (binaryfunc)Cells_getitem, (objobjargproc)Cells_setitem,
+};
+static PySequenceMethods Cells_as_sequence = {
+    .sq_contains = (objobjproc)Cells_contains,
+};
+
+static PyObject *Cells_level(Cells *c, PyObject *noargs) {
+    return PyBool_FromLong((c->bits & c->keys & (uint32_t)c->inten) != 0);
+}
+
+static PyMethodDef Cells_methods[] = {
+    {"level", (PyCFunction)Cells_level, METH_NOARGS, "any(event & INTEN bit): the line's level"},
+    {"keys", (PyCFunction)Cells_keys, METH_NOARGS, "event offsets"},
+    {"values", (PyCFunction)Cells_values, METH_NOARGS, "event values"},
+    {"items", (PyCFunction)Cells_items, METH_NOARGS, "(offset, value) pairs"},
+    {"copy", (PyCFunction)Cells_copy, METH_NOARGS, "the events as a dict"},
+    {"get", (PyCFunction)Cells_get, METH_VARARGS, "get(offset, default=None)"},
+    {"replace", (PyCFunction)Cells_replace, METH_O, "replace(mapping): set the events"},
+    {NULL}
+};
+
+static PyMemberDef Cells_members[] = {
+    {"inten", T_ULONGLONG, offsetof(Cells, inten), 0, "INTEN"},
+    {"line", T_LONGLONG, offsetof(Cells, line), 0, "interrupt line level"},
+    {"cell0", T_LONGLONG, offsetof(Cells, cell[0]), 0, NULL},
+    {"cell1", T_LONGLONG, offsetof(Cells, cell[1]), 0, NULL},
+    {"cell2", T_LONGLONG, offsetof(Cells, cell[2]), 0, NULL},
+    {"cell3", T_LONGLONG, offsetof(Cells, cell[3]), 0, NULL},
+    {"cell4", T_LONGLONG, offsetof(Cells, cell[4]), 0, NULL},
+    {"cell5", T_LONGLONG, offsetof(Cells, cell[5]), 0, NULL},
+    {"cell6", T_LONGLONG, offsetof(Cells, cell[6]), 0, NULL},
+    {"cell7", T_LONGLONG, offsetof(Cells, cell[7]), 0, NULL},
+    {NULL}
+};
+
+static PyTypeObject CellsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "emu.soc._mmio.Cells",
+    .tp_doc = "A peripheral's events, INTEN, interrupt line and model cells in C memory.",
+    .tp_basicsize = sizeof(Cells),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_as_mapping = &Cells_as_mapping,
+    .tp_as_sequence = &Cells_as_sequence,
+    .tp_iter = (getiterfunc)Cells_iter,
+    .tp_richcompare = Cells_richcompare,
+    .tp_repr = (reprfunc)Cells_repr,
+    .tp_methods = Cells_methods,
+    .tp_members = Cells_members,
+    .tp_hash = PyObject_HashNotImplemented,
+};
+
 /* Op kinds: the numbers of emu/soc/ops.py. */
 enum {
     K_UNKNOWN = 0, K_GENERIC = 1,
@@ -75,6 +319,10 @@ typedef struct {
     PyObject *key;           /* the offset as an int (dictionary key, CALL argument) */
     PyObject *a[4];          /* CALL: fn; ATTR: name; COUNTER: attribute names */
     PyObject *g_busy, *g_due;
+    Cells *cells;            /* obj's Cells, when the op works on them */
+    int nogil;               /* ... and can run without the GIL (no guard) */
+    int bit;                 /* event index (offset - 0x100) / 4 */
+    int ci[4];               /* COUNTER: cell indices of running, base_time, period, base_value */
 } COp;
 
 typedef struct {
@@ -190,7 +438,67 @@ static void op_clear(COp *op) {
         Py_CLEAR(op->a[i]);
     Py_CLEAR(op->g_busy);
     Py_CLEAR(op->g_due);
-    op->kind = K_UNKNOWN;
+    Py_CLEAR(op->cells);
+    memset(op, 0, sizeof *op);     /* kind K_UNKNOWN, nogil 0 */
+}
+
+static PyObject *str_cells_attr, *str_native_cells, *str_inten_name;
+static int cells_read(Slot *s, COp *op, uint64_t *v, int gil);
+static int cells_write(Cells *c, COp *op, uint64_t value);
+
+/* After op_resolve: can the op run on obj's Cells alone (no guard, C Cells)? */
+static int op_bind_cells(COp *op, uint64_t offset) {
+    switch (op->kind) {
+    case R_EVENT: case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN:
+        break;
+    case R_ATTR:
+        if (PyUnicode_Compare(op->a[0], str_inten_name) != 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        break;
+    case R_COUNTER:
+        break;
+    default:
+        return 0;
+    }
+    PyObject *c = PyObject_GetAttr(op->obj, str_cells_attr);
+    if (c == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (!PyObject_TypeCheck(c, &CellsType)) {
+        Py_DECREF(c);
+        return 0;
+    }
+    if (op->kind == R_COUNTER) {
+        PyObject *names = PyObject_GetAttr(op->obj, str_native_cells);
+        int ok = names != NULL && PyTuple_Check(names);
+        for (int i = 0; ok && i < 4; i++) {
+            op->ci[i] = -1;
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names) && j < NCELLS; j++)
+                if (PyUnicode_Check(op->a[i])
+                    && PyUnicode_Compare(PyTuple_GET_ITEM(names, j), op->a[i]) == 0)
+                    op->ci[i] = (int)j;
+            ok = op->ci[i] >= 0;
+        }
+        Py_XDECREF(names);
+        PyErr_Clear();
+        if (!ok) {
+            Py_DECREF(c);
+            return 0;
+        }
+    }
+    if (op->kind == R_EVENT || op->kind == W_EVENT) {
+        if (offset < 0x100 || offset > 0x17C) {
+            Py_DECREF(c);
+            return 0;
+        }
+        op->bit = (int)((offset - 0x100) >> 2);
+    }
+    op->cells = (Cells *)c;
+    op->nogil = op->g_busy == NULL;
+    return 0;
 }
 
 static int get_u32(PyObject *o, PyObject *name, uint32_t *out) {
@@ -268,7 +576,7 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     Py_DECREF(args);
     Py_DECREF(guard);
     Py_DECREF(r);
-    return 0;
+    return op_bind_cells(op, offset);
 bad:
     PyErr_Format(PyExc_ValueError, "bad %s op at +%#llx", is_write ? "write" : "read",
                  (unsigned long long)offset);
@@ -368,6 +676,8 @@ static int exec_read(Slot *s, COp *op, uint64_t *v) {
     int g = guard_hit(s, op);
     if (g)
         return g;
+    if (op->cells != NULL)
+        return cells_read(s, op, v, 1);
     PyObject *obj = op->obj, *d = NULL, *x = NULL;
     switch (op->kind) {
     case R_CALL:
@@ -437,6 +747,8 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
     int g = guard_hit(s, op);
     if (g)
         return g;
+    if (op->cells != NULL)
+        return cells_write(op->cells, op, value);
     PyObject *obj = op->obj, *d = NULL, *x = NULL;
     long long inten_ll;
     int line, level, rc = -1;
@@ -510,6 +822,70 @@ out:
     return rc;
 }
 
+/* -- the same ops on the Cells, without the GIL ------------------------- */
+
+static inline int in_slice(Slot *s) {
+    return s->cycles != NULL && s->cells->in_slice;
+}
+
+/* 0: done (*v set); 1: needs the GIL path (gil: held, -1 on error) */
+static int cells_read(Slot *s, COp *op, uint64_t *v, int gil) {
+    Cells *c = op->cells;
+    switch (op->kind) {
+    case R_EVENT:
+        *v = (c->bits >> op->bit) & 1;
+        return 0;
+    case R_ATTR:
+        *v = c->inten & 0xFFFFFFFFu;
+        return 0;
+    case R_COUNTER: {
+        long long now;
+        if (in_slice(s))
+            now = slice_now(s);
+        else if (!gil)
+            return 1;
+        else if (clock_now(s, &now))
+            return -1;
+        long long running = c->cell[op->ci[0]],
+                  base_time = c->cell[op->ci[1]], period = c->cell[op->ci[2]],
+                  base_value = c->cell[op->ci[3]];
+        if (!running || now < base_time + period || period <= 0)
+            *v = (uint64_t)base_value & 0xFFFFFFFFu;
+        else
+            *v = (uint64_t)(base_value + (now - base_time) / period) & op->mask;
+        return 0;
+    }
+    }
+    return 1;
+}
+
+/* 0: done; 1: the line would change (or a slow bit): the model must run */
+static int cells_write(Cells *c, COp *op, uint64_t value) {
+    uint32_t keys = c->keys, bits = c->bits, inten = (uint32_t)c->inten;
+    int line = c->line != 0;
+    switch (op->kind) {
+    case W_EVENT: {
+        uint32_t nb = (value & 1) ? (bits | (1u << op->bit)) : (bits & ~(1u << op->bit));
+        if (((nb & keys & inten) != 0) != line)
+            return 1;
+        c->bits = nb;
+        return 0;
+    }
+    case W_INTENSET:
+    case W_INTENCLR:
+    case W_INTEN: {
+        uint32_t v = (uint32_t)value;
+        uint32_t ni = op->kind == W_INTENSET ? (inten | v)
+                    : op->kind == W_INTENCLR ? (inten & ~v) : v;
+        if (((inten ^ ni) & op->slow_bits) || (((bits & keys & ni) != 0) != line))
+            return 1;
+        c->inten = ni;
+        return 0;
+    }
+    }
+    return 1;
+}
+
 static COp *slot_op(Slot *s, uint64_t offset, int is_write) {
     COp *op = &(is_write ? s->wops : s->rops)[offset >> 2];
     if (op->kind == K_UNKNOWN && op_resolve(s, op, offset, is_write)) {
@@ -523,6 +899,14 @@ static COp *slot_op(Slot *s, uint64_t offset, int is_write) {
 static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_data) {
     Slot *s = (Slot *)user_data;
     uint64_t v = 0;
+    if (size == 4 && !(offset & 3) && offset < 4 * NOFF) {
+        COp *op = &s->rops[offset >> 2];     /* resolved ones only: resolving needs the GIL */
+        if (op->nogil && cells_read(s, op, &v, 0) == 0) {
+            s->count++;
+            s->stat[(offset >> 2) * 4]++;
+            return v;
+        }
+    }
     PyGILState_STATE g = PyGILState_Ensure();
     s->count++;
     int aligned = size == 4 && !(offset & 3) && offset < 4 * NOFF;
@@ -573,9 +957,21 @@ out:
 static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
                        void *user_data) {
     Slot *s = (Slot *)user_data;
+    int bailed = 0;
+    if (size == 4 && !(offset & 3) && offset < 4 * NOFF) {
+        COp *op = &s->wops[offset >> 2];
+        if (op->nogil) {
+            if (cells_write(op->cells, op, value) == 0) {
+                s->count++;
+                s->stat[(offset >> 2) * 4 + 2]++;
+                return;
+            }
+            bailed = 1;          /* the model decides: straight to it */
+        }
+    }
     PyGILState_STATE g = PyGILState_Ensure();
     s->count++;
-    if (size == 4 && !(offset & 3) && offset < 4 * NOFF) {
+    if (size == 4 && !(offset & 3) && offset < 4 * NOFF && !bailed) {
         COp *op = slot_op(s, offset, 1);
         if (op->kind >= W_EVENT) {
             int r = (op->timed && op_sync(s)) ? -1 : exec_write(s, op, value);
@@ -588,6 +984,8 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
                 goto out;
             }
         }
+        s->stat[(offset >> 2) * 4 + 3]++;
+    } else if (bailed) {
         s->stat[(offset >> 2) * 4 + 3]++;
     }
     if (do_sync(s)) {
@@ -675,6 +1073,7 @@ static int Slot_traverse(Slot *self, visitproc visit, void *arg) {
             COp *ops[2] = {&self->rops[i], &self->wops[i]};
             for (int j = 0; j < 2; j++) {
                 Py_VISIT(ops[j]->obj);
+                Py_VISIT((PyObject *)ops[j]->cells);
                 for (int k = 0; k < 4; k++)
                     Py_VISIT(ops[j]->a[k]);
             }
@@ -1122,14 +1521,15 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__mmio(void) {
     if (PyType_Ready(&SlotType) < 0 || PyType_Ready(&RegsType) < 0
-        || PyType_Ready(&FlashGuardType) < 0)
+        || PyType_Ready(&FlashGuardType) < 0 || PyType_Ready(&CellsType) < 0)
         return NULL;
     struct { PyObject **p; const char *s; } names[] = {
         {&str_base_ticks, "_cycle_base_ticks"}, {&str_base_cycles, "_cycle_base"},
         {&str_now, "now"}, {&str_values, "values"}, {&str_events, "events"},
         {&str_inten, "inten"}, {&str_line, "irq_line_level"}, {&str_kind, "kind"},
         {&str_obj, "obj"}, {&str_args, "args"}, {&str_timed, "timed"}, {&str_mask, "mask"},
-        {&str_slow_bits, "slow_bits"}, {&str_guard, "guard"},
+        {&str_slow_bits, "slow_bits"}, {&str_guard, "guard"}, {&str_cells_attr, "_cells"},
+        {&str_native_cells, "NATIVE_CELLS"}, {&str_inten_name, "inten"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
@@ -1149,8 +1549,10 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     }
     Py_INCREF(&RegsType);
     Py_INCREF(&FlashGuardType);
+    Py_INCREF(&CellsType);
     if (PyModule_AddObject(m, "Regs", (PyObject *)&RegsType) < 0
-        || PyModule_AddObject(m, "FlashGuard", (PyObject *)&FlashGuardType) < 0) {
+        || PyModule_AddObject(m, "FlashGuard", (PyObject *)&FlashGuardType) < 0
+        || PyModule_AddObject(m, "Cells", (PyObject *)&CellsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

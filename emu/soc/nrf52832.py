@@ -160,6 +160,7 @@ class Nrf52832:
                  uicr_pselreset: Optional[int] = 21):
         self.clock = clock or Clock()
         self.symbolize = symbolizer or (lambda a: "")
+        self.pure_python = force_python_counter   # no native helpers at all (models read it)
         self.cpu = CortexM(self.clock, profile=self.CPU_PROFILE, num_irq=self.NUM_IRQ,
                            prio_bits=self.PRIO_BITS, force_python_counter=force_python_counter,
                            symbolizer=lambda a: self.symbolize(a), cycle_ticks=self.CYCLE_TICKS)

@@ -39,6 +39,69 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+# ----------------------------------------------------------------------
+# where the hot state lives
+# ----------------------------------------------------------------------
+class PyCells(dict):
+    """The pure-Python twin of ``emu.soc._mmio.Cells``: a peripheral's event
+    registers (a dict offset -> 0/1, offsets 0x100-0x17C), ``inten``, ``line``
+    and the model cells ``cell0``..``cell7``."""
+    __slots__ = ("inten", "line") + tuple(f"cell{i}" for i in range(8))
+
+    def __init__(self):
+        super().__init__()
+        self.inten = self.line = 0
+        for i in range(8):
+            setattr(self, f"cell{i}", 0)
+
+    @staticmethod
+    def _check(off) -> None:
+        if not (isinstance(off, int) and 0x100 <= off <= 0x17C and not off & 3):
+            raise KeyError(f"{off!r} is not an event register offset")
+
+    def __setitem__(self, off, v) -> None:
+        self._check(off)
+        super().__setitem__(off, 1 if v else 0)
+
+    def replace(self, mapping) -> None:
+        items = [(k, 1 if v else 0) for k, v in dict(mapping).items()]
+        for k, _v in items:
+            self._check(k)
+        self.clear()
+        for k, v in sorted(items):
+            super().__setitem__(k, v)
+
+    def level(self) -> bool:
+        inten = self.inten
+        return any(v and inten >> ((off - 0x100) >> 2) & 1 for off, v in self.items())
+
+    def copy(self) -> dict:
+        return dict(self)
+
+
+def new_cells(pure: bool = False):
+    """A peripheral's Cells: in C memory (the MMIO callbacks use them without
+    the GIL) unless ``pure`` or PINETIME_EMU_PURE_PYTHON, or not built."""
+    import os
+    if not pure and not os.environ.get("PINETIME_EMU_PURE_PYTHON"):
+        try:
+            from emu.soc import _mmio   # type: ignore[attr-defined]
+            return _mmio.Cells()
+        except ImportError:
+            pass
+    return PyCells()
+
+
+def cell_property(index: int, kind=int, doc: str = ""):
+    """A model attribute kept in its Cells' ``cell<index>`` (NATIVE_CELLS)."""
+    name = f"cell{index}"
+    if kind is bool:
+        return property(lambda s: bool(getattr(s._cells, name)),
+                        lambda s, v: setattr(s._cells, name, 1 if v else 0), doc=doc)
+    return property(lambda s: getattr(s._cells, name),
+                    lambda s, v: setattr(s._cells, name, int(v)), doc=doc)
+
+
 # kinds (the numbers are shared with _mmio.c)
 R_CALL, R_VALUE, R_EVENT, R_ATTR, R_CONST, R_COUNTER = 2, 3, 4, 5, 6, 7
 W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE = 20, 21, 22, 23, 24
