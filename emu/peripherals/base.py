@@ -22,6 +22,7 @@ Unknown offsets are stored and logged once per (peripheral, offset).
 from __future__ import annotations
 
 import logging
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -167,31 +168,22 @@ class NrfPeripheral(Peripheral):
         self.extra: dict = {}
         self._set_irq(False)
 
-    # -- state in the Cells ---------------------------------------------
-    @property
-    def events(self):
-        """The event registers: a mapping offset -> 0/1 (assigning one replaces them)."""
-        return self._cells
-
-    @events.setter
-    def events(self, mapping) -> None:
+    # -- state in the Cells (getters are C attrgetters: no Python frame) --
+    def _set_events(self, mapping) -> None:
         self._cells.replace(mapping)
 
-    @property
-    def inten(self) -> int:
-        return self._cells.inten
-
-    @inten.setter
-    def inten(self, value: int) -> None:
+    def _set_inten(self, value: int) -> None:
         self._cells.inten = value & 0xFFFFFFFF
 
-    @property
-    def irq_line_level(self) -> bool:
-        return bool(self._cells.line)
-
-    @irq_line_level.setter
-    def irq_line_level(self, level) -> None:
+    def _set_line(self, level) -> None:
         self._cells.line = 1 if level else 0
+
+    events = property(operator.attrgetter("_cells"), _set_events,
+                      doc="The event registers: a mapping offset -> 0/1 (assigning one "
+                          "replaces them).")
+    inten = property(operator.attrgetter("_cells.inten"), _set_inten, doc="INTEN")
+    irq_line_level = property(operator.attrgetter("_cells.line"), _set_line,
+                              doc="The interrupt line's level (0/1).")
 
     # -- events / tasks -----------------------------------------------------
     def fire(self, offset: int) -> None:

@@ -52,7 +52,7 @@ class Rtc(NrfPeripheral):
     TASKS = {0x000: "START", 0x004: "STOP", 0x008: "CLEAR", 0x00C: "TRIGOVRFLW"}
     # the counter's base, in the Cells: the bus computes COUNTER from them in C
     NATIVE_CELLS = ("running", "base_time", "period", "base_value")
-    running = cell_property(0, bool, "the counter runs")
+    running = cell_property(0, "the counter runs (0/1)")
     base_time = cell_property(1, doc="tick of the LFCLK edge the count is based on")
     period = cell_property(2, doc="ticks per increment (prescaled LFCLK)")
     base_value = cell_property(3, doc="COUNTER at base_time")
@@ -128,17 +128,23 @@ class Rtc(NrfPeripheral):
     def _rd_evten(self, _off) -> int:
         return self.evten
 
+    # EVTEN only changes the schedule through TICK (a COMPARE or OVRFLW event
+    # is planned whatever its routing): re-plan only when TICK's routing
+    # changes.  Tick handlers toggle EVTEN.COMPARE ~2000 times a second.
     def _wr_evten(self, new, old) -> None:
-        self.evten = new & self._evmask()
-        self._rearm()
+        self._set_evten(new & self._evmask())
 
     def _wr_evtenset(self, new, old) -> None:
-        self.evten |= new & self._evmask()
-        self._rearm()
+        self._set_evten(self.evten | (new & self._evmask()))
 
     def _wr_evtenclr(self, new, old) -> None:
-        self.evten &= ~new
-        self._rearm()
+        self._set_evten(self.evten & ~new)
+
+    def _set_evten(self, evten: int) -> None:
+        tick = (self.inten | self.evten) & 1
+        self.evten = evten
+        if (self.inten | evten) & 1 != tick:
+            self._rearm()
 
     def _wr_prescaler(self, new, old) -> None:
         if self.running:

@@ -92,14 +92,15 @@ def new_cells(pure: bool = False):
     return PyCells()
 
 
-def cell_property(index: int, kind=int, doc: str = ""):
-    """A model attribute kept in its Cells' ``cell<index>`` (NATIVE_CELLS)."""
+def cell_property(index: int, doc: str = ""):
+    """A model attribute kept in its Cells' ``cell<index>`` (NATIVE_CELLS): an
+    integer (a flag reads 0/1).  The getter is a C attrgetter, no Python frame."""
+    import operator
     name = f"cell{index}"
-    if kind is bool:
-        return property(lambda s: bool(getattr(s._cells, name)),
-                        lambda s, v: setattr(s._cells, name, 1 if v else 0), doc=doc)
-    return property(lambda s: getattr(s._cells, name),
-                    lambda s, v: setattr(s._cells, name, int(v)), doc=doc)
+
+    def fset(s, v):
+        setattr(s._cells, name, int(v))
+    return property(operator.attrgetter(f"_cells.{name}"), fset, doc=doc)
 
 
 # kinds (the numbers are shared with _mmio.c)
