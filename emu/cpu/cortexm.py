@@ -789,8 +789,13 @@ class CortexM:
             code = bytes(self.uc.mem_read(pc, 4))
         except UcError:
             return False
-        if prev != 0xBF20 or pc == self._slice_pc:
-            return False   # resumed right after a WFE: this one really is undefined
+        if prev != 0xBF20:
+            return False
+        if pc == self._slice_pc and self.cs.blocks - self._slice_blocks <= 1:
+            # resumed right after a WFE and this is the slice's first block: the
+            # instruction here really is undefined.  (After more blocks, an idle
+            # loop ``wfe; ...; b <wfe>`` has come back to its WFE: a WFE.)
+            return False
         return any(True for _ in self.cost_model.md.disasm_lite(code, pc, 1))
 
     def _hook_div(self, uc, address, size, _ud):
@@ -954,6 +959,7 @@ class CortexM:
                 self._trap = None
                 pc = uc.reg_read(A.UC_ARM_REG_PC)
                 self._slice_pc = pc
+                self._slice_blocks = cs.blocks
                 err = None
                 cs.in_slice = 1     # clock.now only moves with the cycles (see _mmio.c)
                 try:
@@ -1135,6 +1141,7 @@ class CortexM:
     # cells (NVMC in write mode); None means always take the slow path
     flash_write_enabled: Optional[Callable[[int], bool]] = None
     _slice_pc = -1
+    _slice_blocks = 0
 
 
 def _capstone_to_uc_reg(csreg: int) -> int:
