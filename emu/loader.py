@@ -237,17 +237,7 @@ def _load_elf(name: str, data: bytes) -> FirmwareImage:
         symbols = {}
         for sec in elf.iter_sections():
             if isinstance(sec, SymbolTableSection):
-                for sym in sec.iter_symbols():
-                    t = sym["st_info"]["type"]
-                    if not sym.name or t not in ("STT_FUNC", "STT_OBJECT", "STT_NOTYPE"):
-                        continue
-                    if t == "STT_NOTYPE" and (sym.name.startswith("$") or sym["st_shndx"] == "SHN_UNDEF"):
-                        continue
-                    kind = {"STT_FUNC": "func", "STT_OBJECT": "object"}.get(t, "label")
-                    addr = sym["st_value"]
-                    if kind == "func":
-                        addr &= ~1
-                    symbols.setdefault(sym.name, (addr, sym["st_size"], kind))
+                _read_symbols(sec, elf.get_section(sec["sh_link"]).data(), symbols)
         entry = elf["e_entry"]
     except FirmwareError:
         raise
@@ -256,6 +246,29 @@ def _load_elf(name: str, data: bytes) -> FirmwareImage:
     if not segments:
         raise FirmwareError(f"{name}: ELF has no loadable segments")
     return FirmwareImage(name, "elf", segments, SymbolTable(symbols), entry)
+
+
+_SYM_KINDS = {2: "func", 1: "object", 0: "label"}   # STT_FUNC, STT_OBJECT, STT_NOTYPE
+
+
+def _read_symbols(sec, strtab: bytes, symbols: dict) -> None:
+    """Functions, objects and labels of one ELF32 symbol table into ``symbols``
+    (name -> (address, size, kind)); the first of a name wins.  Read with
+    struct rather than pyelftools' per-symbol parsing (about 10x faster: a
+    MicroPython image has ~10 000 symbols, ~0.4 s of start-up)."""
+    data = sec.data()
+    for st_name, value, size, info, _other, shndx in struct.iter_unpack(
+            "<IIIBBH", data[:len(data) - len(data) % 16]):
+        kind = _SYM_KINDS.get(info & 0xF)
+        if kind is None or not st_name:
+            continue
+        end = strtab.find(b"\0", st_name)
+        name = strtab[st_name:end if end >= 0 else None].decode("utf-8", "replace")
+        if not name or (kind == "label" and (name.startswith("$") or shndx == 0)):
+            continue
+        if kind == "func":
+            value &= ~1
+        symbols.setdefault(name, (value, size, kind))
 
 
 def _load_hex(name: str) -> FirmwareImage:

@@ -216,3 +216,33 @@ def test_cli_gdb_wait_then_gdb_multiarch_breaks_on_main(fw):
         emu_p.wait(timeout=30)
     finally:
         emu_p.kill()
+
+
+def test_symbol_table_reader_matches_pyelftools(fw):
+    """The struct-based symbol reader gives exactly what pyelftools' per-symbol
+    parsing gives (functions with the Thumb bit cleared, objects, labels
+    without mapping symbols or undefined ones; the first of a name wins)."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    from emu import loader
+    for name in ("pinetime_demo", "sd_nus", "cpu_exceptions"):
+        elf = ELFFile(io.BytesIO(open(fw(name), "rb").read()))
+        ref, got = {}, {}
+        for sec in elf.iter_sections():
+            if not isinstance(sec, SymbolTableSection):
+                continue
+            loader._read_symbols(sec, elf.get_section(sec["sh_link"]).data(), got)
+            for sym in sec.iter_symbols():
+                t = sym["st_info"]["type"]
+                if not sym.name or t not in ("STT_FUNC", "STT_OBJECT", "STT_NOTYPE"):
+                    continue
+                if t == "STT_NOTYPE" and (sym.name.startswith("$")
+                                          or sym["st_shndx"] == "SHN_UNDEF"):
+                    continue
+                kind = {"STT_FUNC": "func", "STT_OBJECT": "object"}.get(t, "label")
+                addr = sym["st_value"] & ~1 if kind == "func" else sym["st_value"]
+                ref.setdefault(sym.name, (addr, sym["st_size"], kind))
+        assert got == ref and len(got) > 20, name
