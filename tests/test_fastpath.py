@@ -128,3 +128,28 @@ class _InTen:
             def __setitem__(self, k, v):
                 p.inten = v
         return V({0x304: p.inten})
+
+
+@pytest.mark.parametrize("first,second", [(False, True), (True, False)],
+                         ids=["native-then-python", "python-then-native"])
+def test_snapshot_crosses_between_the_paths(fw, native_bus, tmp_path, first, second):
+    """A snapshot taken mid-run on one path (events, INTEN and the RTC's counter
+    base held in C memory, or in Python) restores on the other, and the run ends
+    exactly as an uninterrupted one."""
+    path = fw("periph_fastpath")
+    whole, r = run(path, pure=first)
+    assert r.reason == "exit"
+    a = Machine(path, board="nrf52832", pure_python=first)
+    a.run(ms=20)                                   # inside the ticks loop
+    assert "PASS rtc counter advanced" not in a.console_text()
+    snap = str(tmp_path / "mid.snap")
+    a.save_snapshot(snap)
+    b = Machine(path, board="nrf52832", pure_python=second)
+    assert b.soc.bus.native == (not second)
+    b.load_snapshot(snap)
+    rtc = b.soc.peripherals["rtc1"]
+    assert rtc.running and rtc.inten & (1 << 16)        # state came across
+    r2 = b.run(ms=500)
+    assert r2.reason == "exit"
+    assert (b.cpu.cycles, b.clock.now, b.console_text()) == \
+        (whole.cpu.cycles, whole.clock.now, whole.console_text())
