@@ -9,10 +9,10 @@
  *   - an aligned word access asks, once per offset and direction, for the
  *     offset's op (``resolve(offset, is_write)``, an emu.soc.ops.Op derived
  *     from the model's register table, or None) and keeps it in a table;
- *   - it carries the op out on the model's own attributes and dictionaries
- *     through the C API (``values[off]``, ``events[off]``, ``inten``, a
- *     counter computed from ``clock.now``, an event clear or INTENSET that
- *     leaves the interrupt line as it is); the semantics are those of
+ *   - it carries the op out on the model's own state: on its Cells (events,
+ *     INTEN, the line, the RTC's counter base: C memory, no GIL taken) or
+ *     through the C API on its attributes and dictionaries (``values[off]``,
+ *     a CALL of a model method); the semantics are those of
  *     emu/soc/ops.py, which is the pure-Python interpreter of the same ops;
  *   - an op that would change an interrupt line, or whose guard says a
  *     lazy completion is due, *bails*: nothing was changed, and the access

@@ -10,8 +10,11 @@ model return one, or None for "call the model's ``read``/``write``".
 Two interpreters carry ops out, with the same semantics:
 
 * ``emu/soc/_mmio.c`` (the native MMIO callbacks), which reads and writes
-  the model's own Python attributes and dictionaries through the C API,
-  so the model's state stays where it is (inspectable, snapshotted);
+  the model's own state: its :class:`Cells` (events, INTEN, the interrupt
+  line and the cells a model names in ``NATIVE_CELLS``, in C memory, used
+  without the GIL) or, for everything else, its Python attributes and
+  dictionaries through the C API; the state stays the model's
+  (inspectable from Python, snapshotted by its save_state);
 * :func:`py_reader` / :func:`py_writer` below, for the pure-Python path
   (``PINETIME_EMU_PURE_PYTHON=1``).
 
