@@ -18,7 +18,7 @@ peripheral register (carried out by the bus's ops, or by the model),
 exceptions entered in Python, ``emu_start`` slices, the wall time spent
 inside slices (Unicorn, the C MMIO callbacks and the model code they call)
 against the run loop's own Python (interrupt entry and return, scheduler,
-block costing).  ``--perf`` adds a ``perf record`` of one boot split by
+block costing), from an extra instrumented run (its timers cost a little).  ``--perf`` adds a ``perf record`` of one boot split by
 shared object (CPython against Unicorn and the native helpers), when perf
 is installed.  ``--python`` runs the pure-Python path
 (``PINETIME_EMU_PURE_PYTHON=1``) for comparison.
@@ -185,21 +185,18 @@ def main() -> int:
     print(f"bench_wasp: {path} ({'pure Python' if args.python else 'native helpers'}), "
           f"1-min load average {os.getloadavg()[0]:.2f} at start")
     boots, idles = [], []
-    first = None
     for i in range(args.runs):
-        build, boot, idle, m, p = one_run(path, args.idle, probe=(i == 0))
-        if first is None:
-            first = (m, p, boot)
+        build, boot, idle, _m, _p = one_run(path, args.idle)
         boots.append(boot)
         idles.append(args.idle / idle)
         print(f"  run {i + 1}: machine {build:.2f} s; boot {BOOT_S:g} emulated s in {boot:.2f} s "
               f"wall ({BOOT_S / boot:.2f}x); idle {args.idle:g} s in {idle:.2f} s "
               f"({args.idle / idle:.1f}x real time)")
     print(f"median first boot to the clock face: {statistics.median(boots):.2f} s wall   "
-          f"target {TARGETS['boot']}  (run 1 includes the probe's timers)")
+          f"target {TARGETS['boot']}")
     print(f"median idle clock face: {statistics.median(idles):.1f}x real time   "
           f"target {TARGETS['idle']}")
-    m, p, boot = first
+    _b, boot, _i, m, p = one_run(path, 0.1, probe=True)   # an extra, instrumented run
     breakdown(m, p, boot)
     if args.perf:
         perf_split(path)
