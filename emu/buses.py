@@ -53,6 +53,21 @@ class SpiBus:
             self._selected[id(device)] = sel
             device.select(sel)
 
+    def streamable(self) -> bool:
+        """One device is selected and it takes bytes as a stream right now
+        (its ``stream_ready()``: each byte answered 0xFF, nothing else done
+        that depends on when it arrives)."""
+        sel = [dev for dev, _pin in self.devices if self._selected[id(dev)]]
+        return len(sel) == 1 and getattr(sel[0], "stream_ready", lambda: False)()
+
+    def stream(self, data: bytes) -> None:
+        """Bytes a streaming master completed (streamable() was true for each):
+        the same as transfer() of each, answers dropped, in one call."""
+        self.bytes_transferred += len(data)
+        for dev, _pin in self.devices:
+            if self._selected[id(dev)]:
+                dev.stream(data)
+
     def transfer(self, byte: int) -> int:
         self.bytes_transferred += 1
         out = 0xFF

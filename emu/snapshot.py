@@ -116,6 +116,7 @@ SKIP_ATTRS = {
                                            "_cells"},   # saved by save_state/save_model_state
     "emu.peripherals.ppi.Ppi": {"_attached"},         # id()s; load_model_state re-attaches
     "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events"},   # saved apart
+    "emu.soc.bus.PeripheralBus": {"streams"},          # C wiring; the SPIs save their bytes
 }
 
 

@@ -968,6 +968,7 @@ class CortexM:
                     err = e
                 finally:
                     cs.in_slice = 0
+                    self.slice_end()
                 self.sync_time()
                 self._after_slice(err)
         except CpuHalt:
@@ -1142,6 +1143,11 @@ class CortexM:
     flash_write_enabled: Optional[Callable[[int], bool]] = None
     _slice_pc = -1
     _slice_blocks = 0
+
+    @staticmethod
+    def slice_end() -> None:
+        """Called after every slice, before any other Python runs: the bus
+        replaces it with its hand-over of bytes completed in C (streams)."""
 
 
 def _capstone_to_uc_reg(csreg: int) -> int:

@@ -113,6 +113,18 @@ class St7789:
             self._param(byte)
         return out
 
+    def stream_ready(self) -> bool:
+        """Bytes now are pixel data answered 0xFF (RAMWR/RAMWRC, D/C high, not
+        in reset, nothing to read back): ``stream`` may take them in bulk."""
+        return (not self.in_reset and bool(self.dc_pin.level) and not self._read
+                and (self._cmd == RAMWR or self._cmd == RAMWRC))
+
+    def stream(self, data: bytes) -> None:
+        """transfer() of each byte, for bytes sent while stream_ready()."""
+        self._pend += data
+        if len(self._pend) >= 1 << 17:
+            self._flush()
+
     # ------------------------------------------------------------ commands
     def _command(self, c: int) -> None:
         self._flush()

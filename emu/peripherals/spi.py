@@ -27,6 +27,20 @@ from __future__ import annotations
 
 from emu.peripherals.base import NrfPeripheral, Reg, RO
 from emu.peripherals.serial import ticks_per_bit
+from emu.soc.ops import R_CALL, W_TXD, Op, cell_property
+
+
+def _opt_cell(index: int, doc: str):
+    """A byte-or-None attribute kept in a cell (-1 stands for None)."""
+    name = f"cell{index}"
+
+    def fget(s):
+        v = getattr(s._cells, name)
+        return None if v < 0 else v
+
+    def fset(s, v):
+        setattr(s._cells, name, -1 if v is None else int(v))
+    return property(fget, fset, doc=doc)
 
 EVENTS_READY = 0x108
 RXD, TXD = 0x518, 0x51C
@@ -47,11 +61,27 @@ class Spi(NrfPeripheral):
         Reg(0x554, "CONFIG", mask=0x7),
     ]
 
+    # The shifting state lives in the Cells, where the native bus can stream
+    # (emu/soc/_mmio.c, "Streams": the cell numbers are fixed there).
+    NATIVE_CELLS = ("_shifting", "_tx_buf", "_due", "_rx_n", "_rx0", "_rx1", "_streaming",
+                    "_byte_ticks")
+    _shifting = _opt_cell(0, "byte in the shift register, or None")
+    _tx_buf = _opt_cell(1, "byte waiting in TXD, or None")
+    _due = cell_property(2, "completion tick of the byte shifting")
+    _rx_n = cell_property(3, "bytes in the RXD FIFO (0-2)")
+    _rx0 = cell_property(4, "RXD FIFO[0]: what RXD reads")
+    _rx1 = cell_property(5, "RXD FIFO[1]")
+    _streaming = cell_property(6, "1: the native bus does TXD/READY/RXD in C")
+    _byte_ticks = cell_property(7, "ticks per byte at FREQUENCY (for the stream)")
+
     def __init__(self, soc, base, name=None, irq=None):
         self._done = soc.clock.event(f"{name or 'spi'}.byte", self._byte_done)
         self._clk = soc.clock
         self.spi_bus = None
         super().__init__(soc, base, name, irq)
+        streams = getattr(getattr(soc, "bus", None), "streams", None)
+        if streams is not None and hasattr(self._cells, "take_pending"):
+            streams.register(self._cells, self._stream_flush)
 
     def reset(self) -> None:
         super().reset()
@@ -59,20 +89,74 @@ class Spi(NrfPeripheral):
         self._due = 0             # completion tick of the byte shifting
         self._shifting = None     # byte in the shift register
         self._tx_buf = None       # byte waiting in TXD
-        self._rx = []             # RXD FIFO, [0] is what RXD reads
+        self._rx_n = 0            # RXD FIFO empty
+        self._streaming = 0
 
     def disable(self) -> None:
+        self._stream_off()
         self._done.cancel()
         self._shifting = None
         self._tx_buf = None
+
+    # -- the RXD FIFO (two cells) ------------------------------------------
+    @property
+    def _rx(self) -> list:
+        """The RXD FIFO as a list ([0] is what RXD reads); a copy."""
+        return [self._rx0, self._rx1][:self._rx_n]
+
+    def _rx_push(self, v: int) -> None:
+        if self._rx_n >= 2:
+            self.log_once("rxov", "RXD FIFO overflow: oldest byte dropped")
+            self._rx0, self._rx_n = self._rx1, 1
+        if self._rx_n == 0:
+            self._rx0 = v
+        else:
+            self._rx1 = v
+        self._rx_n += 1
+
+    def _rx_pop(self) -> int:
+        v = self._rx0
+        self._rx0 = self._rx1
+        self._rx_n -= 1
+        return v
+
+    # -- streaming: the native bus completes bytes in C (emu/soc/_mmio.c) ----
+    def _stream_flush(self) -> None:
+        """Hand the bytes C completed to the device (before any Python runs)."""
+        data, last = self._cells.take_pending()
+        if last >= 0:
+            self.values[TXD] = last
+        if data:
+            self.spi_bus.stream(data)
+
+    def _stream_off(self) -> None:
+        if self._streaming:
+            self._streaming = 0
+            self._stream_flush()
+
+    def _stream_update(self) -> None:
+        """Stream while nothing but the CPU's polling can see a byte complete:
+        no READY interrupt, no PPI, and a device that takes a byte stream with
+        a constant answer (checked again at every Python access)."""
+        bus = self.spi_bus
+        streams = getattr(getattr(self.soc, "bus", None), "streams", None)
+        ok = (streams is not None and not self.inten and not self.event_listeners
+              and bus is not None and hasattr(self._cells, "take_pending")
+              and bus.streamable())
+        if ok:
+            self._byte_ticks = 8 * ticks_per_bit(self.values[0x524])
+        self._streaming = 1 if ok else 0
 
     # -- bus: complete a due byte before any access ----------------------
     def read(self, offset: int, size: int = 4) -> int:
         while self._shifting is not None and self._clk.now >= self._due:
             self._byte_done()
         if offset == EVENTS_READY:          # the polling hot path
-            return self.events[EVENTS_READY]
-        return NrfPeripheral.read(self, offset, size)
+            v = self.events[EVENTS_READY]
+        else:
+            v = NrfPeripheral.read(self, offset, size)
+        self._stream_update()
+        return v
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
         while self._shifting is not None and self._clk.now >= self._due:
@@ -80,19 +164,25 @@ class Spi(NrfPeripheral):
         NrfPeripheral.write(self, offset, value, size)
         if offset == 0x304 and self._shifting is not None and not self._done.pending:
             self._done.schedule_at(self._due)
+        self._stream_update()
 
     # -- bus ops: the base's, bailing to read()/write() while a byte is due
+    # EVENTS_READY, RXD and TXD also stream (carried out in C while streaming).
     def read_op(self, offset: int):
         if not self._own("read", Spi):
             return None
         op = self._base_read_op(offset)
-        return op.with_guard(("_shifting", "_due")) if op is not None else None
+        stream = offset in (EVENTS_READY, RXD)
+        return op.with_guard(("_shifting", "_due"), stream) if op is not None else None
 
     def write_op(self, offset: int):
-        if offset == 0x304 or not self._own("write", Spi):
-            return None         # (write() may arm the completion event at INTENSET)
+        if offset == 0x304 or offset == 0x524 or not self._own("write", Spi):
+            return None         # INTENSET may arm the completion; FREQUENCY re-times it
+        if offset == TXD:
+            return Op(W_TXD, self, timed=True, stream=True)
         op = self._base_write_op(offset)
-        return op.with_guard(("_shifting", "_due")) if op is not None else None
+        stream = offset == EVENTS_READY
+        return op.with_guard(("_shifting", "_due"), stream) if op is not None else None
 
     # -- registers -------------------------------------------------------
     def _write_txd(self, value: int, old: int) -> None:
@@ -104,11 +194,10 @@ class Spi(NrfPeripheral):
             self._tx_buf = value & 0xFF
 
     def _read_rxd(self, offset: int) -> int:
-        rx = self._rx
-        if not rx:
+        if not self._rx_n:
             return 0
-        v = rx.pop(0)
-        if rx:
+        v = self._rx_pop()
+        if self._rx_n:
             self.fire(EVENTS_READY)
         return v
 
@@ -127,22 +216,24 @@ class Spi(NrfPeripheral):
         self._shifting = None
         bus = self.spi_bus
         rx = bus.transfer(byte) if bus is not None else 0xFF
-        if len(self._rx) >= 2:
-            self.log_once("rxov", "RXD FIFO overflow: oldest byte dropped")
-            self._rx.pop(0)
-        self._rx.append(rx)
+        self._rx_push(rx)
         if self._tx_buf is not None:
             b, self._tx_buf = self._tx_buf, None
             self._start(b, self._due)       # back to back on the wire
-        if len(self._rx) == 1:
+        if self._rx_n == 1:
             self.fire(EVENTS_READY)
 
     def save_model_state(self) -> dict:
-        return {"shifting": self._shifting, "tx_buf": self._tx_buf, "rx": list(self._rx),
+        self._stream_off()
+        return {"shifting": self._shifting, "tx_buf": self._tx_buf, "rx": self._rx,
                 "due": self._due, "armed": self._done.pending}
 
     def load_model_state(self, st: dict) -> None:
-        self._shifting, self._tx_buf, self._rx = st["shifting"], st["tx_buf"], list(st["rx"])
+        self._stream_off()
+        self._shifting, self._tx_buf = st["shifting"], st["tx_buf"]
+        self._rx_n = 0
+        for v in st["rx"]:
+            self._rx_push(v)
         self._due = st.get("due", 0)
         self._done.cancel()
         if st.get("armed"):

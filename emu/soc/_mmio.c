@@ -70,6 +70,11 @@ typedef struct {
     unsigned long long inten;
     long long line;     /* the interrupt line's level (0/1) */
     long long cell[NCELLS];
+    /* a streaming serial master (the legacy SPI): bytes completed in C, not
+     * yet handed to the device (see "Streams" below) */
+    unsigned char *pend;
+    Py_ssize_t pend_n, pend_cap;
+    long long last_txd;  /* the last TXD written in C, or -1 */
 } Cells;
 
 static PyTypeObject CellsType;
@@ -248,12 +253,31 @@ static PySequenceMethods Cells_as_sequence = {
     .sq_contains = (objobjproc)Cells_contains,
 };
 
+/* take_pending() -> (bytes, last TXD or -1): the bytes completed in C, emptied */
+static PyObject *Cells_take_pending(Cells *c, PyObject *noargs) {
+    PyObject *b = PyBytes_FromStringAndSize((const char *)c->pend, c->pend_n);
+    if (b == NULL)
+        return NULL;
+    long long last = c->pend_cap ? c->last_txd : -1;
+    c->pend_n = 0;
+    c->last_txd = -1;
+    PyObject *r = Py_BuildValue("(NL)", b, last);
+    return r;
+}
+
+static void Cells_dealloc(Cells *c) {
+    PyMem_RawFree(c->pend);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
 static PyObject *Cells_level(Cells *c, PyObject *noargs) {
     return PyBool_FromLong((c->bits & c->keys & (uint32_t)c->inten) != 0);
 }
 
 static PyMethodDef Cells_methods[] = {
     {"level", (PyCFunction)Cells_level, METH_NOARGS, "any(event & INTEN bit): the line's level"},
+    {"take_pending", (PyCFunction)Cells_take_pending, METH_NOARGS,
+     "(bytes completed in C and not yet given to the device, last TXD or -1)"},
     {"keys", (PyCFunction)Cells_keys, METH_NOARGS, "event offsets"},
     {"values", (PyCFunction)Cells_values, METH_NOARGS, "event values"},
     {"items", (PyCFunction)Cells_items, METH_NOARGS, "(offset, value) pairs"},
@@ -284,6 +308,7 @@ static PyTypeObject CellsType = {
     .tp_basicsize = sizeof(Cells),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)Cells_dealloc,
     .tp_as_mapping = &Cells_as_mapping,
     .tp_as_sequence = &Cells_as_sequence,
     .tp_iter = (getiterfunc)Cells_iter,
@@ -298,7 +323,7 @@ static PyTypeObject CellsType = {
 enum {
     K_UNKNOWN = 0, K_GENERIC = 1,
     R_CALL = 2, R_VALUE = 3, R_EVENT = 4, R_ATTR = 5, R_CONST = 6, R_COUNTER = 7,
-    W_EVENT = 20, W_INTENSET = 21, W_INTENCLR = 22, W_INTEN = 23, W_VALUE = 24,
+    W_EVENT = 20, W_INTENSET = 21, W_INTENCLR = 22, W_INTEN = 23, W_VALUE = 24, W_TXD = 25,
 };
 enum { MODE_RW = 0, MODE_W1S = 1, MODE_W1C = 2 };
 #define NOFF 1024            /* word offsets in a 4 KiB slot */
@@ -323,6 +348,7 @@ typedef struct {
     int nogil;               /* ... and can run without the GIL (no guard) */
     int bit;                 /* event index (offset - 0x100) / 4 */
     int ci[4];               /* COUNTER: cell indices of running, base_time, period, base_value */
+    int stream;              /* an access of a streaming serial master (see Streams) */
 } COp;
 
 typedef struct {
@@ -339,6 +365,7 @@ typedef struct {
     long long cycle_ticks;
     unsigned long long count;
     COp *rops, *wops;                  /* NOFF each, filled on first use */
+    struct StreamSet *streams;         /* this machine's streaming masters, or NULL */
     uint64_t *stat;                    /* NOFF x 4: native reads, model reads, native writes, model writes */
 } Slot;
 
@@ -442,13 +469,13 @@ static void op_clear(COp *op) {
     memset(op, 0, sizeof *op);     /* kind K_UNKNOWN, nogil 0 */
 }
 
-static PyObject *str_cells_attr, *str_native_cells, *str_inten_name;
+static PyObject *str_cells_attr, *str_native_cells, *str_inten_name, *str_stream;
 static int cells_read(Slot *s, COp *op, uint64_t *v, int gil);
 static int cells_write(Cells *c, COp *op, uint64_t value);
 
 /* After op_resolve: can the op run on obj's Cells alone (no guard, C Cells)? */
 static int op_bind_cells(COp *op, uint64_t offset) {
-    switch (op->kind) {
+    switch (op->stream ? R_EVENT : op->kind) {
     case R_EVENT: case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN:
         break;
     case R_ATTR:
@@ -489,13 +516,15 @@ static int op_bind_cells(COp *op, uint64_t offset) {
             return 0;
         }
     }
-    if (op->kind == R_EVENT || op->kind == W_EVENT) {
+    if ((op->kind == R_EVENT || op->kind == W_EVENT) && !op->stream) {
         if (offset < 0x100 || offset > 0x17C) {
             Py_DECREF(c);
             return 0;
         }
         op->bit = (int)((offset - 0x100) >> 2);
     }
+    if (op->kind == R_EVENT || op->kind == W_EVENT)
+        op->bit = (int)((offset - 0x100) >> 2);
     op->cells = (Cells *)c;
     op->nogil = op->g_busy == NULL;
     return 0;
@@ -531,6 +560,9 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     if (get_u32(r, str_kind, &kind) || get_u32(r, str_timed, &timed)
         || get_u32(r, str_mask, &op->mask) || get_u32(r, str_slow_bits, &op->slow_bits))
         goto fail;
+    uint32_t stream = 0;
+    if (get_u32(r, str_stream, &stream))
+        goto fail;
     op->obj = PyObject_GetAttr(r, str_obj);
     args = PyObject_GetAttr(r, str_args);
     guard = PyObject_GetAttr(r, str_guard);
@@ -565,13 +597,14 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     case R_CALL: case R_VALUE: case R_EVENT: case R_ATTR: case R_CONST: case R_COUNTER:
         if (is_write) goto bad;
         break;
-    case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN: case W_VALUE:
+    case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN: case W_VALUE: case W_TXD:
         if (!is_write) goto bad;
         break;
     default:
         goto bad;
     }
     op->kind = (int)kind;
+    op->stream = stream != 0;
     op->timed = timed != 0 || op->g_busy != NULL;
     Py_DECREF(args);
     Py_DECREF(guard);
@@ -676,7 +709,7 @@ static int exec_read(Slot *s, COp *op, uint64_t *v) {
     int g = guard_hit(s, op);
     if (g)
         return g;
-    if (op->cells != NULL)
+    if (op->cells != NULL && op->kind != R_CALL)
         return cells_read(s, op, v, 1);
     PyObject *obj = op->obj, *d = NULL, *x = NULL;
     switch (op->kind) {
@@ -744,6 +777,8 @@ static int line_of(PyObject *obj, int *line) {
 
 /* 0: done, 1: bail to the model, -1: error */
 static int exec_write(Slot *s, COp *op, uint64_t value) {
+    if (op->kind == W_TXD)
+        return 1;                /* not streaming: the model */
     int g = guard_hit(s, op);
     if (g)
         return g;
@@ -886,6 +921,188 @@ static int cells_write(Cells *c, COp *op, uint64_t value) {
     return 1;
 }
 
+/* -- Streams ----------------------------------------------------------------
+ *
+ * The legacy SPI shifting pixel data to the display: TXD, READY, RXD for
+ * every byte.  While its model has put it in streaming mode (cell 6 = 1: no
+ * READY interrupt, no PPI, and the selected device takes a byte stream with
+ * a constant answer, e.g. the ST7789 in RAMWR), C does the model's work for
+ * those registers (cells: 0 shifting byte or -1, 1 TXD buffer or -1, 2 due
+ * tick, 3 RXD FIFO fill, 4-5 FIFO, 6 streaming, 7 ticks per byte) and queues
+ * the completed bytes in the Cells.  Any entry into Python from an MMIO
+ * access (any slot), and the end of every slice, first ends streaming and
+ * hands the queued bytes to the model's flush(), so no Python code ever sees
+ * the device behind the bus; the model turns streaming on again when it next
+ * handles an access and finds the conditions still true.
+ * ------------------------------------------------------------------------- */
+#define MAX_STREAMS 16
+typedef struct StreamSet {
+    PyObject_HEAD
+    int n;
+    Cells *cells[MAX_STREAMS];
+    PyObject *flush[MAX_STREAMS];
+} StreamSet;                     /* one machine's streaming masters (its bus owns it) */
+static PyTypeObject StreamSetType;
+enum { S_SHIFT = 0, S_TXBUF = 1, S_DUE = 2, S_RXN = 3, S_RX0 = 4, S_RX1 = 5, S_ON = 6,
+       S_BYTE = 7 };
+#define SPI_READY_BIT 2          /* EVENTS_READY at 0x108 */
+
+/* End streaming and hand queued bytes over (GIL held); 0 or -1. */
+static int streams_off_c(StreamSet *ss) {
+    int rc = 0;
+    for (int i = 0; ss != NULL && i < ss->n; i++) {
+        Cells *c = ss->cells[i];
+        c->cell[S_ON] = 0;
+        if (c->pend_n > 0 || c->last_txd >= 0) {
+            PyObject *r = PyObject_CallNoArgs(ss->flush[i]);
+            if (r == NULL) {
+                PyErr_WriteUnraisable(ss->flush[i]);
+                rc = -1;
+            }
+            Py_XDECREF(r);
+        }
+    }
+    return rc;
+}
+
+static PyObject *StreamSet_register(StreamSet *ss, PyObject *args) {
+    PyObject *cells, *flush;
+    if (!PyArg_ParseTuple(args, "O!O", &CellsType, &cells, &flush))
+        return NULL;
+    if (ss->n == MAX_STREAMS) {
+        PyErr_SetString(PyExc_RuntimeError, "too many streaming serial masters");
+        return NULL;
+    }
+    Py_INCREF(cells);
+    Py_INCREF(flush);
+    ss->cells[ss->n] = (Cells *)cells;
+    ss->flush[ss->n] = flush;
+    ss->n++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *StreamSet_off(StreamSet *ss, PyObject *noargs) {
+    streams_off_c(ss);
+    Py_RETURN_NONE;
+}
+
+static int StreamSet_traverse(StreamSet *ss, visitproc visit, void *arg) {
+    for (int i = 0; i < ss->n; i++) {
+        Py_VISIT((PyObject *)ss->cells[i]);
+        Py_VISIT(ss->flush[i]);
+    }
+    return 0;
+}
+
+static int StreamSet_clear(StreamSet *ss) {
+    for (int i = 0; i < ss->n; i++) {
+        Py_CLEAR(ss->cells[i]);
+        Py_CLEAR(ss->flush[i]);
+    }
+    ss->n = 0;
+    return 0;
+}
+
+static void StreamSet_dealloc(StreamSet *ss) {
+    PyObject_GC_UnTrack(ss);
+    StreamSet_clear(ss);
+    Py_TYPE(ss)->tp_free((PyObject *)ss);
+}
+
+static PyMethodDef StreamSet_methods[] = {
+    {"register", (PyCFunction)StreamSet_register, METH_VARARGS,
+     "register(cells, flush): a streaming serial master and its hand-over"},
+    {"off", (PyCFunction)StreamSet_off, METH_NOARGS,
+     "end streaming and hand every queued byte to its model (after each slice)"},
+    {NULL}
+};
+
+static PyTypeObject StreamSetType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "emu.soc._mmio.StreamSet",
+    .tp_doc = "One machine's streaming serial masters (see _mmio.c, Streams).",
+    .tp_basicsize = sizeof(StreamSet),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)StreamSet_dealloc,
+    .tp_traverse = (traverseproc)StreamSet_traverse,
+    .tp_clear = (inquiry)StreamSet_clear,
+    .tp_methods = StreamSet_methods,
+};
+
+/* Complete the bytes due by now; 1: the model must (RXD overflow, no memory). */
+static int stream_complete(Cells *c, long long now) {
+    while (c->cell[S_SHIFT] >= 0 && now >= c->cell[S_DUE]) {
+        if (c->cell[S_RXN] >= 2)
+            return 1;
+        if (c->pend_n == c->pend_cap) {
+            Py_ssize_t cap = c->pend_cap ? 2 * c->pend_cap : 4096;
+            unsigned char *p = PyMem_RawRealloc(c->pend, (size_t)cap);
+            if (p == NULL)
+                return 1;
+            if (c->pend_cap == 0)
+                c->last_txd = -1;
+            c->pend = p;
+            c->pend_cap = cap;
+        }
+        c->pend[c->pend_n++] = (unsigned char)c->cell[S_SHIFT];
+        c->cell[S_SHIFT] = -1;
+        c->cell[S_RX0 + c->cell[S_RXN]] = 0xFF;     /* the stream's answer */
+        c->cell[S_RXN]++;
+        if (c->cell[S_TXBUF] >= 0) {               /* back to back on the wire */
+            c->cell[S_SHIFT] = c->cell[S_TXBUF];
+            c->cell[S_TXBUF] = -1;
+            c->cell[S_DUE] += c->cell[S_BYTE];
+        }
+        if (c->cell[S_RXN] == 1)
+            c->bits |= 1u << SPI_READY_BIT;
+    }
+    return 0;
+}
+
+/* A streaming access: 0 done, 1 the model must (stream off, or bail). */
+static int stream_access(Slot *s, COp *op, int is_write, uint64_t value, uint64_t *v) {
+    Cells *c = op->cells;
+    if (!c->cell[S_ON] || !in_slice(s))
+        return 1;
+    long long now = slice_now(s);
+    if (stream_complete(c, now))
+        return 1;
+    switch (op->kind) {
+    case R_EVENT:                        /* EVENTS_READY */
+        *v = (c->bits >> SPI_READY_BIT) & 1;
+        return 0;
+    case W_EVENT:
+        if (value & 1)
+            c->bits |= 1u << SPI_READY_BIT;
+        else
+            c->bits &= ~(1u << SPI_READY_BIT);
+        return 0;
+    case R_CALL:                         /* RXD */
+        if (c->cell[S_RXN] == 0) {
+            *v = 0;
+            return 0;
+        }
+        *v = (uint64_t)c->cell[S_RX0] & 0xFF;
+        c->cell[S_RX0] = c->cell[S_RX1];
+        if (--c->cell[S_RXN] > 0)
+            c->bits |= 1u << SPI_READY_BIT;
+        return 0;
+    case W_TXD:
+        if (c->cell[S_SHIFT] < 0) {
+            c->cell[S_SHIFT] = (long long)(value & 0xFF);
+            c->cell[S_DUE] = now + c->cell[S_BYTE];
+        } else if (c->cell[S_TXBUF] < 0) {
+            c->cell[S_TXBUF] = (long long)(value & 0xFF);
+        } else {
+            return 1;                    /* both buffers full: the model logs it */
+        }
+        c->last_txd = (long long)(value & 0xFF);
+        return 0;
+    }
+    return 1;
+}
+
 static COp *slot_op(Slot *s, uint64_t offset, int is_write) {
     COp *op = &(is_write ? s->wops : s->rops)[offset >> 2];
     if (op->kind == K_UNKNOWN && op_resolve(s, op, offset, is_write)) {
@@ -901,7 +1118,13 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
     uint64_t v = 0;
     if (size == 4 && !(offset & 3) && offset < 4 * NOFF) {
         COp *op = &s->rops[offset >> 2];     /* resolved ones only: resolving needs the GIL */
-        if (op->nogil && cells_read(s, op, &v, 0) == 0) {
+        if (op->stream && op->cells != NULL) {
+            if (stream_access(s, op, 0, 0, &v) == 0) {
+                s->count++;
+                s->stat[(offset >> 2) * 4]++;
+                return v;
+            }
+        } else if (op->nogil && cells_read(s, op, &v, 0) == 0) {
             s->count++;
             s->stat[(offset >> 2) * 4]++;
             return v;
@@ -909,6 +1132,7 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
     }
     PyGILState_STATE g = PyGILState_Ensure();
     s->count++;
+    streams_off_c(s->streams);   /* Python is about to run: no bytes left in C */
     int aligned = size == 4 && !(offset & 3) && offset < 4 * NOFF;
     if (aligned) {
         COp *op = slot_op(s, offset, 0);
@@ -960,7 +1184,14 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
     int bailed = 0;
     if (size == 4 && !(offset & 3) && offset < 4 * NOFF) {
         COp *op = &s->wops[offset >> 2];
-        if (op->nogil) {
+        if (op->stream && op->cells != NULL) {
+            uint64_t unused;
+            if (stream_access(s, op, 1, value, &unused) == 0) {
+                s->count++;
+                s->stat[(offset >> 2) * 4 + 2]++;
+                return;
+            }
+        } else if (op->nogil) {
             if (cells_write(op->cells, op, value) == 0) {
                 s->count++;
                 s->stat[(offset >> 2) * 4 + 2]++;
@@ -971,6 +1202,7 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
     }
     PyGILState_STATE g = PyGILState_Ensure();
     s->count++;
+    streams_off_c(s->streams);   /* Python is about to run: no bytes left in C */
     if (size == 4 && !(offset & 3) && offset < 4 * NOFF && !bailed) {
         COp *op = slot_op(s, offset, 1);
         if (op->kind >= W_EVENT) {
@@ -1019,14 +1251,20 @@ static void slot_flush(Slot *s) {
 
 static int Slot_init(Slot *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"resolve", "sync", "read", "write", "error", "cpu",
-                             "clock", "cycles_addr", "cycle_ticks", "cells_addr", NULL};
+                             "clock", "cycles_addr", "cycle_ticks", "cells_addr", "streams",
+                             NULL};
     PyObject *resolve, *sync, *read, *write, *error, *cpu = Py_None, *clock = Py_None;
+    PyObject *streams = Py_None;
     unsigned long long cycles_addr = 0, cells_addr = 0;
     long long cycle_ticks = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO|OOKLK", kwlist, &resolve, &sync, &read,
-                                     &write, &error, &cpu, &clock, &cycles_addr, &cycle_ticks,
-                                     &cells_addr))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO|OOKLKO", kwlist, &resolve, &sync,
+                                     &read, &write, &error, &cpu, &clock, &cycles_addr,
+                                     &cycle_ticks, &cells_addr, &streams))
         return -1;
+    if (streams != Py_None && !PyObject_TypeCheck(streams, &StreamSetType)) {
+        PyErr_SetString(PyExc_TypeError, "streams must be a StreamSet or None");
+        return -1;
+    }
     if (cycles_addr != 0 && (cpu == Py_None || clock == Py_None || cycle_ticks <= 0
                              || cells_addr == 0)) {
         PyErr_SetString(PyExc_ValueError,
@@ -1057,10 +1295,12 @@ static int Slot_init(Slot *self, PyObject *args, PyObject *kwds) {
     Py_INCREF(read); Py_XSETREF(self->read, read);
     Py_INCREF(write); Py_XSETREF(self->write, write);
     Py_INCREF(error); Py_XSETREF(self->error, error);
+    Py_XSETREF(self->streams, streams == Py_None ? NULL : (StreamSet *)Py_NewRef(streams));
     return 0;
 }
 
 static int Slot_traverse(Slot *self, visitproc visit, void *arg) {
+    Py_VISIT((PyObject *)self->streams);
     Py_VISIT(self->resolve);
     Py_VISIT(self->sync);
     Py_VISIT(self->read);
@@ -1083,6 +1323,7 @@ static int Slot_traverse(Slot *self, visitproc visit, void *arg) {
 
 static int Slot_clear(Slot *self) {
     slot_flush(self);
+    Py_CLEAR(self->streams);
     Py_CLEAR(self->resolve);
     Py_CLEAR(self->sync);
     Py_CLEAR(self->read);
@@ -1507,6 +1748,7 @@ static PyObject *mmio_map(PyObject *module, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+
     {"map", mmio_map, METH_VARARGS,
      "map(uc_mmio_map_address, uc_handle, base, size, slot) -> uc_err: register the "
      "native callbacks for one slot (keep the Slot alive as long as the engine)."},
@@ -1521,7 +1763,8 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__mmio(void) {
     if (PyType_Ready(&SlotType) < 0 || PyType_Ready(&RegsType) < 0
-        || PyType_Ready(&FlashGuardType) < 0 || PyType_Ready(&CellsType) < 0)
+        || PyType_Ready(&FlashGuardType) < 0 || PyType_Ready(&CellsType) < 0
+        || PyType_Ready(&StreamSetType) < 0)
         return NULL;
     struct { PyObject **p; const char *s; } names[] = {
         {&str_base_ticks, "_cycle_base_ticks"}, {&str_base_cycles, "_cycle_base"},
@@ -1530,6 +1773,7 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_obj, "obj"}, {&str_args, "args"}, {&str_timed, "timed"}, {&str_mask, "mask"},
         {&str_slow_bits, "slow_bits"}, {&str_guard, "guard"}, {&str_cells_attr, "_cells"},
         {&str_native_cells, "NATIVE_CELLS"}, {&str_inten_name, "inten"},
+        {&str_stream, "stream"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
@@ -1550,7 +1794,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     Py_INCREF(&RegsType);
     Py_INCREF(&FlashGuardType);
     Py_INCREF(&CellsType);
-    if (PyModule_AddObject(m, "Regs", (PyObject *)&RegsType) < 0
+    Py_INCREF(&StreamSetType);
+    if (PyModule_AddObject(m, "StreamSet", (PyObject *)&StreamSetType) < 0 || PyModule_AddObject(m, "Regs", (PyObject *)&RegsType) < 0
         || PyModule_AddObject(m, "FlashGuard", (PyObject *)&FlashGuardType) < 0
         || PyModule_AddObject(m, "Cells", (PyObject *)&CellsType) < 0) {
         Py_DECREF(m);

@@ -57,6 +57,11 @@ class PeripheralBus:
         if native and _native is None:
             raise RuntimeError("emu.soc._mmio is not built (pip install -e . builds it)")
         self.native = native
+        # streaming serial masters (the legacy SPI to the display, _mmio.c "Streams"):
+        # their bytes completed in C reach the devices before any Python runs
+        self.streams = _native.StreamSet() if native else None
+        if native:
+            cpu.slice_end = self.streams.off
 
     def attach(self, base: int, periph, size: int = 0x1000) -> None:
         if base in self.slots:
@@ -75,7 +80,7 @@ class PeripheralBus:
                           cycles_addr=ctypes.addressof(cs) + t.cycles.offset,
                           cells_addr=ctypes.addressof(cs) + t.base_ticks.offset)
             slot = _native.Slot(resolve, cpu.sync_time, read, write, error, clock=cpu.clock,
-                                **kw)
+                                streams=self.streams, **kw)
             self._counters.append(lambda: slot.count)
             self._stats[base] = slot.stats
             periph.on_ops_changed = slot.flush

@@ -35,6 +35,11 @@ op.  A ``guard`` (``(busy_attr, due_attr)``) makes any op bail while
 due_attr)``: a lazily completed transfer is due and the model must finish
 it first (the legacy SPI's byte completion).
 
+``stream``: an access of the legacy SPI that the native bus carries out in
+C while the model has put the SPI in streaming mode (bytes to the display
+queued in the Cells and handed over before any Python runs; _mmio.c,
+"Streams"); otherwise the op is its plain kind (``W_TXD``: the model).
+
 ``timed``: the bus brings the clock up to the access before the op (or the
 model) runs; untimed ops skip that.  Writes that bail always sync.
 """
@@ -108,14 +113,14 @@ def cell_property(index: int, doc: str = ""):
 
 # kinds (the numbers are shared with _mmio.c)
 R_CALL, R_VALUE, R_EVENT, R_ATTR, R_CONST, R_COUNTER = 2, 3, 4, 5, 6, 7
-W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE = 20, 21, 22, 23, 24
+W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE, W_TXD = 20, 21, 22, 23, 24, 25
 # W_VALUE access modes
 MODE_RW, MODE_W1S, MODE_W1C = 0, 1, 2
 
 READ_KINDS = {R_CALL: "call", R_VALUE: "value", R_EVENT: "event", R_ATTR: "attr",
               R_CONST: "const", R_COUNTER: "counter"}
 WRITE_KINDS = {W_EVENT: "event", W_INTENSET: "intenset", W_INTENCLR: "intenclr",
-               W_INTEN: "inten", W_VALUE: "value"}
+               W_INTEN: "inten", W_VALUE: "value", W_TXD: "txd"}
 
 
 class Op:
@@ -126,11 +131,11 @@ class Op:
     W_VALUE ``(mode,)``.  ``mask``: COUNTER's wrap mask, W_VALUE's writable
     bits.  ``slow_bits``: INTEN* bits whose change goes to the model.
     """
-    __slots__ = ("kind", "obj", "args", "timed", "mask", "slow_bits", "guard")
+    __slots__ = ("kind", "obj", "args", "timed", "mask", "slow_bits", "guard", "stream")
 
     def __init__(self, kind: int, obj: Any, args: tuple = (), *, timed: bool = False,
                  mask: int = 0xFFFFFFFF, slow_bits: int = 0,
-                 guard: Optional[tuple] = None):
+                 guard: Optional[tuple] = None, stream: bool = False):
         self.kind = kind
         self.obj = obj
         self.args = tuple(args)
@@ -138,10 +143,11 @@ class Op:
         self.mask = mask
         self.slow_bits = slow_bits
         self.guard = guard
+        self.stream = stream
 
-    def with_guard(self, guard: tuple) -> "Op":
+    def with_guard(self, guard: tuple, stream: bool = False) -> "Op":
         return Op(self.kind, self.obj, self.args, timed=True, mask=self.mask,
-                  slow_bits=self.slow_bits, guard=guard)
+                  slow_bits=self.slow_bits, guard=guard, stream=stream)
 
     def describe(self) -> str:
         name = READ_KINDS.get(self.kind) if self.kind < W_EVENT else WRITE_KINDS.get(self.kind)
@@ -233,6 +239,9 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
             if (old ^ new) & slow or _level(p.events, new) != p.irq_line_level:
                 return generic(off, value)
             p.inten = new
+    elif kind == W_TXD:
+        def inner(off, value):       # only the native bus streams: here, the model
+            return generic(off, value)
     elif kind == W_VALUE:
         mode, mask = op.args[0], op.mask
 
