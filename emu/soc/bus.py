@@ -105,7 +105,9 @@ class PeripheralBus:
         ``{(slot base, offset): (op reads, model reads, op writes, model writes)}``.
         "op" accesses were carried out by the bus from the register table (in
         C on the native path) without calling the model; a CALL op (a model
-        method such as GPIO IN) counts as a model read."""
+        method such as GPIO IN) counts as a model read.  The native path
+        counts an op that bailed to the model as a model access, the
+        pure-Python path as an op access (statistics only)."""
         out = {}
         for base, stats in self._stats.items():
             for off, st in stats().items():
