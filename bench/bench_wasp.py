@@ -7,8 +7,10 @@ tests/test_wasp.py uses (``~/.cache/pinetime-emu/wasp-os/upstream/
 micropython.elf``; README, "Real wasp-os").  Each run builds a machine with
 an erased NOR flash (``flash_file=None``) and
 
-* boots it for 3 emulated seconds: wasp-os formats the flash and draws its
-  clock face (the figure a person waits for after ``pinetime-emu run``);
+* boots it for 3 emulated seconds (issue 13's figure: the flash is formatted
+  by then), then on in 50 ms steps until the clock face's digits are drawn
+  (about 4 emulated s: the figure a person waits for after ``pinetime-emu
+  run``);
 * runs the idle clock face from 6 emulated seconds on (after the first
   redraws) for ``--idle`` emulated seconds (default 4).
 
@@ -84,26 +86,38 @@ class Probe:
         cpu.exception_entry = exception_entry
 
 
+def clock_face_drawn(m) -> bool:
+    """The big digits of wasp-os's clock face are on the screen (as tests/test_wasp.py checks)."""
+    return int((m.board.screen()[60:150, 0:240].max(axis=2) > 64).sum()) > 2000
+
+
 def one_run(path: str, idle_s: float, probe: bool = False):
     from emu import Machine
     t0 = time.perf_counter()
     m = Machine(path, flash_file=None)
     build = time.perf_counter() - t0
     p = Probe(m) if probe else None
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     m.run(seconds=BOOT_S)
     boot = time.perf_counter() - t0
+    boot_cpu = time.process_time() - c0
     if p is not None:     # the boot's figures, before the idle part adds to them
         cpu = m.soc.cpu
         p.boot = dict(accesses=m.soc.bus.accesses, stats=m.soc.bus.access_stats(),
                       slices=p.slices, in_slice=p.in_slice, entries=collections.Counter(
                           p.entries), tail_chains=cpu.tail_chains,
                       flash=cpu.ignored_flash_writes)
-    m.run(seconds=IDLE_FROM_S - BOOT_S)
-    t0 = time.perf_counter()
+    while not clock_face_drawn(m) and m.time < IDLE_FROM_S:
+        m.run(ms=50)
+    face = (m.time, time.perf_counter() - t0) if clock_face_drawn(m) else (None, None)
+    m.run(seconds=max(0.0, IDLE_FROM_S - m.time))
+    t0, c0 = time.perf_counter(), time.process_time()
     m.run(seconds=idle_s)
     idle = time.perf_counter() - t0
-    return build, boot, idle, m, p
+    idle_cpu = time.process_time() - c0
+    if p is not None:
+        p.face = face
+    return build, (boot, face, boot_cpu), (idle, idle_cpu), m, p
 
 
 def breakdown(m, p, wall: float) -> None:
@@ -184,19 +198,32 @@ def main() -> int:
     path = image()
     print(f"bench_wasp: {path} ({'pure Python' if args.python else 'native helpers'}), "
           f"1-min load average {os.getloadavg()[0]:.2f} at start")
-    boots, idles = [], []
+    boots, faces, idles, cpus = [], [], [], []
     for i in range(args.runs):
-        build, boot, idle, _m, _p = one_run(path, args.idle)
+        build, (boot, (face_t, face_wall), boot_cpu), (idle, idle_cpu), _m, _p = \
+            one_run(path, args.idle)
         boots.append(boot)
         idles.append(args.idle / idle)
+        cpus.append((boot_cpu, args.idle / idle_cpu))
+        if face_t is None:
+            print(f"bench_wasp: run {i + 1}: no clock face by {IDLE_FROM_S:g} emulated s")
+            return 1
+        faces.append((face_wall, face_t))
         print(f"  run {i + 1}: machine {build:.2f} s; boot {BOOT_S:g} emulated s in {boot:.2f} s "
-              f"wall ({BOOT_S / boot:.2f}x); idle {args.idle:g} s in {idle:.2f} s "
-              f"({args.idle / idle:.1f}x real time)")
-    print(f"median first boot to the clock face: {statistics.median(boots):.2f} s wall   "
+              f"wall ({BOOT_S / boot:.2f}x); clock face at {face_t:.2f} emulated s, "
+              f"{face_wall:.2f} s wall; idle {args.idle:g} s in {idle:.2f} s "
+              f"({args.idle / idle:.1f}x real time); CPU time: boot {boot_cpu:.2f} s, idle "
+              f"{args.idle / idle_cpu:.1f}x")
+    fw, ft = sorted(faces)[len(faces) // 2]
+    print(f"median first boot, {BOOT_S:g} emulated s: {statistics.median(boots):.2f} s wall   "
           f"target {TARGETS['boot']}")
+    print(f"median first boot to the clock face: {fw:.2f} s wall ({ft:.2f} emulated s)")
     print(f"median idle clock face: {statistics.median(idles):.1f}x real time   "
           f"target {TARGETS['idle']}")
-    _b, boot, _i, m, p = one_run(path, 0.1, probe=True)   # an extra, instrumented run
+    print(f"in CPU time (less sensitive to a busy host): boot "
+          f"{statistics.median(c[0] for c in cpus):.2f} s, idle "
+          f"{statistics.median(c[1] for c in cpus):.1f}x real time")
+    _b, (boot, _f, _c), _i, m, p = one_run(path, 0.1, probe=True)   # an extra, instrumented run
     breakdown(m, p, boot)
     if args.perf:
         perf_split(path)

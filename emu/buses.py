@@ -57,8 +57,15 @@ class SpiBus:
         """One device is selected and it takes bytes as a stream right now
         (its ``stream_ready()``: each byte answered 0xFF, nothing else done
         that depends on when it arrives)."""
-        sel = [dev for dev, _pin in self.devices if self._selected[id(dev)]]
-        return len(sel) == 1 and getattr(sel[0], "stream_ready", lambda: False)()
+        one = None
+        selected = self._selected
+        for dev, _pin in self.devices:
+            if selected[id(dev)]:
+                if one is not None:
+                    return False
+                one = dev
+        ready = getattr(one, "stream_ready", None)
+        return ready is not None and ready()
 
     def stream(self, data: bytes) -> None:
         """Bytes a streaming master completed (streamable() was true for each):

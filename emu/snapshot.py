@@ -117,6 +117,7 @@ SKIP_ATTRS = {
     "emu.peripherals.ppi.Ppi": {"_attached"},         # id()s; load_model_state re-attaches
     "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events"},   # saved apart
     "emu.soc.bus.PeripheralBus": {"streams"},          # C wiring; the SPIs save their bytes
+    "emu.peripherals.spi.Spi": {"_streams"},           # the same StreamSet
 }
 
 

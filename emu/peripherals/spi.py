@@ -80,7 +80,10 @@ class Spi(NrfPeripheral):
         self.spi_bus = None
         super().__init__(soc, base, name, irq)
         streams = getattr(getattr(soc, "bus", None), "streams", None)
-        if streams is not None and hasattr(self._cells, "take_pending"):
+        if not hasattr(self._cells, "take_pending"):
+            streams = None                  # pure-Python cells: no streaming
+        self._streams = streams
+        if streams is not None:
             streams.register(self._cells, self._stream_flush)
 
     def reset(self) -> None:
@@ -138,18 +141,20 @@ class Spi(NrfPeripheral):
         """Stream while nothing but the CPU's polling can see a byte complete:
         no READY interrupt, no PPI, and a device that takes a byte stream with
         a constant answer (checked again at every Python access)."""
+        c = self._cells
         bus = self.spi_bus
-        streams = getattr(getattr(self.soc, "bus", None), "streams", None)
-        ok = (streams is not None and not self.inten and not self.event_listeners
-              and bus is not None and hasattr(self._cells, "take_pending")
-              and bus.streamable())
-        if ok:
-            self._byte_ticks = 8 * ticks_per_bit(self.values[0x524])
-        self._streaming = 1 if ok else 0
+        if (self._streams is None or c.inten or self.event_listeners or bus is None
+                or not bus.streamable()):
+            c.cell6 = 0
+            return
+        c.cell7 = 8 * ticks_per_bit(self.values[0x524])     # _byte_ticks
+        c.cell6 = 1                                         # _streaming
 
     # -- bus: complete a due byte before any access ----------------------
+    # (the hot paths read the cells directly: _shifting is cell0 >= 0, _due cell2)
     def read(self, offset: int, size: int = 4) -> int:
-        while self._shifting is not None and self._clk.now >= self._due:
+        c = self._cells
+        while c.cell0 >= 0 and self._clk.now >= c.cell2:
             self._byte_done()
         if offset == EVENTS_READY:          # the polling hot path
             v = self.events[EVENTS_READY]
@@ -159,7 +164,8 @@ class Spi(NrfPeripheral):
         return v
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
-        while self._shifting is not None and self._clk.now >= self._due:
+        c = self._cells
+        while c.cell0 >= 0 and self._clk.now >= c.cell2:
             self._byte_done()
         NrfPeripheral.write(self, offset, value, size)
         if offset == 0x304 and self._shifting is not None and not self._done.pending:
