@@ -258,11 +258,18 @@ static PyObject *Cells_take_pending(Cells *c, PyObject *noargs) {
     PyObject *b = PyBytes_FromStringAndSize((const char *)c->pend, c->pend_n);
     if (b == NULL)
         return NULL;
-    long long last = c->pend_cap ? c->last_txd : -1;
+    long long last = c->last_txd;
     c->pend_n = 0;
     c->last_txd = -1;
     PyObject *r = Py_BuildValue("(NL)", b, last);
     return r;
+}
+
+static int Cells_init(Cells *c, PyObject *args, PyObject *kwds) {
+    if (!_PyArg_NoPositional("Cells", args) || !_PyArg_NoKeywords("Cells", kwds))
+        return -1;
+    c->last_txd = -1;
+    return 0;
 }
 
 static void Cells_dealloc(Cells *c) {
@@ -308,6 +315,7 @@ static PyTypeObject CellsType = {
     .tp_basicsize = sizeof(Cells),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Cells_init,
     .tp_dealloc = (destructor)Cells_dealloc,
     .tp_as_mapping = &Cells_as_mapping,
     .tp_as_sequence = &Cells_as_sequence,
@@ -1040,8 +1048,6 @@ static int stream_complete(Cells *c, long long now) {
             unsigned char *p = PyMem_RawRealloc(c->pend, (size_t)cap);
             if (p == NULL)
                 return 1;
-            if (c->pend_cap == 0)
-                c->last_txd = -1;
             c->pend = p;
             c->pend_cap = cap;
         }
