@@ -141,14 +141,13 @@ class Spi(NrfPeripheral):
         """Stream while nothing but the CPU's polling can see a byte complete:
         no READY interrupt, no PPI, and a device that takes a byte stream with
         a constant answer (checked again at every Python access)."""
-        c = self._cells
         bus = self.spi_bus
-        if (self._streams is None or c.inten or self.event_listeners or bus is None
+        if (self._streams is None or self.inten or self.event_listeners or bus is None
                 or not bus.streamable()):
-            c.cell6 = 0
+            self._streaming = 0
             return
-        c.cell7 = 8 * ticks_per_bit(self.values[0x524])     # _byte_ticks
-        c.cell6 = 1                                         # _streaming
+        self._byte_ticks = self._byte_time()
+        self._streaming = 1
 
     # -- bus: complete a due byte before any access ----------------------
     # (the hot paths read the cells directly: _shifting is cell0 >= 0, _due cell2)
@@ -208,9 +207,13 @@ class Spi(NrfPeripheral):
         return v
 
     # -- shifting ----------------------------------------------------------
+    def _byte_time(self) -> int:
+        """Ticks one byte takes at FREQUENCY (8 bit times)."""
+        return 8 * ticks_per_bit(self.values[0x524])
+
     def _start(self, byte: int, start: int) -> None:
         self._shifting = byte
-        self._due = start + 8 * ticks_per_bit(self.values[0x524])
+        self._due = start + self._byte_time()
         if self.inten or self.event_listeners:
             self._done.schedule_at(self._due)
 

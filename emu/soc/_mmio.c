@@ -377,9 +377,8 @@ typedef struct {
     uint64_t *stat;                    /* NOFF x 4: native reads, model reads, native writes, model writes */
 } Slot;
 
-static PyObject *str_base_ticks, *str_base_cycles, *str_now, *str_values, *str_events,
-                *str_inten, *str_line, *str_kind, *str_obj, *str_args, *str_timed, *str_mask,
-                *str_slow_bits, *str_guard, *int_zero, *int_one;
+static PyObject *str_base_ticks, *str_base_cycles, *str_now, *str_values, *str_kind,
+                *str_obj, *str_args, *str_timed, *str_mask, *str_slow_bits, *str_guard;
 
 /* CortexM.sync_time in C, through the Python attributes; 0 on success, -1 with an exception set. */
 static int sync_attrs(Slot *s) {
@@ -672,26 +671,6 @@ static int guard_hit(Slot *s, COp *op) {
     return now >= due;
 }
 
-/* the interrupt level any(events[off] & inten bit), events[except_off] taken as except_val */
-static int level_of(PyObject *events, uint64_t inten, PyObject *except_key, long except_val) {
-    Py_ssize_t pos = 0;
-    PyObject *k, *v;
-    while (PyDict_Next(events, &pos, &k, &v)) {
-        long off = PyLong_AsLong(k);
-        long val;
-        if (except_key != NULL && PyObject_RichCompareBool(k, except_key, Py_EQ) == 1)
-            val = except_val;
-        else
-            val = PyObject_IsTrue(v);
-        if (val < 0 || (off == -1 && PyErr_Occurred()))
-            return -1;
-        int bit = (int)((off - 0x100) >> 2);
-        if (val && bit >= 0 && bit < 64 && (inten >> bit) & 1)
-            return 1;
-    }
-    return 0;
-}
-
 static int dict_attr_get(PyObject *obj, PyObject *name, PyObject *key, PyObject **dict,
                          PyObject **val) {
     *dict = PyObject_GetAttr(obj, name);
@@ -712,7 +691,9 @@ static int dict_attr_get(PyObject *obj, PyObject *name, PyObject *key, PyObject 
     return 0;
 }
 
-/* 0: done (*v set), 1: bail to the model, -1: error */
+/* 0: done (*v set), 1: bail to the model, -1: error.  Events, INTEN and
+ * COUNTER are carried out on the model's Cells (op->cells); a model without
+ * C Cells gets those accesses from its own code (bail). */
 static int exec_read(Slot *s, COp *op, uint64_t *v) {
     int g = guard_hit(s, op);
     if (g)
@@ -729,8 +710,7 @@ static int exec_read(Slot *s, COp *op, uint64_t *v) {
         Py_DECREF(x);
         return PyErr_Occurred() ? -1 : 0;
     case R_VALUE:
-    case R_EVENT:
-        if (dict_attr_get(obj, op->kind == R_VALUE ? str_values : str_events, op->key, &d, &x))
+        if (dict_attr_get(obj, str_values, op->key, &d, &x))
             return -1;
         *v = PyLong_AsUnsignedLongLongMask(x) & 0xFFFFFFFFu;
         Py_DECREF(d);
@@ -745,45 +725,11 @@ static int exec_read(Slot *s, COp *op, uint64_t *v) {
     case R_CONST:
         *v = op->cval;
         return 0;
-    case R_COUNTER: {
-        long long now, base_time, period, base_value;
-        x = PyObject_GetAttr(obj, op->a[0]);
-        if (x == NULL)
-            return -1;
-        int running = PyObject_IsTrue(x);
-        Py_DECREF(x);
-        if (running < 0 || clock_now(s, &now) || attr_ll(obj, op->a[1], &base_time)
-            || attr_ll(obj, op->a[2], &period) || attr_ll(obj, op->a[3], &base_value))
-            return -1;
-        if (!running || now < base_time + period || period <= 0)
-            *v = (uint64_t)base_value & 0xFFFFFFFFu;
-        else
-            *v = (uint64_t)(base_value + (now - base_time) / period) & op->mask;
-        return 0;
-    }
     }
     return 1;
 }
 
-static int set_attr_u32(PyObject *obj, PyObject *name, uint64_t value) {
-    PyObject *n = PyLong_FromUnsignedLongLong(value);
-    if (n == NULL)
-        return -1;
-    int err = PyObject_SetAttr(obj, name, n);
-    Py_DECREF(n);
-    return err;
-}
-
-static int line_of(PyObject *obj, int *line) {
-    PyObject *x = PyObject_GetAttr(obj, str_line);
-    if (x == NULL)
-        return -1;
-    *line = PyObject_IsTrue(x);
-    Py_DECREF(x);
-    return *line < 0 ? -1 : 0;
-}
-
-/* 0: done, 1: bail to the model, -1: error */
+/* 0: done, 1: bail to the model, -1: error (events and INTEN: see exec_read) */
 static int exec_write(Slot *s, COp *op, uint64_t value) {
     if (op->kind == W_TXD)
         return 1;                /* not streaming: the model */
@@ -793,52 +739,8 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
     if (op->cells != NULL)
         return cells_write(op->cells, op, value);
     PyObject *obj = op->obj, *d = NULL, *x = NULL;
-    long long inten_ll;
-    int line, level, rc = -1;
+    int rc = -1;
     switch (op->kind) {
-    case W_EVENT: {
-        long nv = (long)(value & 1);
-        if (attr_ll(obj, str_inten, &inten_ll) || line_of(obj, &line))
-            return -1;
-        if (dict_attr_get(obj, str_events, op->key, &d, &x))
-            return -1;
-        level = level_of(d, (uint64_t)inten_ll, op->key, nv);
-        if (level < 0)
-            goto out;
-        if (level != line) {
-            rc = 1;
-            goto out;
-        }
-        rc = PyDict_SetItem(d, op->key, nv ? int_one : int_zero);
-        goto out;
-    }
-    case W_INTENSET:
-    case W_INTENCLR:
-    case W_INTEN: {
-        if (attr_ll(obj, str_inten, &inten_ll) || line_of(obj, &line))
-            return -1;
-        uint64_t old = (uint64_t)inten_ll, v32 = value & 0xFFFFFFFFu;
-        uint64_t nw = op->kind == W_INTENSET ? (old | v32)
-                    : op->kind == W_INTENCLR ? (old & ~v32) : v32;
-        if ((old ^ nw) & op->slow_bits)
-            return 1;
-        d = PyObject_GetAttr(obj, str_events);
-        if (d == NULL)
-            return -1;
-        if (!PyDict_Check(d)) {
-            PyErr_SetString(PyExc_TypeError, "events is not a dict");
-            goto out;
-        }
-        level = level_of(d, nw, NULL, 0);
-        if (level < 0)
-            goto out;
-        if (level != line) {
-            rc = 1;
-            goto out;
-        }
-        rc = set_attr_u32(obj, str_inten, nw);
-        goto out;
-    }
     case W_VALUE: {
         if (dict_attr_get(obj, str_values, op->key, &d, &x))
             return -1;
@@ -1774,8 +1676,7 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         return NULL;
     struct { PyObject **p; const char *s; } names[] = {
         {&str_base_ticks, "_cycle_base_ticks"}, {&str_base_cycles, "_cycle_base"},
-        {&str_now, "now"}, {&str_values, "values"}, {&str_events, "events"},
-        {&str_inten, "inten"}, {&str_line, "irq_line_level"}, {&str_kind, "kind"},
+        {&str_now, "now"}, {&str_values, "values"}, {&str_kind, "kind"},
         {&str_obj, "obj"}, {&str_args, "args"}, {&str_timed, "timed"}, {&str_mask, "mask"},
         {&str_slow_bits, "slow_bits"}, {&str_guard, "guard"}, {&str_cells_attr, "_cells"},
         {&str_native_cells, "NATIVE_CELLS"}, {&str_inten_name, "inten"},
@@ -1784,10 +1685,6 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
             return NULL;
-    int_zero = PyLong_FromLong(0);
-    int_one = PyLong_FromLong(1);
-    if (!int_zero || !int_one)
-        return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL)
         return NULL;
