@@ -53,10 +53,13 @@ class SpiBus:
             self._selected[id(device)] = sel
             device.select(sel)
 
-    def streamable(self) -> bool:
-        """One device is selected and it takes bytes as a stream right now
-        (its ``stream_ready()``: each byte answered 0xFF, nothing else done
-        that depends on when it arrives)."""
+    def streamable(self):
+        """Whether the bytes now may go to the selected device as a stream,
+        and what it answers: False (not now); True (each byte answered 0xFF:
+        its ``stream_ready()``); or bytes, the answers to the next bytes, at
+        most that many (its ``stream_answers()``).  Streamable means exactly
+        one device is selected and nothing it does depends on when a byte
+        arrives."""
         one = None
         selected = self._selected
         for dev, _pin in self.devices:
@@ -65,7 +68,14 @@ class SpiBus:
                     return False
                 one = dev
         ready = getattr(one, "stream_ready", None)
-        return ready is not None and ready()
+        if ready is not None and ready():
+            return True
+        answers = getattr(one, "stream_answers", None)
+        if answers is not None:
+            a = answers()
+            if a:
+                return a
+        return False
 
     def stream(self, data: bytes) -> None:
         """Bytes a streaming master completed (streamable() was true for each):

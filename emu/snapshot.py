@@ -103,7 +103,7 @@ SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "emu.gdbstub", "emu.bridge", "em
 VALUE_CLASSES = {"emu.softdevice.Attribute"}
 # Attributes that are structure, not state, even though they hold plain data.
 SKIP_ATTRS = {
-    "emu.cpu.cortexm.CortexM": {"regions", "_flash_regions", "_div_hooks", "_sev_hooks",
+    "emu.cpu.cortexm.CortexM": {"regions", "_flash_regions", "_div_hooks", "_div_armed", "_sev_hooks",
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
                                 "_flash_guard"},
     "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file

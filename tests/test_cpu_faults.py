@@ -28,6 +28,17 @@ def test_no_escalation_is_detected(run_firmware, monkeypatch):
     assert "FAIL escalated to HardFault" in m.console_text()
 
 
+def test_division_translated_before_div0_trp_is_detected(run_firmware, monkeypatch):
+    """Divisions are hooked only once CCR.DIV_0_TRP is set: if the code
+    translated before were not re-translated then, divide() would not trap."""
+    from emu.cpu import cortexm
+    monkeypatch.setattr(cortexm.CortexM, "arm_div_trap", lambda self: None)
+    m, r = run_firmware("cpu_faults", ms=10)
+    text = m.console_text()
+    assert "FAIL DIV_0_TRP: the division translated before traps" in text
+    assert "PASS DIV_0_TRP: UsageFault" in text      # a division after the store still traps
+
+
 def test_fault_in_hardfault_locks_up(run_firmware):
     m, r = run_firmware("cpu_lockup", ms=10)
     assert r.reason == "lockup"

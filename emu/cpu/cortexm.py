@@ -124,7 +124,8 @@ class CortexM:
         self.on_exception: list = []  # callbacks(exc, entering: bool)
         self.on_sleep: list = []      # callbacks(asleep: bool) when WFI/WFE sleep starts/ends
         self._sleeping = False
-        self._div_hooks: dict = {}
+        self._div_hooks: dict = {}    # SDIV/UDIV address -> divisor register (hooked)
+        self._div_armed = False       # hooks on divisions exist (CCR.DIV_0_TRP was set)
         self._sev_hooks: dict = {}
         self._cycle_base_ticks = 0
         self._cycle_base = 0
@@ -835,13 +836,22 @@ class CortexM:
     def _special_hooks(self, code: bytes, addr: int, size: int) -> None:
         added = False
         md = self.cost_model.md
+        stored = False
         for insn in md.disasm(code, addr):
             mn = insn.mnemonic.split(".")[0]
+            stored = stored or mn.startswith("st")
             if mn == "sev" and insn.address not in self._sev_hooks:
                 self._sev_hooks[insn.address] = self.uc.hook_add(
                     UC_HOOK_CODE, self._hook_sev, begin=insn.address, end=insn.address)
                 added = True
-            elif mn in ("sdiv", "udiv") and insn.address not in self._div_hooks:
+            # A division needs its hook (a zero divisor traps) only while
+            # CCR.DIV_0_TRP is set; with it clear the result is 0, as Unicorn
+            # gives on its own.  Until the bit is first set only divisions
+            # after a store in their block are hooked (the store may be the
+            # one that sets it, and the block runs on before arm_div_trap's
+            # stop); arm_div_trap() then re-translates everything.
+            elif (mn in ("sdiv", "udiv") and (self._div_armed or stored)
+                  and insn.address not in self._div_hooks):
                 rm = insn.operands[-1].reg
                 rid = _capstone_to_uc_reg(rm)
                 self._div_hooks[insn.address] = rid
@@ -850,6 +860,21 @@ class CortexM:
                 added = True
         if added:
             self.uc.ctl_remove_cache(addr, addr + size)
+
+    def arm_div_trap(self) -> None:
+        """CCR.DIV_0_TRP is set: from now on every SDIV/UDIV is checked for a
+        zero divisor (translated code is dropped so that each division met
+        again gets its hook).  Called between slices: after the slice in
+        which the SCS saw CCR written (it asks for the stop; dropping the
+        code that is running from inside its MMIO callback would not be
+        safe), and by run() (a snapshot may restore CCR with the bit set)."""
+        if self._div_armed or self.profile != "m4":
+            return
+        self._div_armed = True
+        for (start, end, kind, _n) in self.regions:
+            if kind != "mmio":
+                self.uc.ctl_remove_cache(start, end)
+        self.counter.clear()
 
     def invalidate_code(self, start: int, end: int) -> None:
         """Forget translated code and costs (after flash/RAM code changes)."""
@@ -921,6 +946,8 @@ class CortexM:
         uc = self.uc
         self.stop_reason = None
         self._running = True
+        if self.ccr & 0x10 and not self._div_armed:
+            self.arm_div_trap()
         try:
             while True:
                 clock.run_due()
@@ -995,6 +1022,8 @@ class CortexM:
         cs = self.cs
         uc = self.uc
         trap = self._trap
+        if self.ccr & 0x10 and not self._div_armed:
+            self.arm_div_trap()
         if cs.reason == cyc.REASON_MISS and trap is None and err is None:
             self._cost_block(cs.miss_addr, cs.miss_size)
             return

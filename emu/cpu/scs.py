@@ -247,6 +247,8 @@ class SystemControlSpace:
             return
         if off == 0xD14:
             cpu.ccr = (merged(cpu.ccr) & 0x31B) | 0x200 if m4 else cpu.ccr
+            if cpu.ccr & 0x10 and not cpu._div_armed:
+                cpu.request_stop()      # divisions get their hooks (arm_div_trap)
             return
         if 0xD18 <= off <= 0xD20:
             for i in range(4):

@@ -195,6 +195,25 @@ class Xt25f32:
             log.info("%s: command %#04x not modelled (ignored)", self.name, c)
         return 0xFF
 
+    STREAM_CHUNK = 4096
+
+    def stream_answers(self) -> bytes:
+        """During READ/FAST_READ's data phase the answers are the array's next
+        bytes, whatever is sent: up to STREAM_CHUNK of them (not past the end,
+        where the address wraps), for a master that streams (buses.SpiBus).
+        Empty in any other state."""
+        c = self._cmd
+        if ((c != READ and c != FAST_READ) or self.deep_power_down or self.wip
+                or len(self._buf) < (3 if c == READ else 4)):
+            return b""
+        a = self._addr
+        return bytes(self.data[a:a + self.STREAM_CHUNK])
+
+    def stream(self, data: bytes) -> None:
+        """transfer() of each byte, for bytes sent while stream_answers() gave
+        at least that many: the read address moves on."""
+        self._addr = (self._addr + len(data)) % SIZE
+
     # ------------------------------------------------------------- private
     def _execute_on_cs_high(self) -> None:
         c, buf = self._cmd, self._buf

@@ -140,12 +140,16 @@ class Spi(NrfPeripheral):
     def _stream_update(self) -> None:
         """Stream while nothing but the CPU's polling can see a byte complete:
         no READY interrupt, no PPI, and a device that takes a byte stream with
-        a constant answer (checked again at every Python access)."""
+        answers known in advance (checked again at every Python access)."""
         bus = self.spi_bus
-        if (self._streams is None or self.inten or self.event_listeners or bus is None
-                or not bus.streamable()):
+        if self._streams is None or self.inten or self.event_listeners or bus is None:
             self._streaming = 0
             return
+        mode = bus.streamable()
+        if mode is False:
+            self._streaming = 0
+            return
+        self._cells.set_answers(None if mode is True else mode)
         self._byte_ticks = self._byte_time()
         self._streaming = 1
 

@@ -75,6 +75,10 @@ typedef struct {
     unsigned char *pend;
     Py_ssize_t pend_n, pend_cap;
     long long last_txd;  /* the last TXD written in C, or -1 */
+    /* the device's answers to the next bytes (bytes, NULL: 0xFF to each) and
+     * how many of them the queued bytes used */
+    PyObject *answers;
+    Py_ssize_t ans_i;
 } Cells;
 
 static PyTypeObject CellsType;
@@ -261,6 +265,8 @@ static PyObject *Cells_take_pending(Cells *c, PyObject *noargs) {
     long long last = c->last_txd;
     c->pend_n = 0;
     c->last_txd = -1;
+    Py_CLEAR(c->answers);
+    c->ans_i = 0;
     PyObject *r = Py_BuildValue("(NL)", b, last);
     return r;
 }
@@ -272,7 +278,21 @@ static int Cells_init(Cells *c, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+/* set_answers(bytes or None): what the device answers to the next bytes
+ * streamed (None: 0xFF to each, without limit); streaming stops (the model
+ * takes over) when they run out.  Cleared by take_pending(). */
+static PyObject *Cells_set_answers(Cells *c, PyObject *a) {
+    if (a != Py_None && !PyBytes_Check(a)) {
+        PyErr_SetString(PyExc_TypeError, "answers must be bytes or None");
+        return NULL;
+    }
+    Py_XSETREF(c->answers, a == Py_None ? NULL : Py_NewRef(a));
+    c->ans_i = 0;
+    Py_RETURN_NONE;
+}
+
 static void Cells_dealloc(Cells *c) {
+    Py_CLEAR(c->answers);
     PyMem_RawFree(c->pend);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
@@ -283,6 +303,8 @@ static PyObject *Cells_level(Cells *c, PyObject *noargs) {
 
 static PyMethodDef Cells_methods[] = {
     {"level", (PyCFunction)Cells_level, METH_NOARGS, "any(event & INTEN bit): the line's level"},
+    {"set_answers", (PyCFunction)Cells_set_answers, METH_O,
+     "set_answers(bytes or None): the device's answers to the next streamed bytes"},
     {"take_pending", (PyCFunction)Cells_take_pending, METH_NOARGS,
      "(bytes completed in C and not yet given to the device, last TXD or -1)"},
     {"keys", (PyCFunction)Cells_keys, METH_NOARGS, "event offsets"},
@@ -833,10 +855,12 @@ static int cells_write(Cells *c, COp *op, uint64_t value) {
 
 /* -- Streams ----------------------------------------------------------------
  *
- * The legacy SPI shifting pixel data to the display: TXD, READY, RXD for
- * every byte.  While its model has put it in streaming mode (cell 6 = 1: no
- * READY interrupt, no PPI, and the selected device takes a byte stream with
- * a constant answer, e.g. the ST7789 in RAMWR), C does the model's work for
+ * The legacy SPI shifting pixel data to the display or reading the NOR:
+ * TXD, READY, RXD for every byte.  While its model has put it in streaming
+ * mode (cell 6 = 1: no READY interrupt, no PPI, and the selected device takes
+ * a byte stream whose answers are known in advance: 0xFF from the ST7789 in
+ * RAMWR, the next bytes of the array from the NOR in READ, given with
+ * set_answers() and streaming stops when they run out), C does the model's work for
  * those registers (cells: 0 shifting byte or -1, 1 TXD buffer or -1, 2 due
  * tick, 3 RXD FIFO fill, 4-5 FIFO, 6 streaming, 7 ticks per byte) and queues
  * the completed bytes in the Cells.  Any entry into Python from an MMIO
@@ -945,6 +969,12 @@ static int stream_complete(Cells *c, long long now) {
     while (c->cell[S_SHIFT] >= 0 && now >= c->cell[S_DUE]) {
         if (c->cell[S_RXN] >= 2)
             return 1;
+        int answer = 0xFF;                          /* the stream's answer */
+        if (c->answers != NULL) {
+            if (c->ans_i >= PyBytes_GET_SIZE(c->answers))
+                return 1;                           /* known answers used up */
+            answer = (unsigned char)PyBytes_AS_STRING(c->answers)[c->ans_i];
+        }
         if (c->pend_n == c->pend_cap) {
             Py_ssize_t cap = c->pend_cap ? 2 * c->pend_cap : 4096;
             unsigned char *p = PyMem_RawRealloc(c->pend, (size_t)cap);
@@ -955,7 +985,9 @@ static int stream_complete(Cells *c, long long now) {
         }
         c->pend[c->pend_n++] = (unsigned char)c->cell[S_SHIFT];
         c->cell[S_SHIFT] = -1;
-        c->cell[S_RX0 + c->cell[S_RXN]] = 0xFF;     /* the stream's answer */
+        if (c->answers != NULL)
+            c->ans_i++;
+        c->cell[S_RX0 + c->cell[S_RXN]] = answer;
         c->cell[S_RXN]++;
         if (c->cell[S_TXBUF] >= 0) {               /* back to back on the wire */
             c->cell[S_SHIFT] = c->cell[S_TXBUF];
