@@ -188,3 +188,33 @@ def test_spi_stream_that_loses_bytes_is_seen(fw, native_bus, monkeypatch):
     monkeypatch.setattr(St7789, "stream", orig)
     m2 = _display_run(fw, True)
     assert m1.board.screen().tobytes() != m2.board.screen().tobytes()
+
+
+def _flash_run(fw, pure, tmp_path):
+    path = str(tmp_path / ("pure.bin" if pure else "native.bin"))
+    m = Machine(fw("pinetime_flash"), board="pinetime", flash_file=path, pure_python=pure)
+    r = m.run(ms=1000)
+    return m, r
+
+
+def test_spi_streams_nor_reads_exactly(fw, native_bus, tmp_path):
+    """NOR reads stream in C (the XT25F32 answers the next bytes of its array
+    in advance, up to a chunk): the firmware's long read checks its data, and
+    the run ends exactly as on the pure-Python path."""
+    m1, r1 = _flash_run(fw, False, tmp_path)
+    m2, r2 = _flash_run(fw, True, tmp_path)
+    assert_firmware_passed(m1, r1, min_passes=7)
+    rxd = m1.soc.bus.access_stats()[(0x40003000, 0x518)]
+    assert rxd[0] > 4500           # the long read streamed (status polls go to the model)
+    assert (m1.cpu.cycles, m1.clock.now, m1.console_text()) == \
+        (m2.cpu.cycles, m2.clock.now, m2.console_text())
+    assert m1.board.flash.data == m2.board.flash.data
+
+
+def test_nor_stream_that_loses_its_place_is_seen(fw, native_bus, tmp_path, monkeypatch):
+    """Companion: a hand-over that does not move the NOR's read address on
+    fails the firmware's long read."""
+    from emu.devices.xt25f32 import Xt25f32
+    monkeypatch.setattr(Xt25f32, "stream", lambda self, data: None)
+    m, r = _flash_run(fw, False, tmp_path)
+    assert "FAIL nor_long_read" in m.console_text()
