@@ -778,6 +778,10 @@ def apply_state(machine, state: dict, blob) -> None:
     clock.now = c["now"]
     clock._seq = c["seq"]
     clock._clean()
+    # ops that carry state in their arguments (the DWT's CYCCNT base) are
+    # resolved again from the restored models
+    for model in machine.soc.bus.slots.values():
+        model.ops_changed()
 
 
 def audit(machine) -> list:

@@ -31,3 +31,31 @@ def test_wrong_branch_cost_is_detected(run_firmware, monkeypatch):
     m, r = run_firmware("cpu_dwt", ms=100)
     got = cpi(m)
     assert got["subs_bne"] != pytest.approx(TRM["subs_bne"], rel=0.10)
+
+
+def test_cyccnt_op_matches_the_pure_path(fw):
+    """CYCCNT is an op of the DWT page (a CYCLES op while it counts, a CONST
+    op with the frozen value while stopped), served in C on the native path:
+    the run ends exactly as on the pure-Python path."""
+    from emu import Machine
+    runs = []
+    for pure in (False, True):
+        m = Machine(fw("cpu_dwt"), board="nrf52832", pure_python=pure)
+        r = m.run(ms=100)
+        assert_firmware_passed(m, r, min_passes=7)
+        runs.append((m.cpu.cycles, m.clock.now, m.console_text()))
+        if not pure:
+            reads = m.soc.bus.access_stats()[(0xE0001000, 0x004)]
+            assert reads[0] > 100 and reads[1] == 0      # all by the op
+    assert runs[0] == runs[1]
+
+
+def test_stale_cyccnt_op_is_detected(fw, monkeypatch):
+    """Companion: if DWT writes did not re-resolve the op (its base), the
+    counter would not go on from a written value."""
+    from emu import Machine
+    from emu.cpu.scs import DwtPage
+    monkeypatch.setattr(DwtPage, "ops_changed", lambda self: None)
+    m = Machine(fw("cpu_dwt"), board="nrf52832")
+    m.run(ms=100)
+    assert "FAIL CYCCNT" in m.console_text()

@@ -23,6 +23,8 @@ from typing import Optional
 from emu.cpu.cortexm import (BUSFAULT, HARDFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK,
                              USAGEFAULT, CortexM)
 
+from emu.soc.ops import R_CONST, R_CYCLES, Op
+
 log = logging.getLogger("emu.cpu.scs")
 
 SCS_BASE = 0xE000E000
@@ -46,8 +48,15 @@ class SystemControlSpace:
         self.itm_tcr = 0
 
     def map(self) -> None:
+        """SCS, ITM and FPB through Python callbacks; the DWT page is mapped by
+        the SoC on its peripheral bus (``self.dwt``), where CYCCNT is an op."""
         self.cpu.map_mmio(SCS_BASE, 0x1000, "SCS", self._scs_read, self._scs_write)
-        self.cpu.map_mmio(ITM_BASE, 0x3000, "ITM/DWT/FPB", self._dbg_read, self._dbg_write)
+        self.cpu.map_mmio(ITM_BASE, 0x1000, "ITM", self._dbg_read, self._dbg_write)
+        self.cpu.map_mmio(DWT_BASE + 0x1000, 0x1000, "FPB",
+                          lambda uc, off, size, ud: self._dbg_read(uc, off + 0x2000, size, ud),
+                          lambda uc, off, size, value, ud:
+                          self._dbg_write(uc, off + 0x2000, size, value, ud))
+        self.dwt = DwtPage(self)
 
     def _unknown(self, base: int, off: int, what: str) -> None:
         key = (base, off)
@@ -386,9 +395,11 @@ class SystemControlSpace:
                     cpu._cyccnt_base = (cpu.cs.cycles - was) & ((1 << 64) - 1)
                 else:
                     cpu._cyccnt_frozen = was
+                self.dwt.ops_changed()
             elif off == 0x1004:
                 cpu._cyccnt_frozen = value & 0xFFFFFFFF
                 cpu._cyccnt_base = cpu.cs.cycles - (value & 0xFFFFFFFF)
+                self.dwt.ops_changed()
             else:
                 self._unknown(ITM_BASE, off, "write")
                 self.storage[("dbg", off)] = value
@@ -410,3 +421,44 @@ def _bit_indices(bits: int):
             yield i
         bits >>= 1
         i += 1
+
+
+class DwtPage:
+    """The DWT's 4 KiB page (0xE0001000) as a peripheral-bus model: reads and
+    writes go to the SCS's ITM/DWT handlers; CYCCNT is a CYCLES op while the
+    counter runs and a CONST op (its frozen value) while it is stopped
+    (emu/soc/ops.py), so a loop on it (InfiniTime's TWI driver polls it as a
+    timeout around every transfer, 0.8 M reads in its first second) reads
+    it in C without Python.  The op's base is re-read after every DWT write
+    and snapshot restore (``ops_changed``)."""
+
+    def __init__(self, scs: SystemControlSpace):
+        self.scs = scs
+        self.cpu = scs.cpu
+        self.name = "DWT"
+        self.on_ops_changed = None     # set by the bus
+
+    def read(self, offset: int, size: int = 4) -> int:
+        return self.scs._dbg_read(None, 0x1000 + (offset & ~3), 4, None)   # the word
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        self.scs._dbg_write(None, 0x1000 + (offset & ~3), 4, value, None)
+
+    def read_op(self, offset: int):
+        cpu = self.cpu
+        if offset != 0x004:
+            return None
+        if self.scs.v6m:
+            return Op(R_CONST, self, (0,))
+        if cpu.dwt_ctrl & 1:
+            return Op(R_CYCLES, self, (cpu._cyccnt_base,))
+        # stopped: the frozen value (InfiniTime's TWI driver polls it as a
+        # timeout without ever starting the counter)
+        return Op(R_CONST, self, (cpu._cyccnt_frozen,))
+
+    def write_op(self, offset: int):
+        return None
+
+    def ops_changed(self) -> None:
+        if self.on_ops_changed is not None:
+            self.on_ops_changed()

@@ -353,6 +353,7 @@ static PyTypeObject CellsType = {
 enum {
     K_UNKNOWN = 0, K_GENERIC = 1,
     R_CALL = 2, R_VALUE = 3, R_EVENT = 4, R_ATTR = 5, R_CONST = 6, R_COUNTER = 7,
+    R_CYCLES = 8,
     W_EVENT = 20, W_INTENSET = 21, W_INTENCLR = 22, W_INTEN = 23, W_VALUE = 24, W_TXD = 25,
 };
 enum { MODE_RW = 0, MODE_W1S = 1, MODE_W1C = 2 };
@@ -379,6 +380,7 @@ typedef struct {
     int bit;                 /* event index (offset - 0x100) / 4 */
     int ci[4];               /* COUNTER: cell indices of running, base_time, period, base_value */
     int stream;              /* an access of a streaming serial master (see Streams) */
+    uint64_t base64;         /* CYCLES: the cycle count at which the value was 0 */
 } COp;
 
 typedef struct {
@@ -397,6 +399,8 @@ typedef struct {
     COp *rops, *wops;                  /* NOFF each, filled on first use */
     struct StreamSet *streams;         /* this machine's streaming masters, or NULL */
     uint64_t *stat;                    /* NOFF x 4: native reads, model reads, native writes, model writes */
+    uint16_t *used;                    /* the ops resolved (index, | NOFF for writes): */
+    int nused;                         /* flush and GC visit only these */
 } Slot;
 
 static PyObject *str_base_ticks, *str_base_cycles, *str_now, *str_values, *str_kind,
@@ -606,6 +610,13 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         goto bad;
     if (kind == R_COUNTER && n < 4)
         goto bad;
+    if (kind == R_CYCLES) {
+        if (n < 1)
+            goto bad;
+        op->base64 = PyLong_AsUnsignedLongLongMask(op->a[0]);
+        if (PyErr_Occurred())
+            goto fail;
+    }
     if (kind == R_CONST || kind == W_VALUE) {
         if (n < 1)
             goto bad;
@@ -624,6 +635,7 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     }
     switch (kind) {
     case R_CALL: case R_VALUE: case R_EVENT: case R_ATTR: case R_CONST: case R_COUNTER:
+    case R_CYCLES:
         if (is_write) goto bad;
         break;
     case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN: case W_VALUE: case W_TXD:
@@ -638,6 +650,10 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     Py_DECREF(args);
     Py_DECREF(guard);
     Py_DECREF(r);
+    if (op->kind == R_CYCLES) {
+        op->nogil = s->cycles != NULL;
+        return 0;
+    }
     return op_bind_cells(op, offset);
 bad:
     PyErr_Format(PyExc_ValueError, "bad %s op at +%#llx", is_write ? "write" : "read",
@@ -720,7 +736,7 @@ static int exec_read(Slot *s, COp *op, uint64_t *v) {
     int g = guard_hit(s, op);
     if (g)
         return g;
-    if (op->cells != NULL && op->kind != R_CALL)
+    if ((op->cells != NULL && op->kind != R_CALL) || op->kind == R_CYCLES)
         return cells_read(s, op, v, 1);
     PyObject *obj = op->obj, *d = NULL, *x = NULL;
     switch (op->kind) {
@@ -799,6 +815,11 @@ static inline int in_slice(Slot *s) {
 static int cells_read(Slot *s, COp *op, uint64_t *v, int gil) {
     Cells *c = op->cells;
     switch (op->kind) {
+    case R_CYCLES:                        /* the DWT's CYCCNT: no Cells, the counter */
+        if (s->cycles == NULL)
+            return 1;                     /* the model */
+        *v = (uint32_t)(*s->cycles - op->base64);
+        return 0;
     case R_EVENT:
         *v = (c->bits >> op->bit) & 1;
         return 0;
@@ -1045,10 +1066,14 @@ static int stream_access(Slot *s, COp *op, int is_write, uint64_t value, uint64_
 
 static COp *slot_op(Slot *s, uint64_t offset, int is_write) {
     COp *op = &(is_write ? s->wops : s->rops)[offset >> 2];
-    if (op->kind == K_UNKNOWN && op_resolve(s, op, offset, is_write)) {
-        report(s, NULL);         /* a broken op declaration: use the model */
-        op_clear(op);
-        op->kind = K_GENERIC;
+    if (op->kind == K_UNKNOWN) {
+        if (op_resolve(s, op, offset, is_write)) {
+            report(s, NULL);     /* a broken op declaration: use the model */
+            op_clear(op);
+            op->kind = K_GENERIC;
+        }
+        if (s->nused < 2 * NOFF)  /* after resolving: it may have flushed */
+            s->used[s->nused++] = (uint16_t)((offset >> 2) | (is_write ? NOFF : 0));
     }
     return op;
 }
@@ -1181,12 +1206,16 @@ out:
     PyGILState_Release(g);
 }
 
+static inline COp *used_op(Slot *s, int i) {
+    int u = s->used[i];
+    return u & NOFF ? &s->wops[u & (NOFF - 1)] : &s->rops[u];
+}
+
 static void slot_flush(Slot *s) {
     if (s->rops != NULL)
-        for (int i = 0; i < NOFF; i++) {
-            op_clear(&s->rops[i]);
-            op_clear(&s->wops[i]);
-        }
+        for (int i = 0; i < s->nused; i++)
+            op_clear(used_op(s, i));
+    s->nused = 0;
 }
 
 static int Slot_init(Slot *self, PyObject *args, PyObject *kwds) {
@@ -1219,7 +1248,8 @@ static int Slot_init(Slot *self, PyObject *args, PyObject *kwds) {
         self->rops = PyMem_Calloc(NOFF, sizeof(COp));
         self->wops = PyMem_Calloc(NOFF, sizeof(COp));
         self->stat = PyMem_Calloc(NOFF * 4, sizeof(uint64_t));
-        if (!self->rops || !self->wops || !self->stat) {
+        self->used = PyMem_Calloc(2 * NOFF, sizeof(uint16_t));
+        if (!self->rops || !self->wops || !self->stat || !self->used) {
             PyErr_NoMemory();
             return -1;
         }
@@ -1249,14 +1279,12 @@ static int Slot_traverse(Slot *self, visitproc visit, void *arg) {
     Py_VISIT(self->cpu);
     Py_VISIT(self->clock);
     if (self->rops != NULL)
-        for (int i = 0; i < NOFF; i++) {
-            COp *ops[2] = {&self->rops[i], &self->wops[i]};
-            for (int j = 0; j < 2; j++) {
-                Py_VISIT(ops[j]->obj);
-                Py_VISIT((PyObject *)ops[j]->cells);
-                for (int k = 0; k < 4; k++)
-                    Py_VISIT(ops[j]->a[k]);
-            }
+        for (int i = 0; i < self->nused; i++) {
+            COp *op = used_op(self, i);
+            Py_VISIT(op->obj);
+            Py_VISIT((PyObject *)op->cells);
+            for (int k = 0; k < 4; k++)
+                Py_VISIT(op->a[k]);
         }
     return 0;
 }
@@ -1282,6 +1310,7 @@ static void Slot_dealloc(Slot *self) {
     PyMem_Free(self->rops);
     PyMem_Free(self->wops);
     PyMem_Free(self->stat);
+    PyMem_Free(self->used);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -187,6 +187,8 @@ class Nrf52832:
         # force_python_counter: the whole pure-Python path (counter, bus, registers)
         self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a),
                                  native=False if force_python_counter else None)
+        from emu.cpu.scs import DWT_BASE
+        self.bus.attach(DWT_BASE, self.scs.dwt)     # CYCCNT as an op (see DwtPage)
         self.peripherals: dict = {}
         from emu.buses import I2cBus, SpiBus
         self.spi_bus = [SpiBus(f"spi{i}") for i in range(self.NUM_SPI_BUSES)]

@@ -22,7 +22,8 @@ Kinds.  Reads: ``CALL`` (``fn(offset)``, a model method), ``VALUE``
 (``obj.values[offset]``), ``EVENT`` (``obj.events[offset]``), ``ATTR``
 (``getattr(obj, name)``), ``CONST`` and ``COUNTER`` (a counter computed from
 the time, ``base_value + (now - base_time) // period`` masked, 0 increments
-before the first period and while not running: the RTC).  Writes: ``EVENT``
+before the first period and while not running: the RTC), ``CYCLES`` (the
+CPU's cycle counter less a base: the DWT's CYCCNT).  Writes: ``EVENT``
 (clear/set an event register), ``INTENSET``/``INTENCLR``/``INTEN``, and
 ``VALUE`` (store a plain register through its mask, RW/W1S/W1C).
 
@@ -112,13 +113,13 @@ def cell_property(index: int, doc: str = ""):
 
 
 # kinds (the numbers are shared with _mmio.c)
-R_CALL, R_VALUE, R_EVENT, R_ATTR, R_CONST, R_COUNTER = 2, 3, 4, 5, 6, 7
+R_CALL, R_VALUE, R_EVENT, R_ATTR, R_CONST, R_COUNTER, R_CYCLES = 2, 3, 4, 5, 6, 7, 8
 W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE, W_TXD = 20, 21, 22, 23, 24, 25
 # W_VALUE access modes
 MODE_RW, MODE_W1S, MODE_W1C = 0, 1, 2
 
 READ_KINDS = {R_CALL: "call", R_VALUE: "value", R_EVENT: "event", R_ATTR: "attr",
-              R_CONST: "const", R_COUNTER: "counter"}
+              R_CONST: "const", R_COUNTER: "counter", R_CYCLES: "cycles"}
 WRITE_KINDS = {W_EVENT: "event", W_INTENSET: "intenset", W_INTENCLR: "intenclr",
                W_INTEN: "inten", W_VALUE: "value", W_TXD: "txd"}
 
@@ -128,6 +129,8 @@ class Op:
 
     ``args`` by kind: CALL ``(fn,)``; ATTR ``(name,)``; CONST ``(value,)``;
     COUNTER ``(running, base_time, period, base_value)`` attribute names;
+    CYCLES ``(base,)``: the CPU's cycle count less ``base``, 32 bits (``obj``
+    has ``cpu``; the DWT's CYCCNT while it counts);
     W_VALUE ``(mode,)``.  ``mask``: COUNTER's wrap mask, W_VALUE's writable
     bits.  ``slow_bits``: INTEN* bits whose change goes to the model.
     """
@@ -206,6 +209,11 @@ def py_reader(op: Op, clock, generic: Callable[[int], int]) -> Callable[[int], i
             if not getattr(p, running) or t < bt + per:
                 return getattr(p, base_value)
             return (getattr(p, base_value) + (t - bt) // per) & mask
+    elif kind == R_CYCLES:
+        base, cs = op.args[0], p.cpu.cs
+
+        def inner(off):
+            return (cs.cycles - base) & 0xFFFFFFFF
     else:
         raise ValueError(f"not a read op: {op!r}")
     if op.guard is None:

@@ -59,7 +59,22 @@ int main(void) {
     a = DWT_CYCCNT;
     for (volatile int i = 0; i < 10; i++) ;
     CHECK_EQ("CYCCNT frozen when CYCCNTENA=0", DWT_CYCCNT, a);
+    /* a write while stopped reads back, and the count goes on from it */
+    DWT_CYCCNT = 0x12345678u;
+    CHECK_EQ("CYCCNT written while stopped", DWT_CYCCNT, 0x12345678u);
     DWT_CTRL |= 1;
+    for (volatile int i = 0; i < 10; i++) ;
+    b = DWT_CYCCNT;
+    CHECK("CYCCNT counts on from the written value", b > 0x12345678u + 20 && b < 0x12345678u + 2000);
+    /* a write while running: the count restarts from it */
+    DWT_CYCCNT = 1000;
+    for (volatile int i = 0; i < 10; i++) ;
+    b = DWT_CYCCNT;
+    CHECK("CYCCNT counts on from a write while running", b > 1020 && b < 3000);
+    /* a timeout loop on a running counter (a driver's wait with a timeout) */
+    uint32_t t0 = DWT_CYCCNT, polls = 0;
+    while (DWT_CYCCNT - t0 < 5000) polls++;
+    CHECK("CYCCNT timeout loop ends", polls > 100);
     uint32_t base = measure(empty);
     report("subs_bne", measure(loop_subs_bne), base);
     report("alu", measure(loop_alu), base);
