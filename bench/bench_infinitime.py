@@ -69,7 +69,7 @@ def face_drawn(m) -> bool:
 
 def screen_off(m) -> bool:
     d = m.board.display
-    return d.sleeping or not d.display_on or m.board.backlight.level() == 0
+    return d.sleeping or not d.display_on or m.board.backlight.level == 0
 
 
 def one_run(path: str, idle_s: float, probe: bool = False):

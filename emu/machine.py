@@ -148,6 +148,14 @@ class Machine:
     # time and running
     # ------------------------------------------------------------------
     @property
+    def air(self):
+        """The 2.4 GHz air the RADIO sends on and listens to (emu/air.py), or
+        None on a chip without one.  Host-side BLE devices attach here
+        (emu/ble.py's Scanner)."""
+        radio = self.soc.peripherals.get("radio")
+        return getattr(radio, "air", None)
+
+    @property
     def time(self) -> float:
         """Emulated seconds since power-on."""
         return self.clock.now / TICKS_PER_SECOND

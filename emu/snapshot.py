@@ -118,6 +118,7 @@ SKIP_ATTRS = {
     "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events"},   # saved apart
     "emu.soc.bus.PeripheralBus": {"streams"},          # C wiring; the SPIs save their bytes
     "emu.peripherals.spi.Spi": {"_streams"},           # the same StreamSet
+    "emu.peripherals.radio.Radio": {"air", "_due", "_tx", "_rx", "_inbound"},  # save_model_state
 }
 
 

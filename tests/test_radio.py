@@ -1,0 +1,66 @@
+"""The RADIO at the packet level (emu/peripherals/radio.py) on the emulated air
+(emu/air.py), driven by firmware/tests/periph_radio.c the way a BLE
+controller drives it, with the host-side scanner (emu/ble.py) as its peer."""
+import pytest
+
+from conftest import assert_firmware_passed
+from emu import Machine
+from emu.air import US, Packet, channel_freq, crc24
+from emu.ble import ADV_AA, ADV_CRCINIT, Scanner, parse_ad
+
+
+def _run(fw, monkeypatch=None, **kw):
+    m = Machine(fw("periph_radio"), board="nrf52832", **kw)
+    sc = Scanner(m.air)
+    assert m.run_until(lambda: "LISTEN38" in m.console_text(), timeout_ms=200)
+    # a packet with a bad CRC on channel 38, 100 us from now
+    start = m.clock.now + 100 * US
+    pdu = bytes([0x42, 6]) + bytes(6)
+    m.air.send(Packet(start, start + (1 + 4 + 8 + 3) * 8 * US, channel_freq(38), 3, ADV_AA, pdu,
+                      crc24(pdu, ADV_CRCINIT) ^ 1, 38 | 0x40, "test"))
+    r = m.run(ms=50)
+    return m, r, sc
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_radio_advertises_receives_and_answers(fw, pure):
+    m, r, sc = _run(fw, pure_python=pure)
+    assert_firmware_passed(m, r, min_passes=20)
+    dev = sc.devices["c6:55:44:33:22:11"]
+    assert dev.pdu_type == "ADV_IND" and dev.adverts == 1 and dev.channels == {37}
+    assert parse_ad(dev.adv_data) == [(0x01, b"\x06")]
+    assert dev.name == "emu" and dev.responses == 1          # the SCAN_RSP came back
+    kinds = [(p.sender, p.channel, p.pdu[0] & 0xF) for p in m.air.log]
+    assert kinds == [("watch", 37, 0), ("scanner", 37, 3), ("watch", 37, 4), ("test", 38, 2)]
+
+
+def test_radio_runs_are_deterministic(fw):
+    a, _, _ = _run(fw)
+    b, _, _ = _run(fw)
+    assert [tuple(p) for p in a.air.log] == [tuple(p) for p in b.air.log]
+    assert (a.cpu.cycles, a.clock.now) == (b.cpu.cycles, b.clock.now)
+
+
+def test_radio_without_tifs_is_detected(fw, monkeypatch):
+    """Companion: a radio that answers as soon as it has ramped up (no TIFS)
+    fails the firmware's TIFS check."""
+    from emu.peripherals import radio
+    orig = radio.Radio._enable
+
+    def no_tifs(self, tx):
+        self._short_enable = False
+        orig(self, tx)
+    monkeypatch.setattr(radio.Radio, "_enable", no_tifs)
+    m, r, _ = _run(fw)
+    assert "FAIL TIFS request end to response start" in m.console_text()
+
+
+def test_radio_with_a_wrong_crc_is_detected(fw, monkeypatch):
+    """Companion: a receiver computing the CRC over the wrong bytes rejects
+    the peer's SCAN_REQ."""
+    from emu.peripherals import radio
+    monkeypatch.setattr(radio, "crc24", lambda data, init, poly=0x65B, nbits=24:
+                        crc24(data[1:], init, poly, nbits))
+    m, r, sc = _run(fw)
+    text = m.console_text()
+    assert "FAIL CRCSTATUS ok" in text
