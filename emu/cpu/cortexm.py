@@ -85,6 +85,9 @@ class StopReason:
     RESET = "reset"
 
 
+XPSR_IT = (3 << 25) | (0x3F << 10)   # EPSR.IT[1:0] and IT[7:2]
+
+
 class CortexM:
     """One Cortex-M core with its NVIC, SCB, SysTick and DWT state.
 
@@ -539,6 +542,14 @@ class CortexM:
     def _enter(self, exc: int, exc_return: int, msp: int, psp: int, control: int) -> None:
         uc = self.uc
         vec = self._vector(exc)
+        # EPSR.IT is cleared on entry (ARMv7-M B1.5.6): the frame keeps the
+        # interrupted IT block's state for the return.  Left live, a handler
+        # entered between an IT and its instructions (a translation block ends
+        # at a 1 KiB page boundary) would run its first instructions
+        # conditionally.
+        xpsr = uc.reg_read(A.UC_ARM_REG_XPSR)
+        if xpsr & XPSR_IT:
+            uc.reg_write(A.UC_ARM_REG_XPSR, xpsr & ~XPSR_IT)
         self._set_mode(exc, control & ~0x6, msp, psp)
         uc.reg_write(A.UC_ARM_REG_LR, exc_return)
         if vec == 0xFFFFFFFF or vec == 0 or not (vec & 1):

@@ -13,6 +13,12 @@ pull-up; the device only drives it low during the pulse.  In deep sleep the
 chip does not acknowledge its address at all until a reset pulse on RST.
 Inputs are scheduled on the clock so they happen at exact emulated times.
 
+With IrqCtl (0xFA) EnTouch or EnChange set (InfiniTime sets 0x70), the
+lift of the finger is reported too: RELEASE_TICKS after a gesture, a second
+INT pulse with FingerNum 0 and GestureID 0 (InfiniTime takes the next
+slide only after such a report).  Without them (wasp-os leaves 0xFA alone) only the
+gesture is reported.
+
 Not modelled: repeated reports while a finger stays down, the chip's
 auto-sleep / motion-mask / IRQ-control registers (0xEC-0xFE; stored only),
 multi-touch, reset start-up time.
@@ -36,6 +42,9 @@ SWIPES = {"down": SLIDE_DOWN, "up": SLIDE_UP, "left": SLIDE_LEFT, "right": SLIDE
 SWIPE_END = {"down": (120, 200), "up": (120, 40), "left": (40, 120), "right": (200, 120)}
 INT_PULSE_TICKS = TICKS_PER_MS // 2       # ~0.5 ms low pulse
 LONG_PRESS_TICKS = 1000 * TICKS_PER_MS
+RELEASE_TICKS = 20 * TICKS_PER_MS         # gesture report -> finger lifted report
+IRQ_CTL = 0xFA                            # EnTest 0x80, EnTouch 0x40, EnChange 0x20, EnMotion 0x10
+EN_TOUCH, EN_CHANGE = 0x40, 0x20
 VERSION = (0x01, 0xB4, 0x00, 0x01)        # 0xA6..0xA9
 
 
@@ -104,6 +113,20 @@ class Cst816s(I2cRegisterDevice):
         r[0x05] = y >> 8
         r[0x06] = y & 0xFF
         self.reports.append((self.clock.now, gesture, x, y))
+        self._pulse()
+        if self.regs[IRQ_CTL] & (EN_TOUCH | EN_CHANGE):
+            # the finger lifts: a report with no finger and no gesture
+            self.timeline.call_after(RELEASE_TICKS, "_release", x)
+
+    def _release(self, x: int) -> None:
+        if self.in_reset or self.asleep:
+            return
+        self.regs[0x01] = NONE
+        self.regs[0x02] = 0
+        self.regs[0x03] = 0x40 | (x >> 8)
+        self._pulse()
+
+    def _pulse(self) -> None:
         self._int_low(True)
         self.timeline.call_after(INT_PULSE_TICKS, "_int_low", False)
 

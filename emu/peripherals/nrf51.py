@@ -335,8 +335,11 @@ class Temp51(Power51, Temp):
     REGISTERS = [Reg(0x508, "TEMP", 0, RO)]
 
 
-class Radio51(Radio):
+class Radio51(Power51, Radio):
+    """The nRF51's RADIO: no CRCOK/CRCERROR events, no MODECNF0 (the ramp-up
+    is always the default one), POWER through the nRF51 mixin."""
     EVENTS = {k: v for k, v in Radio.EVENTS.items() if v not in ("CRCOK", "CRCERROR")}
+    REGISTERS = [r for r in Radio.REGISTERS if r.name not in ("MODECNF0", "POWER")]
 
 
 class Timer51(Power51, Timer):

@@ -179,7 +179,7 @@ class Radio(NrfPeripheral):
         return (2360 if (f >> 8) & 1 else 2400) + (f & 0x7F)
 
     def _fast(self) -> bool:
-        return bool(self.values[MODECNF0] & 1)
+        return bool(self.values.get(MODECNF0, 0) & 1)
 
     # -- tasks -------------------------------------------------------------
     def _enable(self, tx: bool) -> None:
@@ -456,7 +456,9 @@ class Radio(NrfPeripheral):
         self._last_end = (p.end, False)
         self.state = RXIDLE
         self._listen_since = None
-        self.fire(E_CRCOK if ok else E_CRCERROR)
+        crc_event = E_CRCOK if ok else E_CRCERROR
+        if crc_event in self.EVENTS:           # (the nRF51 has neither)
+            self.fire(crc_event)
         self.fire(E_END)
 
     # -- snapshots -----------------------------------------------------------
