@@ -148,3 +148,17 @@ def test_crash_during_save_keeps_previous_content(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["nor.bin"]       # no temp file left
     clock2, r2 = rig(path)
     assert read(r2, 0, 4) == b"old!"
+
+
+def test_security_register_reports_no_failure():
+    """RDSCUR (2B): E_FAIL (0x40) and P_FAIL (0x20) stay clear after an erase
+    and a program (InfiniTime's littlefs fails its format when they read 1,
+    as an unknown command's 0xFF would)."""
+    clock, r = rig()
+    r.xfer(b"\x06")
+    r.xfer(b"\x20" + a24(0x3000))
+    clock.advance_to(clock.now + T_SE)
+    assert r.xfer(b"\x2b\0")[1] == 0x00
+    program(r, clock, 0x3000, b"\x12")
+    assert r.xfer(b"\x2b\0")[1] & 0x60 == 0
+    assert read(r, 0x3000, 1) == b"\x12"

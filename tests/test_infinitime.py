@@ -210,3 +210,26 @@ def test_tour_scenario_passes(tmp_path):
     from emu.testbench import read_png
     img = read_png(str(tmp_path / "out" / "infinitime_quick_settings.png"))
     assert (img.max(axis=2) > 64).sum() > 5000
+
+
+def test_settings_survive_a_reboot_through_the_flash_file(tmp_path):
+    """Brightness stepped up in quick settings is saved by littlefs on the
+    NOR when the screen closes; a new machine on the same --flash-file boots
+    with it (and the first boot had formatted the filesystem)."""
+    path = str(tmp_path / "nor.bin")
+    m = Machine(_image(), flash_file=path)
+    settle(m, 3.0)
+    level = m.board.backlight.level
+    m.board.touch.swipe("right")
+    settle(m)
+    m.board.touch.tap(57, 77)                        # brightness steps
+    settle(m)
+    changed = m.board.backlight.level
+    assert changed != level
+    press(m)                                         # leaving quick settings saves
+    settle(m, 2.0)
+    m.board.close()
+    m2 = Machine(_image(), flash_file=path)
+    settle(m2, 3.0)
+    assert face_drawn(m2)
+    assert m2.board.backlight.level == changed

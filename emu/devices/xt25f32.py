@@ -6,7 +6,9 @@ Commands (XT25F32B datasheet): 9F RDID (0B 40 16), 90 REMS (0B 15),
 only 1->0 bit changes, at most the last 256 bytes kept), 20 SECTOR ERASE
 (4 KiB), 52 BLOCK ERASE 32 KiB, D8 BLOCK ERASE 64 KiB, 60/C7 CHIP ERASE,
 B9 DEEP POWER-DOWN, AB RELEASE from deep power-down (returns device ID
-0x15 after three dummy bytes).  WREN/WRDI/program/erase/B9/AB execute on the
+0x15 after three dummy bytes), 2B READ SECURITY REGISTER (0x00: nothing
+locked, the last program and erase did not fail; InfiniTime's littlefs
+checks its E_FAIL/P_FAIL bits after every erase and program).  WREN/WRDI/program/erase/B9/AB execute on the
 CS rising edge, as the datasheet requires; a program or erase without WEL
 set is ignored.  Program and erase take the datasheet's typical times on
 the emulated clock, during which RDSR shows WIP=1 and every other command
@@ -20,7 +22,8 @@ the previous content intact), periodically every SAVE_PERIOD of emulated
 time when dirty, and on close().
 
 Not modelled: status register 2/3 writes (01/31) and block protection,
-dual/quad I/O reads, suspend/resume, security registers, SFDP (5A),
+dual/quad I/O reads, suspend/resume, the OTP security registers' contents
+and their lock bits, failed programs and erases, SFDP (5A),
 deep power-down wake-up time tRES1, maximum (not typical) timings.
 """
 from __future__ import annotations
@@ -47,6 +50,7 @@ T_CE = 15 * TICKS_PER_SECOND
 SAVE_PERIOD = 5 * TICKS_PER_SECOND
 
 RDID, REMS, RDSR, WREN, WRDI, READ, FAST_READ = 0x9F, 0x90, 0x05, 0x06, 0x04, 0x03, 0x0B
+RDSCUR = 0x2B
 PP, SE, BE32, BE64, CE1, CE2, DP, RES = 0x02, 0x20, 0x52, 0xD8, 0x60, 0xC7, 0xB9, 0xAB
 
 
@@ -160,6 +164,8 @@ class Xt25f32:
         buf = self._buf
         if c == RDSR:
             return self.status
+        if c == RDSCUR:
+            return 0x00
         if c == READ or c == FAST_READ:
             need = 3 if c == READ else 4
             if len(buf) < need:
