@@ -146,21 +146,8 @@ def breakdown(m, p, wall: float) -> None:
 
 
 def _reg_name(per, off: int) -> str:
-    """The register's name from the model's tables (a shared-ID slot: its variants')."""
-    variants = getattr(per, "variants", {})
-    active = getattr(per, "active", None)
-    for target in [per] + ([active] if active is not None else []) + \
-            [v for _k, v in sorted(variants.items()) if v is not active]:
-        r = getattr(target, "_regs", {}).get(off)
-        if r is not None:
-            name = r.name if r.count == 1 else f"{r.name}[{(off - r.offset) // r.stride}]"
-        else:
-            name = next((f"{t}_{getattr(target, t)[off]}" for t in ("EVENTS", "TASKS")
-                         if off in getattr(target, t, {})), None)
-        if name:
-            return name if target is per else f"{target.NAME} {name}"
-    return {0x200: "SHORTS", 0x300: "INTEN", 0x304: "INTENSET",
-            0x308: "INTENCLR"}.get(off, f"+{off:#05x}")
+    from emu.soc.bus import reg_name
+    return reg_name(per, off)
 
 
 def perf_split(path: str) -> None:

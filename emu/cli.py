@@ -180,6 +180,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--save-snapshot", metavar="FILE", default=None,
                    help="save a machine snapshot when the run ends (after --seconds; its "
                         "directory must exist)")
+    r.add_argument("--trace", metavar="FILE", default=None,
+                   help="write an instruction trace: time, address, symbol, disassembly and "
+                        "the registers each instruction changed (slow; see --trace-range)")
+    r.add_argument("--trace-range", metavar="SYMBOL|START-END", default=None,
+                   help="trace only this function (by ELF symbol) or address range")
+    r.add_argument("--trace-mmio", metavar="FILE", default=None,
+                   help="write every peripheral access: time, guest PC and symbol, "
+                        "register name, address and value")
+    r.add_argument("--trace-limit", metavar="SIZE", default="64M",
+                   help="stop each trace file at this size (default 64M)")
     r.add_argument("--pure-python", action="store_true",
                    help="use the pure-Python cycle counter instead of the native one")
     r.add_argument("--log-level", default="warning",
@@ -276,12 +286,21 @@ def _run_args_problem(args) -> Optional[str]:
     if args.bridge is not None and args.bridge == args.gdb and args.bridge != 0 \
             and args.bridge_host == args.gdb_host:
         return f"--bridge and --gdb both ask for port {args.bridge}"
+    if args.trace_range is not None and args.trace is None:
+        return "--trace-range needs --trace FILE"
     for option, path in (("--screenshot", args.screenshot),
-                         ("--save-snapshot", args.save_snapshot)):
+                         ("--save-snapshot", args.save_snapshot),
+                         ("--trace", args.trace), ("--trace-mmio", args.trace_mmio)):
         if path is not None:
             problem = output_path_problem(path)
             if problem is not None:
                 return f"{option} {path}: {problem}"
+    if args.trace or args.trace_mmio:
+        from emu.trace import TraceError, parse_size
+        try:
+            parse_size(args.trace_limit)
+        except TraceError as e:
+            return f"--trace-limit: {e}"
     if args.flash_file is not None and args.flash_file.lower() != "none":
         problem = flash_file_problem(args.flash_file, args.firmware)
         if problem is not None:
@@ -373,6 +392,20 @@ def cmd_run(args) -> int:
         machine.console_listeners.append(echo)
     pollers = []
     closers = []
+    if args.trace or args.trace_mmio:
+        from emu.trace import TraceError, parse_size
+        limit = parse_size(args.trace_limit)
+        try:
+            if args.trace:
+                closers.append(machine.trace(args.trace, range=args.trace_range,
+                                             limit=limit).close)
+            if args.trace_mmio:
+                closers.append(machine.trace_mmio(args.trace_mmio, limit=limit).close)
+        except (TraceError, OSError) as e:
+            for c in closers:
+                c()
+            _error(f"--trace: {e}")
+            return EXIT_USAGE
     uart_board = hasattr(machine.board, "uart_send")       # a UART console (micro:bit)
     if uart_board and args.console == "stdout" and sys.stdin is not None:
         from emu.serial_console import StdinConsole

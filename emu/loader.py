@@ -81,6 +81,15 @@ class SymbolTable:
         v = self.by_name.get(name)
         return None if v is None else v[0]
 
+    def extent(self, name: str) -> Optional[tuple]:
+        """(start, end inclusive) of a symbol with a size (a function's code
+        without its Thumb bit), or None."""
+        v = self.by_name.get(name)
+        if v is None or not v[1]:
+            return None
+        start = v[0] & ~1
+        return start, start + v[1] - 1
+
     def describe(self, addr: int) -> str:
         """'name+0x12' for an address inside a known symbol, else ''."""
         if not self._addrs:

@@ -147,6 +147,20 @@ class Machine:
     # ------------------------------------------------------------------
     # time and running
     # ------------------------------------------------------------------
+    def trace(self, out, range=None, limit: int = 64 << 20):
+        """Start an instruction trace into ``out`` (a path or a text file):
+        ``range`` a symbol or 'START-END'.  Returns the tracer; ``close()``
+        it to stop (emu/trace.py)."""
+        from emu.trace import InsnTrace, parse_range
+        start, end = parse_range(self, range) if range else (0, 0xFFFFFFFF)
+        return InsnTrace(self, out, limit=limit, start=start, end=end)
+
+    def trace_mmio(self, out, limit: int = 64 << 20):
+        """Start tracing every peripheral access into ``out`` (a path or a
+        text file).  Returns the tracer; ``close()`` it to stop."""
+        from emu.trace import MmioTrace
+        return MmioTrace(self, out, limit=limit)
+
     @property
     def air(self):
         """The 2.4 GHz air the RADIO sends on and listens to (emu/air.py), or

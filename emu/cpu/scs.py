@@ -438,6 +438,9 @@ class DwtPage:
         self.name = "DWT"
         self.on_ops_changed = None     # set by the bus
 
+    REG_NAMES = {0x000: "CTRL", 0x004: "CYCCNT", 0x008: "CPICNT", 0x00C: "EXCCNT",
+                 0x010: "SLEEPCNT", 0x014: "LSUCNT", 0x018: "FOLDCNT", 0x01C: "PCSR"}
+
     def read(self, offset: int, size: int = 4) -> int:
         return self.scs._dbg_read(None, 0x1000 + (offset & ~3), 4, None)   # the word
 

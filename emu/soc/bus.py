@@ -44,6 +44,30 @@ except ImportError:                         # not built: the ctypes callbacks
     _native = None
 
 
+PPB_NAMES = ((0xE000E000, "SCS"), (0xE0000000, "ITM"), (0xE0001000, "DWT"),
+             (0xE0002000, "FPB"))
+
+
+def reg_name(per, off: int) -> str:
+    """A register's name from a model's tables (a shared-ID slot: its
+    variants', prefixed with the variant), ``+0xNNN`` when none names it."""
+    variants = getattr(per, "variants", {})
+    active = getattr(per, "active", None)
+    for target in [per] + ([active] if active is not None else []) + \
+            [v for _k, v in sorted(variants.items()) if v is not active]:
+        r = getattr(target, "_regs", {}).get(off)
+        if r is not None:
+            name = r.name if r.count == 1 else f"{r.name}[{(off - r.offset) // r.stride}]"
+        else:
+            name = next((f"{t}_{getattr(target, t)[off]}" for t in ("EVENTS", "TASKS")
+                         if off in getattr(target, t, {})), None)
+            name = name or getattr(target, "REG_NAMES", {}).get(off)
+        if name:
+            return name if target is per else f"{target.NAME} {name}"
+    return {0x200: "SHORTS", 0x300: "INTEN", 0x304: "INTENSET",
+            0x308: "INTENCLR"}.get(off, f"+{off:#05x}")
+
+
 class PeripheralBus:
     def __init__(self, cpu, symbolize=None, native: bool | None = None):
         self.cpu = cpu
@@ -99,6 +123,18 @@ class PeripheralBus:
     @accesses.setter
     def accesses(self, value: int) -> None:
         self._accesses_base = value - sum(c() for c in self._counters)
+
+    def register_name(self, addr: int) -> str:
+        """'rtc1.COUNTER' for a peripheral register's address (from the
+        register tables), 'SCS+0xd04' on the private peripheral bus."""
+        base, off = addr & ~0xFFF, addr & 0xFFC
+        per = self.slots.get(base)
+        if per is not None:
+            return f"{per.name}.{reg_name(per, off)}"
+        for b, name in PPB_NAMES:
+            if b <= addr < b + 0x1000:
+                return f"{name}+{addr - b:#x}"
+        return f"{addr:#010x}"
 
     def access_stats(self) -> dict:
         """Aligned word accesses so far, per slot and register:
