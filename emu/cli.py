@@ -180,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--save-snapshot", metavar="FILE", default=None,
                    help="save a machine snapshot when the run ends (after --seconds; its "
                         "directory must exist)")
+    r.add_argument("--record", metavar="FILE.gif|FILE.png", default=None,
+                   help="record the screen as the firmware drew it, timed in emulated time: "
+                        "an animated GIF or PNG (APNG), written when the run ends")
     r.add_argument("--trace", metavar="FILE", default=None,
                    help="write an instruction trace: time, address, symbol, disassembly and "
                         "the registers each instruction changed (slow; see --trace-range)")
@@ -290,11 +293,14 @@ def _run_args_problem(args) -> Optional[str]:
         return "--trace-range needs --trace FILE"
     for option, path in (("--screenshot", args.screenshot),
                          ("--save-snapshot", args.save_snapshot),
-                         ("--trace", args.trace), ("--trace-mmio", args.trace_mmio)):
+                         ("--trace", args.trace), ("--trace-mmio", args.trace_mmio),
+                         ("--record", args.record)):
         if path is not None:
             problem = output_path_problem(path)
             if problem is not None:
                 return f"{option} {path}: {problem}"
+    if args.record is not None and not args.record.lower().endswith((".gif", ".png", ".apng")):
+        return f"--record {args.record}: the recording is written as .gif or .png (APNG)"
     if args.trace or args.trace_mmio:
         from emu.trace import TraceError, parse_size
         try:
@@ -406,6 +412,16 @@ def cmd_run(args) -> int:
                 c()
             _error(f"--trace: {e}")
             return EXIT_USAGE
+    if args.record:
+        from emu.record import Recorder, RecordError
+        try:
+            rec = Recorder(machine, args.record)
+        except RecordError as e:
+            for c in closers:
+                c()
+            _error(f"--record: {e}")
+            return EXIT_USAGE
+        closers.append(rec.close)
     uart_board = hasattr(machine.board, "uart_send")       # a UART console (micro:bit)
     if uart_board and args.console == "stdout" and sys.stdin is not None:
         from emu.serial_console import StdinConsole

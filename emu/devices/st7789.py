@@ -56,6 +56,10 @@ class St7789:
         self._logged: set = set()
         self.selected = False
         self.in_reset = False
+        # fn() after the firmware changed what the panel shows (pixels or a
+        # state command) and released chip select: a frame (emu/record.py)
+        self.frame_listeners: list = []
+        self._changed = False
         if rst_pin is not None:
             rst_pin.on_change(self._rst_changed)
         self.reset()
@@ -98,6 +102,10 @@ class St7789:
         self.selected = selected
         if not selected:
             self._flush()
+            if self._changed and self.frame_listeners:
+                self._changed = False
+                for fn in list(self.frame_listeners):
+                    fn()
 
     def transfer(self, byte: int) -> int:
         out = self._read.pop(0) if self._read else 0xFF
@@ -132,6 +140,8 @@ class St7789:
         self._cmd = c
         self._params = bytearray()
         self._read = []
+        if c in (SWRESET, SLPIN, SLPOUT, NORON, INVOFF, INVON, DISPOFF, DISPON, VSCSAD):
+            self._changed = True        # what the panel shows may change
         if c == SWRESET:
             self.reset()
         elif c == RDDID:
@@ -234,6 +244,7 @@ class St7789:
         if self.madctl & MY:
             row = MEM_LINES - 1 - row
         self.mem[row, col] = rgb
+        self._changed = True
 
     def _visible_lines(self) -> np.ndarray:
         n = np.arange(HEIGHT)
