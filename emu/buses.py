@@ -41,6 +41,9 @@ class SpiBus:
         self.devices: list = []      # [(device, cs_pin)]
         self._selected: dict = {}    # id(device) -> bool
         self.bytes_transferred = 0
+        # fn(mosi, miso) for every byte (emu/vcd.py); while there are any the
+        # bus does not stream (each byte is seen at its own time)
+        self.listeners: list = []
 
     def attach(self, device, cs_pin: Pin) -> None:
         self.devices.append((device, cs_pin))
@@ -60,6 +63,8 @@ class SpiBus:
         most that many (its ``stream_answers()``).  Streamable means exactly
         one device is selected and nothing it does depends on when a byte
         arrives."""
+        if self.listeners:
+            return False
         one = None
         selected = self._selected
         for dev, _pin in self.devices:
@@ -93,6 +98,8 @@ class SpiBus:
             if self._selected[id(dev)]:
                 out &= dev.transfer(byte & 0xFF) & 0xFF
                 n += 1
+        for fn in self.listeners:
+            fn(byte & 0xFF, out)
         return out
 
 
@@ -151,6 +158,7 @@ class I2cBus:
         self.devices: dict = {}      # 7-bit address -> device
         self._current = None
         self.transactions = 0
+        self.listeners: list = []    # fn(kind, value): "start" addr, "write"/"read" byte, "stop"
 
     def attach(self, device, address: int) -> None:
         if address in self.devices:
@@ -160,6 +168,8 @@ class I2cBus:
     def start(self, address: int, read: bool) -> bool:
         """(Repeated) START + address byte.  Returns ACK."""
         self.transactions += 1
+        for fn in self.listeners:
+            fn("start", address & 0x7F)
         dev = self.devices.get(address & 0x7F)
         self._current = dev
         if dev is None:
@@ -170,16 +180,21 @@ class I2cBus:
         return ok
 
     def write(self, byte: int) -> bool:
+        for fn in self.listeners:
+            fn("write", byte & 0xFF)
         if self._current is None:
             return False
         return bool(self._current.i2c_write(byte & 0xFF))
 
     def read(self) -> int:
-        if self._current is None:
-            return 0xFF
-        return self._current.i2c_read() & 0xFF
+        v = 0xFF if self._current is None else self._current.i2c_read() & 0xFF
+        for fn in self.listeners:
+            fn("read", v)
+        return v
 
     def stop(self) -> None:
+        for fn in self.listeners:
+            fn("stop", 0)
         if self._current is not None:
             self._current.i2c_stop()
         self._current = None

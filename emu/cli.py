@@ -180,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--save-snapshot", metavar="FILE", default=None,
                    help="save a machine snapshot when the run ends (after --seconds; its "
                         "directory must exist)")
+    r.add_argument("--vcd", metavar="FILE", default=None,
+                   help="write a value change dump over emulated time: GPIO pins, SPI and I2C "
+                        "bytes, interrupt lines, backlight and motor (GTKWave, PulseView)")
     r.add_argument("--record", metavar="FILE.gif|FILE.png", default=None,
                    help="record the screen as the firmware drew it, timed in emulated time: "
                         "an animated GIF or PNG (APNG), written when the run ends")
@@ -294,7 +297,7 @@ def _run_args_problem(args) -> Optional[str]:
     for option, path in (("--screenshot", args.screenshot),
                          ("--save-snapshot", args.save_snapshot),
                          ("--trace", args.trace), ("--trace-mmio", args.trace_mmio),
-                         ("--record", args.record)):
+                         ("--record", args.record), ("--vcd", args.vcd)):
         if path is not None:
             problem = output_path_problem(path)
             if problem is not None:
@@ -411,6 +414,14 @@ def cmd_run(args) -> int:
             for c in closers:
                 c()
             _error(f"--trace: {e}")
+            return EXIT_USAGE
+    if args.vcd:
+        try:
+            closers.append(machine.vcd(args.vcd).close)
+        except OSError as e:
+            for c in closers:
+                c()
+            _error(f"--vcd {args.vcd}: {e}")
             return EXIT_USAGE
     if args.record:
         from emu.record import Recorder, RecordError

@@ -155,6 +155,12 @@ class Machine:
         start, end = parse_range(self, range) if range else (0, 0xFFFFFFFF)
         return InsnTrace(self, out, limit=limit, start=start, end=end)
 
+    def vcd(self, path: str):
+        """Start a value change dump into ``path`` (emu/vcd.py): pins, SPI
+        and I2C bytes, interrupt lines.  Returns it; ``close()`` to finish."""
+        from emu.vcd import VcdRecorder
+        return VcdRecorder(self, path)
+
     def trace_mmio(self, out, limit: int = 64 << 20):
         """Start tracing every peripheral access into ``out`` (a path or a
         text file).  Returns the tracer; ``close()`` it to stop."""

@@ -165,6 +165,7 @@ class Nrf52832:
                            prio_bits=self.PRIO_BITS, force_python_counter=force_python_counter,
                            symbolizer=lambda a: self.symbolize(a), cycle_ticks=self.CYCLE_TICKS)
         self.clock.on_earlier_deadline = self.cpu.deadline_changed
+        self.irq_listeners: list = []   # fn(irq, level) on every line change (emu/vcd.py)
         self.scs = SystemControlSpace(self.cpu, has_systick=self.HAS_SYSTICK)
         self.scs.map()
         cpu = self.cpu
@@ -241,6 +242,8 @@ class Nrf52832:
 
     def set_irq(self, irq: int, level: bool) -> None:
         self.cpu.set_irq_level(irq, level)
+        for fn in self.irq_listeners:
+            fn(irq, level)
 
     # ------------------------------------------------------------------
     def _flash_write(self, lo: int, before: bytes, after: bytes) -> bytes:
