@@ -42,8 +42,6 @@ Not modelled / limits:
 """
 from __future__ import annotations
 
-import struct
-import zlib
 from typing import Callable, Iterable, Optional, Sequence
 
 from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND
@@ -276,82 +274,20 @@ def wait_for_screen_change(machine, reference, box: Sequence[int], timeout_ms: f
 # PNG
 # ----------------------------------------------------------------------
 def write_png(path: str, array) -> None:
-    """Save an (H, W, 3) or (H, W, 4) uint8 array as a PNG."""
+    """Save an (H, W), (H, W, 3) or (H, W, 4) uint8 array as a PNG (Pillow)."""
     import numpy as np
+    from PIL import Image
     a = np.ascontiguousarray(np.asarray(array, dtype=np.uint8))
-    if a.ndim == 2:
-        a = a[..., None]
-    h, w, c = a.shape
-    ctype = {1: 0, 3: 2, 4: 6}[c]
-    raw = b"".join(b"\0" + a[row].tobytes() for row in range(h))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(
-            ">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, ctype, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
-    with open(path, "wb") as f:
-        f.write(png)
+    mode = {2: "L"}.get(a.ndim) or {3: "RGB", 4: "RGBA", 1: "L"}[a.shape[2]]
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[..., 0]
+    Image.fromarray(a, mode).save(path, format="PNG")
 
 
 def read_png(path: str):
-    """Load an 8-bit, non-interlaced grey/RGB/RGBA PNG as an (H, W, 3) uint8 array."""
-    import numpy as np
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError(f"{path}: not a PNG file")
-    pos, idat, hdr = 8, b"", None
-    while pos + 8 <= len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            hdr = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-        elif kind == b"IEND":
-            break
-        pos += 12 + n
-    if hdr is None:
-        raise ValueError(f"{path}: PNG has no IHDR")
-    w, h, depth, ctype, _c, _f, interlace = hdr
-    channels = {0: 1, 2: 3, 4: 2, 6: 4}.get(ctype)
-    if depth != 8 or channels is None or interlace:
-        raise ValueError(f"{path}: unsupported PNG (depth {depth}, colour type {ctype}, "
-                         f"interlace {interlace})")
-    raw = zlib.decompress(idat)
-    stride = w * channels
-    out = np.zeros((h, stride), dtype=np.uint8)
-    prev = np.zeros(stride, dtype=np.int32)
-    for y in range(h):
-        ft = raw[y * (stride + 1)]
-        line = np.frombuffer(raw, dtype=np.uint8, count=stride, offset=y * (stride + 1) + 1
-                             ).astype(np.int32)
-        if ft == 0:
-            cur = line
-        elif ft == 2:
-            cur = (line + prev) & 0xFF
-        else:
-            cur = np.zeros(stride, dtype=np.int32)
-            for i in range(stride):
-                a = cur[i - channels] if i >= channels else 0
-                b = prev[i]
-                c = prev[i - channels] if i >= channels else 0
-                if ft == 1:
-                    pred = a
-                elif ft == 3:
-                    pred = (a + b) // 2
-                else:
-                    p = a + b - c
-                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-                cur[i] = (line[i] + pred) & 0xFF
-        out[y] = cur
-        prev = cur
-    img = out.reshape(h, w, channels)
-    if channels in (1, 2):
-        img = np.repeat(img[..., :1], 3, axis=2)
-    return img[..., :3]
+    """Any PNG as an (H, W, 3) uint8 RGB array (emu.png.read_png)."""
+    from emu.png import read_png as _read
+    return _read(path)
 
 
 class PngDiff:
@@ -382,7 +318,7 @@ def compare_png(actual, expected_png_path: str, tolerance: int = 0,
     act = np.asarray(actual)[..., :3].astype(int)
     try:
         exp = read_png(expected_png_path).astype(int)
-    except (OSError, ValueError, zlib.error) as e:
+    except (OSError, ValueError) as e:
         return PngDiff(False, f"cannot read {expected_png_path}: {e}")
     if act.shape != exp.shape:
         return PngDiff(False, f"size differs: actual {act.shape[1]}x{act.shape[0]}, expected "
