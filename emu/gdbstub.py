@@ -20,7 +20,8 @@ Protocol (GDB manual, "Remote Protocol"): qSupported (PacketSize, no-ack mode,
 qXfer features/memory-map), target description with org.gnu.gdb.arm.m-profile,
 org.gnu.gdb.arm.vfp (d0-d15, fpscr) and org.gnu.gdb.arm.m-system (msp, psp) plus
 a feature for primask/basepri/faultmask/control; g/G/p/P, m/M/X, Z0-Z4/z0-z4,
-c/s/vCont, Ctrl-C, ?, qRcmd monitor commands, D, k, qAttached, qC, thread info.
+c/s/vCont, Ctrl-C, ?, qRcmd monitor commands, D, k, qAttached, qC, thread info,
+vFlashErase/vFlashWrite/vFlashDone (GDB's ``load`` into flash).
 
 Breakpoints never write guest memory: each is a Unicorn UC_HOOK_CODE limited to
 one address that stops the CPU before the instruction.  Watchpoints are
@@ -40,8 +41,9 @@ Not modelled:
 - an interrupt whose scheduled event falls inside the very block that a
   breakpoint/step interrupted may be taken at the stop address instead of at the
   end of that block (block-granular interrupt timing is shifted, not time);
-- flash programming through GDB (vFlashWrite): `load` is not supported, the
-  firmware is loaded by the emulator; M/X into flash patch the image directly;
+- flash programming through GDB goes straight into the flash array (`load`
+  works: vFlashErase fills with 0xFF, vFlashWrite writes), without the
+  NVMC's timing; M/X into flash patch the image the same way;
 - non-stop mode, multiple threads, tracepoints; a write watchpoint on a
   peripheral register reports the stop after the register write took effect
   (and the write is performed again when stepping over it).
@@ -512,6 +514,26 @@ class GdbStub:
             if act and act[0] in "cC":
                 return self._do_continue()
             raise GdbError(1)
+        if s.startswith("vFlashErase:"):
+            # GDB's `load` into the memory map's flash (Cortex-Debug's
+            # target-download): erased bytes read 0xFF, as after an NVMC erase
+            a, ln = (int(x, 16) for x in s[12:].split(","))
+            r = self._region(a)
+            if r is None or r[2] != "flash" or a + ln > r[1] or ln > 1 << 24:
+                raise GdbError(1)
+            self._write_mem(a, b"\xff" * ln)
+            return "OK"
+        if s.startswith("vFlashWrite:"):
+            colon = pkt.index(b":", 12)
+            a = int(pkt[12:colon].decode(), 16)
+            data = pkt[colon + 1:]          # binary, already unescaped with the packet
+            r = self._region(a)
+            if r is None or r[2] != "flash":
+                raise GdbError(1)
+            self._write_mem(a, data)
+            return "OK"
+        if s == "vFlashDone":
+            return "OK"
         if s.startswith("vMustReplyEmpty") or s.startswith("v"):
             return ""
         if cmd == "g":
