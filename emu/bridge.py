@@ -18,6 +18,7 @@ Not modelled: several simultaneous phones.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import logging
 import select
@@ -182,6 +183,109 @@ def _remote_port(s: str) -> int:
     return v
 
 
+def _wasptool_verb(a) -> int:
+    """One of wasptool's verbs against a running --bridge."""
+    import time as _host_time   # a host tool: the host's clock is what --rtc sends
+    from emu.cli import EXIT_GUEST, EXIT_OK, EXIT_USAGE
+    from emu.wasptool import SocketTransport, WaspTool, WaspToolError
+
+    def err(msg: str, code: int) -> int:
+        print(f"pinetime-emu phone: error: {msg}", file=sys.stderr)
+        return code
+    data = None
+    for path in (a.exec_file, a.upload, a.push):
+        if path is not None:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError as e:
+                return err(f"cannot read {path}: {e.strerror or e}", EXIT_USAGE)
+    try:
+        s = socket.create_connection((a.host, a.port), timeout=5)
+    except OSError as e:
+        return err(f"cannot connect to {a.host}:{a.port} ({e.strerror or e}); is "
+                   f"'pinetime-emu run FIRMWARE --bridge {a.port}' running?", EXIT_USAGE)
+    with s:
+        if a.console:
+            return _console(s)
+        w = WaspTool(SocketTransport(s), timeout_s=a.timeout)
+        try:
+            w.run("")                                   # a fresh prompt first
+            if a.exec_file:
+                sys.stdout.write(w.exec_text(data.decode("utf-8", "replace")))
+            elif a.eval is not None:
+                sys.stdout.write(w.eval(a.eval))
+            elif a.upload or a.push:
+                name = a.as_name or os.path.basename(a.upload or a.push)
+                (w.upload if a.upload else w.push)(data, name)
+                print(f"{name}: {len(data)} bytes written")
+            elif a.pull:
+                got = w.pull(a.pull)
+                local = os.path.basename(a.pull)
+                try:
+                    with open(local, "wb") as f:
+                        f.write(got)
+                except OSError as e:
+                    return err(f"cannot write {local}: {e.strerror or e}", EXIT_USAGE)
+                print(f"{local}: {len(got)} bytes read")
+            elif a.rtc:
+                w.set_rtc(_host_time.localtime())
+            elif a.check_rtc:
+                delta = w.check_rtc(_host_time.localtime())
+                print(f"watch {time_text(w.get_rtc())}, host {time_text(_host_time.localtime())}"
+                      f", delta {delta:+.0f} s")
+            elif a.memfree:
+                print(w.memfree())
+            elif a.battery:
+                print(f"{w.battery()}%")
+            elif a.reset:
+                w.reset()
+            elif a.send_notification:
+                w.notify(a.title, a.body)
+        except WaspToolError as e:
+            return err(str(e), EXIT_GUEST)
+        except OSError as e:
+            return err(f"connection to {a.host}:{a.port} lost ({e.strerror or e})", EXIT_GUEST)
+    return EXIT_OK
+
+
+def time_text(t) -> str:
+    if isinstance(t, tuple):
+        return "%04d-%02d-%02d %02d:%02d:%02d" % t[:6]
+    return "%04d-%02d-%02d %02d:%02d:%02d" % (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour,
+                                             t.tm_min, t.tm_sec)
+
+
+def _console(s) -> int:
+    """stdin to the watch's REPL and its output to stdout until Ctrl-] or EOF."""
+    import termios
+    import tty
+    fd = sys.stdin.fileno()
+    raw = sys.stdin.isatty()
+    old = termios.tcgetattr(fd) if raw else None
+    try:
+        if raw:
+            tty.setraw(fd)
+            sys.stderr.write("pinetime-emu phone: console (Ctrl-] quits)\r\n")
+        s.setblocking(False)
+        while True:
+            r, _, _ = select.select([s, fd], [], [])
+            if s in r:
+                data = s.recv(4096)
+                if not data:
+                    break
+                os.write(sys.stdout.fileno(), data)
+            if fd in r:
+                data = os.read(fd, 1024)
+                if not data or b"\x1d" in data:
+                    break
+                s.sendall(data.replace(b"\n", b"\r") if not raw else data)
+    finally:
+        if old is not None:
+            termios.tcsetattr(fd, termios.TCSADRAIN, old)
+    return 0
+
+
 def phone_client_main(argv=None) -> int:
     """pinetime-emu phone [--port N] (--gb JSON | --notify T B | --call NAME NUM | --repl LINE)"""
     from emu.cli import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser
@@ -197,9 +301,37 @@ def phone_client_main(argv=None) -> int:
     what.add_argument("--notify", nargs=2, metavar=("TITLE", "BODY"), help="a notification")
     what.add_argument("--call", nargs=2, metavar=("NAME", "NUMBER"), help="an incoming call")
     what.add_argument("--repl", metavar="LINE", help="a line for the watch's Python REPL")
+    # wasptool's verbs (emu/wasptool.py), with wasptool's meanings
+    what.add_argument("--exec", metavar="FILE", dest="exec_file",
+                      help="run FILE in the REPL (paste mode) and print its output")
+    what.add_argument("--eval", metavar="EXPR", help="evaluate EXPR on the watch, print the result")
+    what.add_argument("--upload", metavar="FILE",
+                      help="write FILE into the watch's filesystem (name: --as, else FILE's)")
+    what.add_argument("--push", metavar="FILE", help="copy FILE to the watch (binary-safe)")
+    what.add_argument("--pull", metavar="FILE",
+                      help="copy the watch's FILE to a local file of the same name")
+    what.add_argument("--rtc", action="store_true", help="set the watch's clock to the host's")
+    what.add_argument("--check-rtc", action="store_true",
+                      help="print the watch's clock against the host's")
+    what.add_argument("--memfree", action="store_true", help="print the free heap (after a GC)")
+    what.add_argument("--battery", action="store_true", help="print the battery level (%%)")
+    what.add_argument("--reset", action="store_true", help="restart the watch")
+    what.add_argument("--console", action="store_true",
+                      help="an interactive terminal on the REPL (Ctrl-] quits)")
+    what.add_argument("--send-notification", action="store_true",
+                      help="show a notification (--title, --body) as wasptool does")
+    ap.add_argument("--as", dest="as_name", metavar="NAME", help="the watch's file name for "
+                    "--upload/--push")
+    ap.add_argument("--title", default="Notification", help="--send-notification's title")
+    ap.add_argument("--body", default="", help="--send-notification's body")
+    ap.add_argument("--timeout", type=_wait_seconds, default=30.0, metavar="S",
+                    help="seconds to wait for each REPL reply of the wasptool verbs (30)")
     ap.add_argument("--wait", type=_wait_seconds, default=1.0, metavar="S",
                     help="seconds to print replies (default 1)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    if any((a.exec_file, a.eval, a.upload, a.push, a.pull, a.rtc, a.check_rtc, a.memfree,
+            a.battery, a.reset, a.console, a.send_notification)):
+        return _wasptool_verb(a)
     if a.gb is not None:
         msg = a.gb
     elif a.notify:

@@ -100,6 +100,16 @@ class Phone:
         i = text.rfind(echo)
         return text[i + len(echo):] if i >= 0 else text
 
+    @property
+    def wasp(self):
+        """wasptool's verbs (exec, eval, upload, pull, rtc, memfree, ...) on
+        this link, waiting on the emulated clock (emu/wasptool.py)."""
+        from emu.wasptool import MachineTransport, WaspTool
+        w = self.__dict__.get("_wasp")
+        if w is None:
+            w = self.__dict__["_wasp"] = WaspTool(MachineTransport(self))
+        return w
+
     # ------------------------------------------------------------------ Gadgetbridge
     def send_gb(self, msg: dict) -> None:
         self.send(b"\x10GB(" + json.dumps(msg, separators=(",", ":")).encode() + b")\n")

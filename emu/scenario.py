@@ -52,6 +52,9 @@ Service; boards with the emulated S132 SoftDevice)::
       - notify: {title: Alice, body: "Lunch?", src: Messages}
       - music: {artist: Queen, track: Bohemian Rhapsody, state: play}  # state: play|pause
       - set_time: "2025-12-03T14:42:00"           # the watch's local time, as wasptool sets it
+      - upload: {file: hello.py, as: hello.py}    # into the watch's filesystem (wasptool --upload)
+      - exec: {file: register.py, contains: ok}   # paste mode (wasptool --exec); or code: "..."
+
       - expect_phone_message: {t: call, n: ACCEPT, timeout_ms: 3000}
 
 Steps that send (``phone_send``, ``repl``, ``call``, ``end_call``,
@@ -266,6 +269,34 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
             raise ScenarioError(f"{where}: expected a snapshot file path")
         a = {"path": os.path.join(base, v)}
         label = f"{kind} {v}"
+    elif kind == "upload":
+        a = _mapping({"file": v} if isinstance(v, str) else v, where, ("file",),
+                     ("as", "timeout_ms"))
+        a["path"] = os.path.join(base, _text(a.pop("file"), f"{where} file"))
+        if not os.path.isfile(a["path"]):
+            raise ScenarioError(f"{where}: no file {a['path']}")
+        a["as"] = str(a.get("as") or os.path.basename(a["path"]))
+        _timeout(a, where, 10_000.0)
+        label = f"upload {os.path.basename(a['path'])} as {a['as']}"
+    elif kind == "exec":
+        a = _mapping({"file": v} if isinstance(v, str) else v, where, (),
+                     ("file", "code", "expect", "contains", "timeout_ms"))
+        if ("file" in a) == ("code" in a):
+            raise ScenarioError(f"{where}: give exactly one of file or code")
+        if "file" in a:
+            path = os.path.join(base, _text(a.pop("file"), f"{where} file"))
+            if not os.path.isfile(path):
+                raise ScenarioError(f"{where}: no file {path}")
+            with open(path, encoding="utf-8") as f:
+                a["code"], shown = f.read(), os.path.basename(path)
+        else:
+            a["code"] = _text(a["code"], f"{where} code")
+            shown = repr(a["code"][:30])
+        for k in ("expect", "contains"):
+            if k in a:
+                a[k] = str(a[k])
+        _timeout(a, where, 10_000.0)
+        label = f"exec {shown}" + (f" -> {a['expect']!r}" if "expect" in a else "")
     elif kind in PHONE_STEPS or kind in SCREEN_STEPS:
         a, label = (_parse_phone_step if kind in PHONE_STEPS else _parse_screen_step)(kind, v, where)
     else:
@@ -706,7 +737,37 @@ def _do_expect_pixel(m, a, ctx=None):
     tb.wait_for_pixel(m, a["x"], a["y"], a["rgb"], a["timeout_ms"], a["tolerance"])
 
 
+def _wasptool(m, a):
+    from emu.wasptool import MachineTransport, WaspTool
+    return WaspTool(MachineTransport(_phone(m)), timeout_s=a["timeout_ms"] / 1000)
+
+
+def _do_upload(m, a, ctx):
+    from emu.wasptool import WaspToolError
+    with open(a["path"], "rb") as f:
+        data = f.read()
+    try:
+        _wasptool(m, a).upload(data, a["as"])
+    except WaspToolError as e:
+        _fail(m, f"upload of {a['as']}", str(e))
+    ctx.phone_out = len(m.phone.output)
+
+
+def _do_exec(m, a, ctx):
+    from emu.wasptool import WaspToolError
+    try:
+        out = _wasptool(m, a).exec_text(a["code"]).strip()
+    except WaspToolError as e:
+        _fail(m, "the code runs without an exception", str(e))
+    ctx.phone_out = len(m.phone.output)
+    if "expect" in a and out != a["expect"]:
+        _fail(m, f"the code prints {a['expect']!r}", f"{out!r}")
+    if "contains" in a and a["contains"] not in out:
+        _fail(m, f"the code prints something containing {a['contains']!r}", f"{out!r}")
+
+
 PHONE_STEPS: dict = {
+    "upload": _do_upload, "exec": _do_exec,
     "phone_connect": _do_phone_connect, "phone_send": _do_phone_send,
     "wait_phone": _do_wait_phone, "repl": _do_repl, "call": _do_call,
     "end_call": _do_end_call, "notify": _do_notify, "music": _do_music,

@@ -1,0 +1,177 @@
+"""wasptool's verbs (emu/wasptool.py) on real wasp-os, in process through
+``machine.phone.wasp`` and from another process through ``pinetime-emu phone``
+against ``run --bridge``: our own small app is uploaded, registered the way
+wasp-os users do, shown in the launcher, opened with a tap, and survives a
+watchdog reset on the same flash file.
+
+Needs the upstream wasp-os image (as tests/test_wasp.py); skipped without it.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from emu import Machine
+
+CACHE = Path.home() / ".cache" / "pinetime-emu" / "wasp-os"
+HELLO = b'''import wasp
+
+
+class HelloApp():
+    """A test app for pinetime-emu's wasptool verbs."""
+    NAME = 'Hello'
+
+    def foreground(self):
+        draw = wasp.watch.drawable
+        draw.fill()
+        draw.string('Hello emu', 0, 108, width=240)
+'''
+REGISTER = "import gc\ngc.collect()\nwasp.system.register('hello.HelloApp')\nprint('registered')\n"
+
+
+def _image() -> str:
+    p = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(CACHE / "upstream" / "micropython.elf")
+    if not Path(p).exists():
+        pytest.skip("no wasp-os image: set PINETIME_EMU_WASP_IMAGE or build one into "
+                    f"{CACHE / 'upstream'} (README, 'Real wasp-os')")
+    return p
+
+
+def lit(m, x0, y0, x1, y1) -> int:
+    return int((m.board.screen()[y0:y1, x0:x1].max(axis=2) > 64).sum())
+
+
+def soft_reset(m):
+    """Ctrl-D: a clean heap (the SoftDevice restarts: reconnect, as wasptool does)."""
+    p = m.phone
+    p.send(b"\x04")
+    assert m.run_until(lambda: not p.central.connected, timeout_ms=3000)
+    p.connect(timeout_ms=8000)
+    start = len(p.output)
+    assert p.wait_for(b">>> ", start=start, timeout_ms=8000)
+
+
+@pytest.fixture(scope="module")
+def booted(tmp_path_factory):
+    d = tmp_path_factory.mktemp("wasptool")
+    m = Machine(_image(), flash_file=str(d / "nor.bin"))
+    m.run(seconds=5.0)                           # first boot formats the NOR
+    m.phone.connect()
+    soft_reset(m)
+    return m
+
+
+def test_upload_register_launch_reset_pull(booted):
+    m = booted
+    w = m.phone.wasp
+    w.upload(HELLO, "hello.py")
+    assert w.pull("hello.py") == HELLO
+    soft_reset(m)                                # the heap a compile needs
+    assert w.exec_text(REGISTER).strip() == "registered"
+    assert "'Hello'" in w.eval("[a.NAME for a in wasp.system.launcher_ring]")
+    # the launcher: Alarm, Faces / Hello, Settings on its first page
+    m.board.touch.swipe("up")
+    m.run(seconds=1.0)
+    assert lit(m, 20, 200, 110, 235) > 150, "no name under the third launcher slot"
+    assert lit(m, 30, 10, 90, 70) > 500, "no Alarm icon: not the launcher"
+    launcher = m.board.screen()[130:235, 0:120].copy()
+    m.board.touch.tap(60, 160)                   # the Hello icon
+    m.run(seconds=1.0)
+    assert lit(m, 0, 108, 240, 134) > 300, "the app did not draw its text"
+    assert lit(m, 30, 10, 90, 70) == 0 and lit(m, 0, 140, 240, 240) == 0, "still the launcher"
+    assert (launcher != m.board.screen()[130:235, 0:120]).any()
+    # a watchdog reset (the button held), the same flash file
+    resets = m.resets
+    m.board.button.press()
+    assert m.run_until(lambda: m.resets > resets, timeout_ms=7000), "no watchdog reset"
+    m.board.button.release()
+    m.run(seconds=4.0)
+    m.phone.connect(timeout_ms=8000)
+    soft_reset(m)
+    assert w.pull("hello.py") == HELLO           # the file survived
+    soft_reset(m)
+    assert w.exec_text(REGISTER).strip() == "registered"
+    assert "'Hello'" in w.eval("[a.NAME for a in wasp.system.launcher_ring]")
+
+
+def test_rtc_memfree_battery_notify(booted):
+    m = booted
+    w = m.phone.wasp
+    soft_reset(m)
+    t0, e0 = 1764772920, m.time                  # 2025-12-03 14:42:00
+    w.set_rtc(time.localtime(t0))
+    delta = w.check_rtc(time.localtime(t0 + int(m.time - e0)))
+    assert abs(delta) <= 1.0, delta
+    assert 1000 < w.memfree() < 64 * 1024
+    assert 0 <= w.battery() <= 100
+    w.notify("Ann", "Lunch?")
+    assert "Ann" in w.eval("wasp.system.notifications")
+    with pytest.raises(Exception, match="NameError"):
+        w.eval("no_such_name")
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_phone_cli_verbs_against_a_bridge(tmp_path):
+    image = _image()
+    # a watch whose NOR is already formatted (the first boot's format leaves
+    # the heap too fragmented for the REPL's parser until a reset)
+    nor = str(tmp_path / "nor.bin")
+    m = Machine(image, flash_file=nor)
+    m.run(seconds=5.0)
+    m.board.close()
+    port = _free_port()
+    run = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", image, "--headless",
+                            "--seconds", "600", "--bridge", str(port), "--flash-file", nor],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        def phone(*args, timeout=120):
+            return subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port", str(port),
+                                   *args], capture_output=True, text=True, timeout=timeout,
+                                  cwd=tmp_path)
+        deadline = time.monotonic() + 60
+        while True:                              # until the bridge answers the REPL
+            r = phone("--eval", "1+2", "--timeout", "5")
+            if r.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert r.returncode == 0 and r.stdout.strip().endswith("3"), r.stdout + r.stderr
+        (tmp_path / "t.py").write_text("for i in range(3):\n    print('line', i)\n")
+        r = phone("--exec", "t.py")
+        assert r.returncode == 0 and r.stdout.split("\n")[:3] == ["line 0", "line 1", "line 2"], \
+            r.stdout + r.stderr
+        (tmp_path / "hello.py").write_bytes(HELLO)
+        r = phone("--upload", "hello.py", "--as", "emu_hello.py")
+        assert r.returncode == 0 and f"{len(HELLO)} bytes written" in r.stdout, r.stderr
+        (tmp_path / "hello.py").unlink()
+        r = phone("--reset")                     # a reboot (and a clean heap for the pull)
+        assert r.returncode == 0, r.stderr
+        deadline = time.monotonic() + 60
+        while True:
+            r = phone("--eval", "4+5", "--timeout", "5")
+            if r.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert r.stdout.strip().endswith("9"), r.stdout + r.stderr
+        r = phone("--pull", "emu_hello.py")
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "emu_hello.py").read_bytes() == HELLO
+        r = phone("--memfree")
+        assert r.returncode == 0 and int(r.stdout.strip()) > 1000
+        r = phone("--eval", "no_such_name")
+        assert r.returncode == 1 and "NameError" in r.stderr
+    finally:
+        run.terminate()
+        run.wait(10)
