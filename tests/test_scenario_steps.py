@@ -253,6 +253,10 @@ def test_parsed_arguments(tmp_path):
     ("- call: {name: Ann}", "missing number"),
     ("- phone_send: ''", "non-empty string"),
     ("- mark_screen: now", "takes no arguments"),
+    ("- upload: no_such_app.py", "no file"),
+    ("- exec: {code: '1', file: x.py}", "exactly one of file or code"),
+    ("- exec: {}", "exactly one of file or code"),
+    ("- exec: missing.py", "no file"),
 ])
 def test_bad_new_steps(tmp_path, body, msg):
     p = tmp_path / "bad.yaml"
@@ -304,3 +308,17 @@ def test_load_snapshot_restarts_the_checkpoint(fw, tmp_path):
 """)
     assert rc == 0, out
     assert "PASS [t=0.300000 s]  6. expect_screen_unchanged" in out
+
+
+def test_upload_and_exec_steps_parse(tmp_path):
+    (tmp_path / "app.py").write_text("x = 1\n")
+    (tmp_path / "reg.py").write_text("print('ok')\n")
+    p = tmp_path / "s.yaml"
+    p.write_text("- upload: {file: app.py, as: hello.py}\n- upload: app.py\n"
+                 "- exec: {file: reg.py, contains: ok}\n- exec: {code: \"print(2)\", expect: 2}\n")
+    sc = load_scenario(str(p))
+    a = [st.args for st in sc.steps]
+    assert a[0]["as"] == "hello.py" and a[0]["path"] == str(tmp_path / "app.py")
+    assert a[1]["as"] == "app.py"
+    assert a[2]["code"] == "print('ok')\n" and a[2]["contains"] == "ok"
+    assert a[3]["code"] == "print(2)" and a[3]["expect"] == "2"
