@@ -85,9 +85,7 @@ def one_run(path: str, idle_s: float, probe: bool = False):
     first = time.perf_counter() - t0
     first_cpu = time.process_time() - c0
     if p is not None:
-        p.boot = dict(accesses=m.soc.bus.accesses, stats=m.soc.bus.access_stats(),
-                      slices=p.slices, in_slice=p.in_slice, entries=dict(p.entries),
-                      tail_chains=m.cpu.tail_chains, flash=m.cpu.ignored_flash_writes)
+        p.boot = p.figures()
     while not face_drawn(m) and m.time < IDLE_FROM_S:
         m.run(ms=50)
     face = (m.time, time.perf_counter() - t0) if face_drawn(m) else (None, None)
@@ -108,7 +106,7 @@ def one_run(path: str, idle_s: float, probe: bool = False):
 
 
 def breakdown(m, p, wall: float) -> None:
-    from bench_wasp import _reg_name
+    from emu.soc.bus import reg_name
     b = p.boot
     bus = m.soc.bus
     stats, total = b["stats"], b["accesses"]
@@ -119,7 +117,7 @@ def breakdown(m, p, wall: float) -> None:
     print("  register                    op reads  model reads   op writes  model writes")
     for (base, off), s in sorted(stats.items(), key=lambda kv: -sum(kv[1]))[:12]:
         per = bus.slots[base]
-        print(f"  {per.name + ' ' + _reg_name(per, off):26s} {s[0]:10d} {s[1]:12d} {s[2]:11d} "
+        print(f"  {per.name + ' ' + reg_name(per, off):26s} {s[0]:10d} {s[1]:12d} {s[2]:11d} "
               f"{s[3]:13d}")
     ent = b["entries"]
     print(f"  exceptions entered in Python: {sum(ent.values())}; emu_start slices: "

@@ -43,6 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from emu.soc.bus import reg_name  # noqa: E402
+
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "wasp-os" / "upstream" / "micropython.elf"
 BOOT_S = 3.0
 IDLE_FROM_S = 6.0
@@ -85,6 +87,16 @@ class Probe:
             return entry(exc, ret)
         cpu.exception_entry = exception_entry
 
+    def figures(self) -> dict:
+        """What the machine has done so far (accesses per register, slices,
+        exceptions entered in Python), for the breakdown."""
+        m = self.m
+        cpu = m.soc.cpu
+        return dict(accesses=m.soc.bus.accesses, stats=m.soc.bus.access_stats(),
+                    slices=self.slices, in_slice=self.in_slice,
+                    entries=collections.Counter(self.entries), tail_chains=cpu.tail_chains,
+                    flash=cpu.ignored_flash_writes)
+
 
 def clock_face_drawn(m) -> bool:
     """The big digits of wasp-os's clock face are on the screen (as tests/test_wasp.py checks)."""
@@ -102,11 +114,7 @@ def one_run(path: str, idle_s: float, probe: bool = False):
     boot = time.perf_counter() - t0
     boot_cpu = time.process_time() - c0
     if p is not None:     # the boot's figures, before the idle part adds to them
-        cpu = m.soc.cpu
-        p.boot = dict(accesses=m.soc.bus.accesses, stats=m.soc.bus.access_stats(),
-                      slices=p.slices, in_slice=p.in_slice, entries=collections.Counter(
-                          p.entries), tail_chains=cpu.tail_chains,
-                      flash=cpu.ignored_flash_writes)
+        p.boot = p.figures()
     while not clock_face_drawn(m) and m.time < IDLE_FROM_S:
         m.run(ms=50)
     face = (m.time, time.perf_counter() - t0) if clock_face_drawn(m) else (None, None)
@@ -133,7 +141,7 @@ def breakdown(m, p, wall: float) -> None:
     print("  register                    op reads  model reads   op writes  model writes")
     for (base, off), s in by_reg[:14]:
         per = bus.slots[base]
-        print(f"  {per.name + ' ' + _reg_name(per, off):26s} {s[0]:10d} {s[1]:12d} {s[2]:11d} "
+        print(f"  {per.name + ' ' + reg_name(per, off):26s} {s[0]:10d} {s[1]:12d} {s[2]:11d} "
               f"{s[3]:13d}")
     ent = b["entries"]
     print(f"  exceptions entered in Python: {sum(ent.values())} "
@@ -143,11 +151,6 @@ def breakdown(m, p, wall: float) -> None:
     print(f"  wall inside slices (Unicorn + C MMIO + model code called from it): "
           f"{b['in_slice']:.2f} s; run loop outside slices (interrupt entry/return, "
           f"scheduler, block costing, timers): {wall - b['in_slice']:.2f} s")
-
-
-def _reg_name(per, off: int) -> str:
-    from emu.soc.bus import reg_name
-    return reg_name(per, off)
 
 
 def perf_split(path: str) -> None:

@@ -257,7 +257,8 @@ def time_text(t) -> str:
 
 
 def _console(s) -> int:
-    """stdin to the watch's REPL and its output to stdout until Ctrl-] or EOF."""
+    """stdin to the watch's REPL and its output to stdout until Ctrl-] (a
+    terminal, in raw mode) or the end of stdin (a pipe: lines typed in)."""
     import termios
     import tty
     fd = sys.stdin.fileno()
@@ -268,8 +269,13 @@ def _console(s) -> int:
             tty.setraw(fd)
             sys.stderr.write("pinetime-emu phone: console (Ctrl-] quits)\r\n")
         s.setblocking(False)
+        inputs = [s, fd]
         while True:
-            r, _, _ = select.select([s, fd], [], [])
+            # stdin at its end (a pipe): print the replies until the watch is
+            # quiet for three seconds, then stop
+            r, _, _ = select.select(inputs, [], [], None if fd in inputs else 3.0)
+            if not r:
+                break
             if s in r:
                 data = s.recv(4096)
                 if not data:
@@ -277,7 +283,10 @@ def _console(s) -> int:
                 os.write(sys.stdout.fileno(), data)
             if fd in r:
                 data = os.read(fd, 1024)
-                if not data or b"\x1d" in data:
+                if not data:
+                    inputs.remove(fd)
+                    continue
+                if b"\x1d" in data:
                     break
                 s.sendall(data.replace(b"\n", b"\r") if not raw else data)
     finally:
