@@ -114,7 +114,7 @@ SKIP_ATTRS = {
     "emu.peripherals.base.NrfPeripheral": {"_regs", "_readers", "_task_handlers", "REGISTERS",
                                            "TASKS", "EVENTS", "SHORTS",   # declarations
                                            "_cells"},   # saved by save_state/save_model_state
-    "emu.peripherals.ppi.Ppi": {"_attached"},         # id()s; load_model_state re-attaches
+    "emu.peripherals.ppi.Ppi": {"_attached", "_seen"},  # id()s; load_model_state re-attaches
     "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events"},   # saved apart
     "emu.soc.bus.PeripheralBus": {"streams"},          # C wiring; the SPIs save their bytes
     "emu.peripherals.spi.Spi": {"_streams"},           # the same StreamSet

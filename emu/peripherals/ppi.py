@@ -66,6 +66,7 @@ class Ppi(NrfPeripheral):
             self._task_handlers[8 * n] = (lambda n=n: self._group(n, True))
             self._task_handlers[8 * n + 4] = (lambda n=n: self._group(n, False))
         self._attached: set = set()
+        self._seen = 0            # peripherals looked at by _attach (it runs per rebuild)
         self._depth = 0
 
     def reset(self) -> None:
@@ -123,7 +124,11 @@ class Ppi(NrfPeripheral):
         self._map = m
 
     def _attach(self) -> None:
-        for p in list(self.soc.peripherals.values()):
+        peripherals = self.soc.peripherals
+        if len(peripherals) == self._seen:
+            return              # nothing new since the last rebuild (NimBLE rebuilds ~800/s)
+        self._seen = len(peripherals)
+        for p in list(peripherals.values()):
             listeners = getattr(p, "event_listeners", None)
             if listeners is not None and id(p) not in self._attached:
                 self._attached.add(id(p))
