@@ -207,7 +207,7 @@ def _wasptool_verb(a) -> int:
                    f"'pinetime-emu run FIRMWARE --bridge {a.port}' running?", EXIT_USAGE)
     with s:
         if a.console:
-            return _console(s)
+            return _console(s, quiet=max(a.wait, 3.0))
         w = WaspTool(SocketTransport(s), timeout_s=a.timeout)
         try:
             w.run("")                                   # a fresh prompt first
@@ -256,7 +256,7 @@ def time_text(t) -> str:
                                              t.tm_min, t.tm_sec)
 
 
-def _console(s) -> int:
+def _console(s, quiet: float = 3.0) -> int:
     """stdin to the watch's REPL and its output to stdout until Ctrl-] (a
     terminal, in raw mode) or the end of stdin (a pipe: lines typed in)."""
     import termios
@@ -272,13 +272,18 @@ def _console(s) -> int:
         inputs = [s, fd]
         while True:
             # stdin at its end (a pipe): print the replies until the watch is
-            # quiet for three seconds, then stop
-            r, _, _ = select.select(inputs, [], [], None if fd in inputs else 3.0)
+            # quiet for `quiet` seconds (--wait, at least 3), then stop
+            r, _, _ = select.select(inputs, [], [], None if fd in inputs else quiet)
             if not r:
                 break
             if s in r:
-                data = s.recv(4096)
+                try:
+                    data = s.recv(4096)
+                except OSError:         # the bridge dropped the link (the watch reset)
+                    data = b""
                 if not data:
+                    sys.stderr.write("pinetime-emu phone: the watch closed the link\r\n"
+                                     if raw else "pinetime-emu phone: the watch closed the link\n")
                     break
                 os.write(sys.stdout.fileno(), data)
             if fd in r:
@@ -288,7 +293,11 @@ def _console(s) -> int:
                     continue
                 if b"\x1d" in data:
                     break
-                s.sendall(data.replace(b"\n", b"\r") if not raw else data)
+                try:
+                    s.sendall(data.replace(b"\n", b"\r") if not raw else data)
+                except OSError:
+                    sys.stderr.write("pinetime-emu phone: the watch closed the link\n")
+                    break
     finally:
         if old is not None:
             termios.tcsetattr(fd, termios.TCSADRAIN, old)
