@@ -133,9 +133,8 @@ class Phone:
         self.send_gb({"t": "musicstate", "state": "play" if playing else "pause"})
 
     def set_time(self, unix_seconds: int) -> None:
-        t = _time_fmt.gmtime(int(unix_seconds))
-        self.send(b"watch.rtc.set_localtime((%d, %d, %d, %d, %d, %d))\r"
-                  % (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec))
+        from emu.wasptool import rtc_line
+        self.send(rtc_line(_time_fmt.gmtime(int(unix_seconds))).encode() + b"\r")
 
     def bangle_set_time(self, unix_seconds: int, tz_hours: float = 0) -> None:
         self.send(b"\x10setTime(%d);E.setTimeZone(%s);\n" % (int(unix_seconds),

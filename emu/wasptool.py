@@ -126,6 +126,12 @@ def _check_error(text: str, what: str) -> str:
     return text
 
 
+def rtc_line(t: time.struct_time) -> str:
+    """The REPL line wasptool --rtc types to set the watch's clock to ``t``."""
+    return "watch.rtc.set_localtime((%d, %d, %d, %d, %d, %d))" % (
+        t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec)
+
+
 class WaspTool:
     def __init__(self, transport, timeout_s: float = 10.0):
         self.t = transport
@@ -214,8 +220,7 @@ class WaspTool:
     # -- the watch -----------------------------------------------------------
     def set_rtc(self, t: time.struct_time) -> None:
         """Set the watch's clock (wasptool --rtc sends the host's local time)."""
-        _check_error(self.run("watch.rtc.set_localtime((%d, %d, %d, %d, %d, %d))" % (
-            t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec)), "rtc")
+        _check_error(self.run(rtc_line(t)), "rtc")
 
     def get_rtc(self) -> tuple:
         text = _check_error(self.run("print(watch.rtc.get_localtime())"), "rtc").strip()

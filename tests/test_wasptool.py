@@ -141,13 +141,17 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
             return subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port", str(port),
                                    *args], capture_output=True, text=True, timeout=timeout,
                                   cwd=tmp_path)
-        deadline = time.monotonic() + 60
-        while True:                              # until the bridge answers the REPL
-            r = phone("--eval", "1+2", "--timeout", "5")
-            if r.returncode == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert r.returncode == 0 and r.stdout.strip().endswith("3"), r.stdout + r.stderr
+
+        def answers(expr, want):
+            """Ask until the watch's REPL answers (it may be booting), within 60 s."""
+            deadline = time.monotonic() + 60
+            while True:
+                r = phone("--eval", expr, "--timeout", "5")
+                if r.returncode == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(1)
+            assert r.returncode == 0 and r.stdout.strip().endswith(want), r.stdout + r.stderr
+        answers("1+2", "3")                      # the bridge answers the REPL
         (tmp_path / "t.py").write_text("for i in range(3):\n    print('line', i)\n")
         r = phone("--exec", "t.py")
         assert r.returncode == 0 and r.stdout.split("\n")[:3] == ["line 0", "line 1", "line 2"], \
@@ -160,25 +164,14 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
         (tmp_path / "hello.py").unlink()
         r = phone("--reset")                     # a reboot (and a clean heap for the pull)
         assert r.returncode == 0, r.stderr
-        deadline = time.monotonic() + 60
-        while True:
-            r = phone("--eval", "4+5", "--timeout", "5")
-            if r.returncode == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert r.stdout.strip().endswith("9"), r.stdout + r.stderr
+        answers("4+5", "9")                      # up again after the reboot
         # a boot leaves the heap fragmented (see emu/wasptool.py): Ctrl-D
         # through the console, as a user would, then the pull
         r = subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port", str(port),
                             "--console", "--wait", "5"], input="\x04", capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
-        deadline = time.monotonic() + 60
-        while True:
-            r = phone("--eval", "2+2", "--timeout", "5")
-            if r.returncode == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(1)
+        answers("2+2", "4")
         r = phone("--pull", "emu_hello.py")
         assert r.returncode == 0, r.stderr
         assert (tmp_path / "emu_hello.py").read_bytes() == HELLO
