@@ -1,0 +1,165 @@
+"""The phone for firmware with its own Bluetooth stack: Gadgetbridge's InfiniTime driver.
+
+``machine.phone.gatt`` (and ``machine.phone``'s own methods, when the
+firmware never enabled the emulated SoftDevice).  Over the link layer of
+emu/blelink.py and the GATT client of emu/gatt.py it does what
+Gadgetbridge does with InfiniTime:
+
+* connect: scan actively until the advertiser named ``name`` (default
+  "InfiniTime") answers, send CONNECT_IND, exchange the MTU and discover
+  every service, characteristic and CCCD;
+* ``set_time``: write the Current Time Service's Current Time (0x2A2B):
+  year, month, day, hours, minutes, seconds, day of week, fractions,
+  adjust reason;
+* ``notify``: write the Alert Notification Service's New Alert (0x2A46):
+  category, count, 0, then "title\\0body" (InfiniTime splits there);
+  ``incoming_call`` uses category 3 (call), whose answer/reject/mute comes
+  back as a notification of InfiniTime's event characteristic
+  (``call_responses``);
+* ``battery`` (0x2A19), ``steps`` (InfiniTime's motion service),
+  ``firmware_version`` (0x2A26);
+* ``music_info``/``music_state``: InfiniTime's music service (artist,
+  track, album, status), its events (play, pause, next...) in
+  ``music_events``.
+
+Methods that wait run the machine on the emulated clock.  Not modelled:
+pairing (InfiniTime's default needs none), Gadgetbridge's weather,
+navigation and file-system services, reconnecting by itself after the
+watch drops the link (call ``connect`` again).
+"""
+from __future__ import annotations
+
+import struct
+import time as _time_fmt      # gmtime() for a timestamp only, never the host clock
+from typing import Optional
+
+from emu.blelink import LinkCentral
+from emu.ble import Scanner
+from emu.gatt import GattClient, GattError, uuid
+
+CTS_CURRENT_TIME = 0x2A2B
+ANS_NEW_ALERT = 0x2A46
+BATTERY_LEVEL = 0x2A19
+FIRMWARE_REVISION = 0x2A26
+_IT = "-78fc-48fe-8e23-433b3a1942d0"
+STEP_COUNT = "00030001" + _IT
+NOTIFICATION_EVENT = "00020001" + _IT
+MUSIC = {"event": "00000001" + _IT, "status": "00000002" + _IT, "artist": "00000003" + _IT,
+         "track": "00000004" + _IT, "album": "00000005" + _IT}
+MUSIC_EVENTS = {0x00: "play", 0x01: "pause", 0x03: "next", 0x04: "prev", 0x05: "volup",
+                0x06: "voldown", 0xE0: "open"}
+CALL_RESPONSES = {0: "reject", 1: "answer", 2: "mute"}
+CATEGORY_CALL = 3
+
+
+class GattPhone:
+    def __init__(self, machine, name: str = "InfiniTime"):
+        air = machine.air
+        if air is None:
+            raise GattError("this board has no RADIO: nothing to connect to")
+        self.machine = machine
+        self.name = name
+        self.scanner: Optional[Scanner] = None
+        self.link = LinkCentral(air)
+        self.gatt = GattClient(self.link)
+        self.music_events: list = []
+        self.call_responses: list = []
+        self.gatt.listeners.append(self._notified)
+        self._event_handles: dict = {}
+
+    @property
+    def connected(self) -> bool:
+        return self.link.connected and bool(self.gatt.services)
+
+    # ------------------------------------------------------------------ link
+    def start_connect(self) -> None:
+        """Begin connecting (scanning for ``name``) without waiting."""
+        if self.scanner is None:
+            self.scanner = Scanner(self.machine.air)
+        self.link.connect(name=self.name)
+
+    def start_discovery(self):
+        """Start the GATT set-up (MTU, discovery, subscriptions) as a task."""
+        return self.gatt.start(self._setup(), "discovery")
+
+    def _setup(self):
+        yield from self.gatt.discover()
+        for u in (MUSIC["event"], NOTIFICATION_EVENT):
+            try:
+                c = self.gatt.characteristic(u)
+            except GattError:
+                continue
+            if c.cccd is not None:
+                self._event_handles[c.value_handle] = u
+                yield from self.gatt.subscribe(u)
+        return len(self.gatt.services)
+
+    def connect(self, timeout_ms: float = 10_000) -> None:
+        m = self.machine
+        if self.connected:
+            return
+        self.start_connect()
+        if not m.run_until(lambda: self.link.state != "initiating", timeout_ms=timeout_ms):
+            self.link.disconnect()
+            raise GattError(f"no connectable advertising from {self.name!r} in "
+                            f"{timeout_ms:g} ms")
+        if not self.link.connected:
+            raise GattError(f"the connection failed ({self.link.reason})")
+        self.gatt.wait(m, self.start_discovery(), timeout_ms=timeout_ms)
+
+    def disconnect(self, timeout_ms: float = 2000) -> None:
+        if self.link.connected:
+            self.link.disconnect()
+            self.machine.run_until(lambda: not self.link.connected, timeout_ms=timeout_ms)
+
+    def _do(self, gen, name: str, timeout_ms: float = 5000):
+        self.connect()
+        return self.gatt.wait(self.machine, self.gatt.start(gen, name), timeout_ms)
+
+    # ------------------------------------------------------------------ Gadgetbridge
+    def set_time(self, unix_seconds: int):
+        return self._do(self.gatt.write(CTS_CURRENT_TIME, cts_bytes(unix_seconds)), "set time")
+
+    def notify(self, title: str, body: str, category: int = 0):
+        return self._do(self.gatt.write(ANS_NEW_ALERT, alert_bytes(title, body, category)),
+                        "notify")
+
+    def incoming_call(self, name: str, number: str = ""):
+        return self.notify(name, number, CATEGORY_CALL)
+
+    def battery(self) -> int:
+        return self._do(self.gatt.read(BATTERY_LEVEL), "battery")[0]
+
+    def steps(self) -> int:
+        v = self._do(self.gatt.read(STEP_COUNT), "steps")
+        return int.from_bytes(v[:4], "little")
+
+    def firmware_version(self) -> str:
+        return self._do(self.gatt.read(FIRMWARE_REVISION), "firmware").decode("utf-8", "replace")
+
+    def music_info(self, artist: str, track: str, album: str = ""):
+        for key, text in (("artist", artist), ("track", track), ("album", album)):
+            self._do(self.gatt.write(MUSIC[key], text.encode()), "music " + key)
+
+    def music_state(self, playing: bool):
+        return self._do(self.gatt.write(MUSIC["status"], bytes([1 if playing else 0])), "music")
+
+    def _notified(self, handle: int, value: bytes) -> None:
+        u = self._event_handles.get(handle)
+        if u == MUSIC["event"] and value:
+            self.music_events.append(MUSIC_EVENTS.get(value[0], f"{value[0]:#04x}"))
+        elif u == NOTIFICATION_EVENT and value:
+            self.call_responses.append(CALL_RESPONSES.get(value[0], f"{value[0]:#04x}"))
+
+
+def cts_bytes(unix_seconds: int) -> bytes:
+    t = _time_fmt.gmtime(int(unix_seconds))
+    return struct.pack("<HBBBBBBBB", t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min,
+                       t.tm_sec, t.tm_wday + 1, 0, 1)
+
+
+def alert_bytes(title: str, body: str, category: int = 0) -> bytes:
+    return bytes([category & 0xFF, 1, 0]) + title.encode() + b"\0" + body.encode()
+
+
+__all__ = ["GattPhone", "GattError", "cts_bytes", "alert_bytes", "uuid"]
