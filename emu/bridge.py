@@ -13,6 +13,11 @@ machine.  Socket errors and garbage input only drop the client.
 ``phone_client_main(argv)`` is the ``pinetime-emu phone`` subcommand: connect
 to a running bridge and send Gadgetbridge messages or REPL lines.
 
+Firmware with its own Bluetooth stack (InfiniTime) has no UART to forward:
+the bridge then speaks JSON lines to the emulated phone's GATT client
+instead (emu/gattbridge.py), and ``pinetime-emu phone`` notices that from
+the bridge's first line.
+
 Not modelled: several simultaneous phones.
 """
 from __future__ import annotations
@@ -56,6 +61,7 @@ class TcpByteServer:
             self._accept()
             if self.client is not None:
                 self._read()
+            if self.client is not None:      # (the read may have found it gone)
                 self._forward()
                 self._write()
         except Exception as e:          # never let the network break the emulator
@@ -131,11 +137,25 @@ class BridgeServer(TcpByteServer):
     def __init__(self, machine, host: str = "127.0.0.1", port: int = 0):
         self.machine = machine
         self.phone = machine.phone
+        self.gatt_bridge = None          # emu.gattbridge.GattBridge for own-stack firmware
         super().__init__(host, port, "bridge")
         self.phone.on_output(self._from_watch)
 
     def _forward(self) -> None:
         ph = self.phone
+        if self.gatt_bridge is None and not ph.sd.enabled and ph.radio_firmware:
+            from emu.gattbridge import GattBridge
+            self.gatt_bridge = GattBridge(ph.gatt, self._from_watch)
+        if self.gatt_bridge is not None:
+            gb = self.gatt_bridge
+            if self.rx_pending:
+                data = bytes(self.rx_pending)
+                self.rx_pending.clear()
+                gb.feed(data)
+            gb.poll()
+            return
+        if not ph.sd.enabled:
+            return                       # still booting: which Bluetooth stack is unknown
         if not ph.central.connected:
             if ph.central.can_connect():
                 ph.central.connect(mtu=247)
@@ -149,7 +169,10 @@ class BridgeServer(TcpByteServer):
             ph.nus.send(chunk)
 
     def _on_disconnect(self) -> None:
-        if self.phone.central.connected:
+        if self.gatt_bridge is not None:
+            self.gatt_bridge.close()
+            self.gatt_bridge = None
+        elif self.phone.central.connected:
             self.phone.disconnect()
 
 
@@ -173,6 +196,20 @@ def _wait_seconds(s: str) -> float:
     return v
 
 
+def _unix_time(s: str) -> int:
+    if s == "now":
+        import time as _host_time      # a host tool: 'now' is the host's clock
+        import calendar
+        return calendar.timegm(_host_time.localtime())   # the local wall clock, as CTS wants
+    try:
+        v = int(s, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not seconds since 1970 or 'now': {s!r}") from None
+    if not 0 <= v < 2 ** 32:
+        raise argparse.ArgumentTypeError(f"out of range: {s}")
+    return v
+
+
 def _remote_port(s: str) -> int:
     try:
         v = int(s, 0)
@@ -183,7 +220,7 @@ def _remote_port(s: str) -> int:
     return v
 
 
-def _wasptool_verb(a) -> int:
+def _wasptool_verb(a, s) -> int:
     """One of wasptool's verbs against a running --bridge."""
     import time as _host_time   # a host tool: the host's clock is what --rtc sends
     from emu.cli import EXIT_GUEST, EXIT_OK, EXIT_USAGE
@@ -200,11 +237,6 @@ def _wasptool_verb(a) -> int:
                     data = f.read()
             except OSError as e:
                 return err(f"cannot read {path}: {e.strerror or e}", EXIT_USAGE)
-    try:
-        s = socket.create_connection((a.host, a.port), timeout=5)
-    except OSError as e:
-        return err(f"cannot connect to {a.host}:{a.port} ({e.strerror or e}); is "
-                   f"'pinetime-emu run FIRMWARE --bridge {a.port}' running?", EXIT_USAGE)
     with s:
         if a.console:
             return _console(s, quiet=max(a.wait, 3.0))
@@ -338,6 +370,18 @@ def phone_client_main(argv=None) -> int:
                       help="an interactive terminal on the REPL (Ctrl-] quits)")
     what.add_argument("--send-notification", action="store_true",
                       help="show a notification (--title, --body) as wasptool does")
+    # InfiniTime's services (firmware with its own Bluetooth stack; emu/gattbridge.py)
+    what.add_argument("--set-time", metavar="UNIX|now", type=_unix_time,
+                      help="set the watch's clock (Current Time Service); 'now' is the host's")
+    what.add_argument("--steps", action="store_true", help="print the step count")
+    what.add_argument("--music", nargs=2, metavar=("ARTIST", "TRACK"),
+                      help="show a track in the music app")
+    what.add_argument("--music-state", choices=("play", "pause"), help="playing or paused")
+    what.add_argument("--firmware-version", action="store_true",
+                      help="print the firmware revision (Device Information)")
+    what.add_argument("--read", metavar="UUID", help="read a characteristic, print its hex")
+    what.add_argument("--write", nargs=2, metavar=("UUID", "HEX"),
+                      help="write bytes (hex) to a characteristic")
     ap.add_argument("--as", dest="as_name", metavar="NAME", help="the watch's file name for "
                     "--upload/--push")
     ap.add_argument("--title", default="Notification", help="--send-notification's title")
@@ -347,9 +391,30 @@ def phone_client_main(argv=None) -> int:
     ap.add_argument("--wait", type=_wait_seconds, default=1.0, metavar="S",
                     help="seconds to print replies (default 1)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    gatt_only = a.set_time is not None or a.steps or a.music or a.music_state or \
+        a.firmware_version or a.read or a.write
+    try:
+        s = socket.create_connection((a.host, a.port), timeout=5)
+    except OSError as e:
+        print(f"pinetime-emu phone: error: cannot connect to {a.host}:{a.port} "
+              f"({e.strerror or e}); is 'pinetime-emu run FIRMWARE --bridge {a.port}' "
+              "running?", file=sys.stderr)
+        return EXIT_USAGE
+    gatt, early = _probe_gatt(s, 5.0 if gatt_only else 0.5)
+    if gatt:
+        from emu.gattbridge import client_verb
+        with s:
+            return client_verb(a, s, early)
+    if gatt_only:
+        s.close()
+        print("pinetime-emu phone: error: the watch uses the emulated SoftDevice (wasp-os): "
+              "--set-time, --steps, --music, --music-state, --firmware-version, --read and "
+              "--write are for firmware with its own Bluetooth stack (InfiniTime)",
+              file=sys.stderr)
+        return EXIT_USAGE
     if any((a.exec_file, a.eval, a.upload, a.push, a.pull, a.rtc, a.check_rtc, a.memfree,
             a.battery, a.reset, a.console, a.send_notification)):
-        return _wasptool_verb(a)
+        return _wasptool_verb(a, s)
     if a.gb is not None:
         msg = a.gb
     elif a.notify:
@@ -360,15 +425,10 @@ def phone_client_main(argv=None) -> int:
         msg = None
     payload = (b"\x10GB(" + json.dumps(msg, separators=(",", ":")).encode() + b")\n") \
         if msg is not None else ((a.repl or "").encode() + b"\r")
-    try:
-        s = socket.create_connection((a.host, a.port), timeout=5)
-    except OSError as e:
-        print(f"pinetime-emu phone: error: cannot connect to {a.host}:{a.port} "
-              f"({e.strerror or e}); is 'pinetime-emu run FIRMWARE --bridge {a.port}' "
-              "running?", file=sys.stderr)
-        return EXIT_USAGE
     with s:
         try:
+            if early:
+                sys.stdout.write(early.decode("utf-8", "replace"))
             s.sendall(payload)
             s.setblocking(False)
             end_polls = int(a.wait / 0.05)
@@ -385,3 +445,29 @@ def phone_client_main(argv=None) -> int:
                   f"({e.strerror or e})", file=sys.stderr)
             return EXIT_GUEST
     return EXIT_OK
+
+
+def _probe_gatt(s, wait: float):
+    """Read what the bridge says first, for up to ``wait`` seconds (host
+    time): (True, rest) when it is the JSON-lines bridge of own-stack
+    firmware, else (False, whatever bytes came)."""
+    got = bytearray()
+    s.setblocking(False)
+    polls = max(1, int(wait / 0.05))
+    try:
+        for _ in range(polls):      # a CLI tool on the host, not emulation code
+            r, _, _ = select.select([s], [], [], 0.05)
+            if r:
+                data = s.recv(4096)
+                if not data:
+                    break
+                got += data
+                if b"\n" in got or not got.startswith(b"{"):
+                    break
+    except OSError:
+        pass
+    s.settimeout(5)
+    if got.startswith(b'{"bridge": "gatt"'):
+        line, _, rest = bytes(got).partition(b"\n")
+        return True, rest
+    return False, bytes(got)

@@ -14,6 +14,12 @@ and evaluates the line, with ``GB``, ``true``, ``false`` and ``null`` defined by
 driver sends JavaScript (``setTime(t);E.setTimeZone(z)``) that wasp-os does
 not define, so it is available separately as ``bangle_set_time``.
 
+Firmware that never enables the emulated SoftDevice and drives the RADIO
+itself (InfiniTime) gets ``phone.gatt`` instead (emu/gattphone.py: a link
+layer central, GATT, and Gadgetbridge's InfiniTime services); ``connect``,
+``notify``, ``incoming_call``, ``music_info``, ``music_state``, ``set_time``
+and ``battery`` go there by themselves in that case.
+
 Not modelled: pairing/bonding, Gadgetbridge's own reconnect policy, the
 phone's notification ids (a counter is used).
 """
@@ -45,14 +51,44 @@ class Phone:
         self._notify_id = 0
         self.nus.listeners.append(self._received)
 
+    # ------------------------------------------------------------------ which stack
+    @property
+    def gatt(self):
+        """The phone for firmware with its own Bluetooth stack (emu/gattphone.py)."""
+        g = self.__dict__.get("_gatt")
+        if g is None:
+            from emu.gattphone import GattPhone
+            g = self.__dict__["_gatt"] = GattPhone(self.machine)
+        return g
+
+    @property
+    def radio_firmware(self) -> bool:
+        """True when the firmware drives the RADIO itself: it has not enabled
+        the emulated SoftDevice but has turned the RADIO on (or the phone is
+        already linked to it that way)."""
+        if "_gatt" in self.__dict__ and self.__dict__["_gatt"].link.state != "idle":
+            return True
+        if self.sd.enabled:
+            return False
+        radio = self.machine.soc.peripherals.get("radio")
+        return radio is not None and self.machine.air is not None and bool(radio.air.log)
+
     # ------------------------------------------------------------------ link
     @property
     def connected(self) -> bool:
+        if self.radio_firmware:
+            return self.gatt.connected
         return self.central.connected and self.nus.tx_handle is not None
 
     def connect(self, timeout_ms: float = 5000) -> None:
-        """Wait for the watch to advertise, connect, discover NUS, enable TX."""
+        """Wait for the watch to advertise, connect, discover NUS, enable TX
+        (or, for firmware with its own stack, connect over the air and
+        discover its GATT services)."""
         m = self.machine
+        if not self.sd.enabled and not self.radio_firmware:     # still booting: which stack?
+            m.run_until(lambda: self.sd.enabled or self.radio_firmware, timeout_ms=timeout_ms)
+        if self.radio_firmware:
+            return self.gatt.connect(timeout_ms=max(timeout_ms, 10_000))
         if self.central.connected:
             return
         if not m.run_until(self.central.can_connect, timeout_ms=timeout_ms):
@@ -115,26 +151,51 @@ class Phone:
         self.send(b"\x10GB(" + json.dumps(msg, separators=(",", ":")).encode() + b")\n")
 
     def notify(self, title: str, body: str, src: str = "Messages") -> int:
+        if self.radio_firmware:
+            self.gatt.notify(title, body)
+            self._notify_id += 1
+            return self._notify_id
         self._notify_id += 1
         self.send_gb({"t": "notify", "id": self._notify_id, "src": src, "title": title,
                       "body": body})
         return self._notify_id
 
     def incoming_call(self, name: str, number: str) -> None:
+        if self.radio_firmware:
+            return self.gatt.incoming_call(name, number)
         self.send_gb({"t": "call", "cmd": "incoming", "name": name, "number": number})
 
     def end_call(self) -> None:
         self.send_gb({"t": "call", "cmd": "end"})
 
     def music_info(self, artist: str, track: str, album: str = "") -> None:
+        if self.radio_firmware:
+            return self.gatt.music_info(artist, track, album)
         self.send_gb({"t": "musicinfo", "artist": artist, "track": track, "album": album})
 
     def music_state(self, playing: bool) -> None:
+        if self.radio_firmware:
+            return self.gatt.music_state(playing)
         self.send_gb({"t": "musicstate", "state": "play" if playing else "pause"})
 
     def set_time(self, unix_seconds: int) -> None:
+        if self.radio_firmware:
+            return self.gatt.set_time(unix_seconds)
         from emu.wasptool import rtc_line
         self.send(rtc_line(_time_fmt.gmtime(int(unix_seconds))).encode() + b"\r")
+
+    def battery(self) -> int:
+        """The battery level in % (InfiniTime's Battery Service; on wasp-os,
+        what wasptool --battery prints)."""
+        if self.radio_firmware:
+            return self.gatt.battery()
+        return int(self.wasp.battery())
+
+    def steps(self) -> int:
+        """The step count (InfiniTime's motion service)."""
+        if not self.radio_firmware:
+            raise PhoneError("steps are read over InfiniTime's motion service")
+        return self.gatt.steps()
 
     def bangle_set_time(self, unix_seconds: int, tz_hours: float = 0) -> None:
         self.send(b"\x10setTime(%d);E.setTimeZone(%s);\n" % (int(unix_seconds),

@@ -1,0 +1,288 @@
+"""The --bridge for firmware with its own Bluetooth stack (InfiniTime): JSON lines.
+
+When the watch drives its RADIO itself there is no UART byte stream to
+forward, so a client of ``pinetime-emu run FW --bridge PORT`` talks to the
+emulated phone (emu/gattphone.py) in lines of JSON instead.  On connecting
+the client gets ``{"bridge": "gatt"}``; the phone then connects to the
+watch over the air and discovers its services (``{"event": "connected",
+...}``).  Each line the client sends is one command, answered by one line
+with ``"ok"`` and the same ``"id"`` when one was given:
+
+    {"op": "set_time", "unix": 1767274620}     # Current Time Service
+    {"op": "notify", "title": "Hi", "body": "there"}   # Alert Notification
+    {"op": "call", "name": "Alice", "number": "123"}
+    {"op": "battery"} -> {"ok": true, "value": 66}
+    {"op": "steps"}, {"op": "firmware"}
+    {"op": "music", "artist": "A", "track": "T", "album": ""}
+    {"op": "music_state", "playing": true}
+    {"op": "read", "uuid": "2a19"} -> {"ok": true, "hex": "42"}
+    {"op": "write", "uuid": "2a46", "hex": "..."}
+
+Gadgetbridge lines as wasp-os gets them (``GB({"t": "notify", ...})``, with
+or without the leading 0x10) are accepted too for notify, call, musicinfo
+and musicstate, so ``pinetime-emu phone --notify/--call/--gb`` work against
+both firmware families.  What the watch sends by itself comes as events:
+``{"event": "music", "value": "play"}``, ``{"event": "call", "value":
+"answer"}``, ``{"event": "disconnected", "reason": ...}``.  A line that is
+not understood is answered ``{"ok": false, "error": ...}``; it never stops
+the emulator.  Closing the socket ends the link (LL_TERMINATE_IND).
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from emu.gatt import GattError
+
+MAX_LINE = 4096
+
+
+class GattBridge:
+    def __init__(self, phone, send):
+        self.gp = phone                  # a GattPhone
+        self.send = send                 # fn(bytes) to the client
+        self.line = bytearray()
+        self.waiting: list = []          # commands until the link is up: (id, op, gen factory)
+        self.setup = None                # the discovery task
+        self.said_connected = False
+        self._music = len(self.gp.music_events)
+        self._calls = len(self.gp.call_responses)
+        self._state = self.gp.link.state
+        self.send_json({"bridge": "gatt", "device": self.gp.name})
+        self.gp.start_connect()
+
+    def send_json(self, obj: dict) -> None:
+        self.send((json.dumps(obj, separators=(", ", ": ")) + "\n").encode())
+
+    # ------------------------------------------------------------------ poll
+    def feed(self, data: bytes) -> None:
+        for b in data:
+            if b in (0x0A, 0x0D):
+                if self.line.strip():
+                    self._command(bytes(self.line))
+                self.line.clear()
+            elif len(self.line) < MAX_LINE:
+                self.line.append(b)
+
+    def poll(self) -> None:
+        gp = self.gp
+        link = gp.link
+        if link.state != self._state:
+            self._state = link.state
+            if link.state in ("closed", "lost") and self.said_connected:
+                self.send_json({"event": "disconnected", "reason": link.reason})
+            if link.state in ("closed", "lost"):
+                self.said_connected = False
+                self.setup = None
+        if link.state in ("idle", "closed", "lost") and self.waiting:
+            gp.start_connect()               # a command wants the link back
+        if link.connected and self.setup is None:
+            self.setup = gp.start_discovery()
+        if self.setup is not None and self.setup.done and not self.said_connected:
+            self.said_connected = True
+            if self.setup.error:
+                self.send_json({"event": "error", "error": self.setup.error})
+            else:
+                self.send_json({"event": "connected", "address": link.peer,
+                                "services": len(gp.gatt.services)})
+        if self.said_connected and not self.setup.error:
+            waiting, self.waiting = self.waiting, []
+            for ident, op, make in waiting:
+                self._start(ident, op, make)
+        for v in gp.music_events[self._music:]:
+            self.send_json({"event": "music", "value": v})
+        for v in gp.call_responses[self._calls:]:
+            self.send_json({"event": "call", "value": v})
+        self._music, self._calls = len(gp.music_events), len(gp.call_responses)
+
+    def close(self) -> None:
+        self.gp.link.disconnect()
+
+    # ------------------------------------------------------------------ commands
+    def _start(self, ident, op, make) -> None:
+        try:
+            gen, conv = make()
+        except GattError as e:
+            return self._reply(ident, op, error=str(e))
+        task = self.gp.gatt.start(gen, op)
+
+        def done(t, ident=ident, op=op, conv=conv):
+            if t.error:
+                self._reply(ident, op, error=t.error)
+            else:
+                self._reply(ident, op, **conv(t.result))
+        task.callbacks.append(done)
+        if task.done:
+            done(task)
+
+    def _reply(self, ident, op, error: Optional[str] = None, **kw) -> None:
+        out = {"op": op, "ok": error is None}
+        if ident is not None:
+            out["id"] = ident
+        if error is not None:
+            out["error"] = error
+        out.update(kw)
+        self.send_json(out)
+
+    def _command(self, line: bytes) -> None:
+        s = line.strip().lstrip(b"\x10")
+        ident = None
+        try:
+            if s.startswith(b"GB(") and s.endswith(b")"):
+                msg = json.loads(s[3:-1].decode("utf-8"))
+                op, make = self._gadgetbridge(msg)
+            else:
+                msg = json.loads(s.decode("utf-8"))
+                if not isinstance(msg, dict):
+                    raise ValueError("not a JSON object")
+                ident = msg.get("id")
+                op, make = self._op(msg)
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:
+            text = line.decode("utf-8", "replace")[:60]
+            return self._reply(ident, "?", error=f"cannot understand {text!r}: {e}")
+        self.waiting.append((ident, op, make))
+        self.poll()
+
+    def _gadgetbridge(self, m: dict):
+        t = m.get("t")
+        if t == "notify":
+            return self._op({"op": "notify", "title": m.get("title") or m.get("src") or "",
+                             "body": m.get("body", "")})
+        if t == "call" and m.get("cmd") == "incoming":
+            return self._op({"op": "call", "name": m.get("name", ""),
+                             "number": m.get("number", "")})
+        if t == "musicinfo":
+            return self._op({"op": "music", "artist": m.get("artist", ""),
+                             "track": m.get("track", ""), "album": m.get("album", "")})
+        if t == "musicstate":
+            return self._op({"op": "music_state", "playing": m.get("state") == "play"})
+        raise ValueError(f"Gadgetbridge message {t!r} has no InfiniTime service here")
+
+    def _op(self, m: dict):
+        from emu import gattphone as G
+        gatt = self.gp.gatt
+        op = m.get("op")
+        nothing = (lambda r: {})
+
+        def text(key):
+            v = m.get(key, "")
+            if not isinstance(v, str):
+                raise ValueError(f"{key!r} must be a string")
+            return v
+        if op == "set_time":
+            unix = m["unix"]
+            if not isinstance(unix, int) or not 0 <= unix < 2 ** 32:
+                raise ValueError("'unix' must be seconds since 1970")
+            return op, lambda: (gatt.write(G.CTS_CURRENT_TIME, G.cts_bytes(unix)), nothing)
+        if op in ("notify", "call"):
+            title, body = (text("title"), text("body")) if op == "notify" else \
+                (text("name"), text("number"))
+            cat = G.CATEGORY_CALL if op == "call" else int(m.get("category", 0))
+            return op, lambda: (gatt.write(G.ANS_NEW_ALERT, G.alert_bytes(title, body, cat)),
+                                nothing)
+        if op == "battery":
+            return op, lambda: (gatt.read(G.BATTERY_LEVEL), lambda v: {"value": v[0]})
+        if op == "steps":
+            return op, lambda: (gatt.read(G.STEP_COUNT),
+                                lambda v: {"value": int.from_bytes(v[:4], "little")})
+        if op == "firmware":
+            return op, lambda: (gatt.read(G.FIRMWARE_REVISION),
+                                lambda v: {"value": v.decode("utf-8", "replace")})
+        if op == "music":
+            vals = [(G.MUSIC[k], text(k).encode()) for k in ("artist", "track", "album")]
+
+            def music():
+                for u, v in vals:
+                    yield from gatt.write(u, v)
+            return op, lambda: (music(), nothing)
+        if op == "music_state":
+            b = bytes([1 if m.get("playing") else 0])
+            return op, lambda: (gatt.write(G.MUSIC["status"], b), nothing)
+        if op in ("read", "write"):
+            u = G.uuid(text("uuid"))
+            if op == "read":
+                return op, lambda: (gatt.read(u), lambda v: {"hex": v.hex()})
+            data = bytes.fromhex(text("hex"))
+            return op, lambda: (gatt.write(u, data), nothing)
+        raise ValueError(f"unknown op {op!r} (set_time, notify, call, battery, steps, "
+                         "firmware, music, music_state, read, write)")
+
+
+# ---------------------------------------------------------------------- the CLI side
+def client_verb(a, s, early: bytes) -> int:
+    """``pinetime-emu phone`` against the JSON-lines bridge: one command, its
+    answer printed (values plainly, errors as one line and exit 1)."""
+    import socket
+    import sys
+    import time as _host_time        # a host tool: timeouts are host time
+    from emu.cli import EXIT_GUEST, EXIT_OK, EXIT_USAGE
+
+    def err(msg: str, code: int) -> int:
+        print(f"pinetime-emu phone: error: {msg}", file=sys.stderr)
+        return code
+    if a.set_time is not None:
+        cmd = {"op": "set_time", "unix": a.set_time}
+    elif a.rtc:
+        import calendar
+        cmd = {"op": "set_time", "unix": calendar.timegm(_host_time.localtime())}
+    elif a.notify or a.send_notification:
+        title, body = a.notify if a.notify else (a.title, a.body)
+        cmd = {"op": "notify", "title": title, "body": body}
+    elif a.call:
+        cmd = {"op": "call", "name": a.call[0], "number": a.call[1]}
+    elif a.battery:
+        cmd = {"op": "battery"}
+    elif a.steps:
+        cmd = {"op": "steps"}
+    elif a.firmware_version:
+        cmd = {"op": "firmware"}
+    elif a.music:
+        cmd = {"op": "music", "artist": a.music[0], "track": a.music[1]}
+    elif a.music_state:
+        cmd = {"op": "music_state", "playing": a.music_state == "play"}
+    elif a.read:
+        cmd = {"op": "read", "uuid": a.read}
+    elif a.write:
+        cmd = {"op": "write", "uuid": a.write[0], "hex": a.write[1]}
+    elif a.gb is not None:
+        cmd = None
+    else:
+        return err("the watch runs firmware with its own Bluetooth stack (InfiniTime): it has "
+                   "no REPL; use --notify, --call, --set-time/--rtc, --battery, --steps, "
+                   "--music, --music-state, --firmware-version, --read, --write or --gb",
+                   EXIT_USAGE)
+    line = (json.dumps(dict(cmd, id=1)) if cmd is not None else
+            "GB(" + json.dumps(a.gb) + ")").encode() + b"\n"
+    buf = bytearray(early)
+    deadline = _host_time.monotonic() + max(a.timeout, 1.0) + 10.0
+    try:
+        s.settimeout(0.5)
+        s.sendall(line)
+        while _host_time.monotonic() < deadline:
+            while b"\n" in buf:
+                raw, _, rest = bytes(buf).partition(b"\n")
+                buf = bytearray(rest)
+                try:
+                    msg = json.loads(raw.decode("utf-8", "replace"))
+                except ValueError:
+                    continue
+                if not isinstance(msg, dict) or "ok" not in msg:
+                    continue                        # events (connected, music...)
+                if not msg["ok"]:
+                    return err(msg.get("error", "failed"), EXIT_GUEST)
+                if "value" in msg:
+                    v = msg["value"]
+                    print(f"{v}%" if msg.get("op") == "battery" else v)
+                elif "hex" in msg:
+                    print(msg["hex"])
+                return EXIT_OK
+            try:
+                data = s.recv(4096)
+            except socket.timeout:
+                continue
+            if not data:
+                return err("the bridge closed the connection", EXIT_GUEST)
+            buf += data
+    except OSError as e:
+        return err(f"connection to the bridge lost ({e.strerror or e})", EXIT_GUEST)
+    return err("no answer from the watch", EXIT_GUEST)
