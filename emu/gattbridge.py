@@ -243,6 +243,10 @@ def client_verb(a, s, early: bytes) -> int:
     elif a.read:
         cmd = {"op": "read", "uuid": a.read}
     elif a.write:
+        try:
+            bytes.fromhex(a.write[1])
+        except ValueError:
+            return err(f"--write: not hex bytes: {a.write[1]!r}", EXIT_USAGE)
         cmd = {"op": "write", "uuid": a.write[0], "hex": a.write[1]}
     elif a.gb is not None:
         cmd = None
