@@ -25,18 +25,27 @@ central does (Core spec v5.x, Vol 6 Part B):
 * supervision timeout: no valid packet from the watch for ``timeout`` x
   10 ms ends the link (``lost``).  ``disconnect()`` sends LL_TERMINATE_IND.
 
+Encryption: ``start_encryption(ltk)`` runs the LL encryption start
+procedure (LL_ENC_REQ with SKDm/IVm, the watch's LL_ENC_RSP, its
+LL_START_ENC_REQ, our encrypted LL_START_ENC_RSP and its answer); from then
+every non-empty PDU is AES-CCM encrypted as the Core spec (Vol 6 Part E)
+says: session key e(LTK, SKDs || SKDm), nonce = 39-bit packet counter and
+direction bit + IV (IVs || IVm), the header masked with 0xE3 as AAD, a
+4-byte MIC.  A MIC that does not check ends the link (``lost``).  Pairing
+(emu/smp.py) produces the LTK.
+
 L2CAP: PDUs are fragmented into 27-byte LL payloads and reassembled.  CID 4
 (ATT) goes to ``on_att``; LE signalling (CID 5) answers a connection
 parameter update request with "rejected" and anything else with a command
-reject; SMP (CID 6) answers a pairing request with "pairing not supported".
+reject; SMP (CID 6) goes to ``on_smp`` (emu/smp.py), or without one a
+pairing request is answered "pairing not supported".
 
 Everything happens on the emulated clock through one clock event
 ("ble.central"): the same firmware and phone actions give the same packets
 at the same ticks on every run.  ``packets`` logs (tick, direction,
 channel, LLID, SN, NESN, MD, payload) of the connection.
 
-Not modelled: pairing and encryption (SMP is refused; the watch's CCM is not
-needed for an unencrypted link), channel selection algorithm #2, the
+Not modelled: encryption pause and key refresh, channel selection algorithm #2, the
 connection update and channel map update procedures (the parameters of the
 CONNECT_IND stay), data length extension and the 2M PHY, slave latency on
 our side (the central sends every event), several connections, snapshots
@@ -61,6 +70,7 @@ CID_ATT, CID_SIG, CID_SMP = 4, 5, 6
 
 LL_TERMINATE_IND, LL_UNKNOWN_RSP, LL_FEATURE_REQ, LL_FEATURE_RSP = 0x02, 0x07, 0x08, 0x09
 LL_VERSION_IND, LL_REJECT_IND, LL_PERIPHERAL_FEATURE_REQ = 0x0C, 0x0D, 0x0E
+LL_ENC_REQ, LL_ENC_RSP, LL_START_ENC_REQ, LL_START_ENC_RSP = 0x03, 0x04, 0x05, 0x06
 LL_CONNECTION_PARAM_REQ, LL_REJECT_EXT_IND = 0x0F, 0x11
 LL_PING_REQ, LL_PING_RSP, LL_LENGTH_REQ, LL_LENGTH_RSP = 0x12, 0x13, 0x14, 0x15
 LL_NAMES = {0x00: "CONNECTION_UPDATE_IND", 0x01: "CHANNEL_MAP_IND", 0x02: "TERMINATE_IND",
@@ -74,6 +84,13 @@ LL_NAMES = {0x00: "CONNECTION_UPDATE_IND", 0x01: "CHANNEL_MAP_IND", 0x02: "TERMI
 
 class LinkError(Exception):
     pass
+
+
+def _nonce(counter: int, master: int, iv: bytes) -> bytes:
+    """The CCM nonce: the 39-bit packet counter (LSB first) with the
+    direction bit on top of its fifth byte, then the 8-byte IV."""
+    c = (counter & ((1 << 39) - 1)) | (master << 39)
+    return c.to_bytes(5, "little") + iv
 
 
 def csa1_channels(hop: int, chmap: int, count: int, start: int = 0) -> list:
@@ -109,6 +126,10 @@ class LinkCentral:
         self.aa, self.crc_init = access_address, crc_init
         self.on_att: Optional[Callable[[bytes], None]] = None     # ATT PDUs from the watch
         self.on_state: list = []                                  # fn(state) on changes
+        self.on_smp: Optional[Callable[[bytes], None]] = None     # SMP PDUs from the watch
+        self.on_encryption: list = []                             # fn(ok, why)
+        self.peer_bytes = b""             # the watch's address as on air (LE) and its type
+        self.peer_random = False
         self.packets: list = []
         self.state = "idle"           # idle, initiating, connected, closed, lost
         self.peer: Optional[str] = None
@@ -158,6 +179,21 @@ class LinkCentral:
         """Packets queued or sent and not yet acknowledged."""
         return len(self._txq) + (1 if self._cur and self._cur[1] else 0)
 
+    def start_encryption(self, ltk: bytes, seed: bytes = bytes(12)) -> None:
+        """Start LL encryption with ``ltk`` (16 bytes, little endian as SMP
+        gives it); SKDm and IVm are seed[:8] and seed[8:12].  Listeners in
+        ``on_encryption`` hear (True, "") once both sides encrypt."""
+        if self.state != "connected":
+            raise LinkError("not connected")
+        skdm, ivm = bytes(seed[:8]).ljust(8, b"\0"), bytes(seed[8:12]).ljust(4, b"\0")
+        self._enc_setup = (bytes(ltk), skdm, ivm)
+        self._ctrl(bytes([LL_ENC_REQ]) + bytes(8) + bytes(2) + skdm + ivm)
+
+    def _encryption_result(self, ok: bool, why: str = "") -> None:
+        self.encrypted = ok
+        for fn in list(self.on_encryption):
+            fn(ok, why)
+
     # ------------------------------------------------------------------ internals
     def _reset_link(self) -> None:
         self._ev.cancel()
@@ -172,6 +208,10 @@ class LinkCentral:
         self._terminating = False
         self._version_sent = False
         self._in_event = False
+        self._enc = None                  # (AESCCM, IV) once encryption is on
+        self._enc_tx = self._enc_rx = 0   # packet counters
+        self._enc_setup = None            # (LTK, SKDm, IVm) while starting
+        self.encrypted = False
         self._md = 0
 
     def _set_state(self, state: str, reason: Optional[str] = None) -> None:
@@ -217,6 +257,7 @@ class LinkCentral:
             if ad_name(parse_ad(bytes(p.pdu[8:2 + p.pdu[1]]))) != self._target_name:
                 return
         self.peer = addr
+        self.peer_bytes, self.peer_random = adva, bool(hdr & 0x40)
         self.peer_name = self._names.get(addr)
         lldata = struct.pack("<I", self.aa) + self.crc_init.to_bytes(3, "little") + struct.pack(
             "<BHHHH", self.win_size, self.win_offset, self.interval, 0, self.timeout) \
@@ -256,13 +297,19 @@ class LinkCentral:
     def _send(self, start: int) -> None:
         if self._cur is None:
             self._cur = self._txq.popleft() if self._txq else (LLID_CONT, b"")
-        llid, payload = self._cur
+            if self._enc is not None and self._cur[1]:
+                llid, plain = self._cur
+                ccm, iv = self._enc
+                nonce = _nonce(self._enc_tx, 1, iv)
+                self._enc_tx += 1
+                self._cur = (llid, ccm.encrypt(nonce, plain, bytes([llid])), plain)
+        llid, payload = self._cur[:2]
         md = self._md = 1 if self._txq else 0
         hdr = llid | (self._nesn << 2) | (self._sn << 3) | (md << 4)
         pdu = bytes([hdr, len(payload)]) + payload
         end = start + (1 + 4 + len(pdu) + 3) * 8 * US
         self.packets.append((start, ">", self._channel, llid, self._sn, self._nesn, md,
-                             bytes(payload)))
+                             bytes(self._cur[-1])))
         self.air.send(Packet(start, end, channel_freq(self._channel), 3, self.aa, pdu,
                              crc24(pdu, self.crc_init), self._channel | 0x40, "central"))
 
@@ -280,13 +327,23 @@ class LinkCentral:
         if nesn != self._sn:                 # our packet was acknowledged
             self._sn ^= 1
             acked, self._cur = self._cur, None
-            if self._terminating and acked and acked[0] == LLID_CTRL and acked[1][:1] == bytes(
+            if self._terminating and acked and acked[0] == LLID_CTRL and acked[-1][:1] == bytes(
                     [LL_TERMINATE_IND]):
                 self._in_event = False
                 self._set_state("closed", "terminated by the phone")
                 return
         if sn == self._nesn:                 # new data from the watch
             self._nesn ^= 1
+            if length and self._enc is not None:
+                ccm, iv = self._enc
+                try:
+                    payload = ccm.decrypt(_nonce(self._enc_rx, 0, iv), payload, bytes([llid]))
+                except Exception:
+                    self._in_event = False
+                    self._set_state("lost", "MIC failure")
+                    return
+                self._enc_rx += 1
+                self.packets[-1] = self.packets[-1][:7] + (payload,)
             if length:
                 self._received(llid, payload)
                 if self.state != "connected":
@@ -319,6 +376,8 @@ class LinkCentral:
                 self.on_att(body)
         elif cid == CID_SIG:
             self._signalling(body)
+        elif cid == CID_SMP and self.on_smp is not None:
+            self.on_smp(body)
         elif cid == CID_SMP:
             if body[:1] == b"\x01":          # Pairing Request -> Pairing Failed, not supported
                 self.send_l2cap(CID_SMP, b"\x05\x05")
@@ -351,6 +410,23 @@ class LinkCentral:
             self._ctrl(bytes([LL_LENGTH_RSP]) + struct.pack("<HHHH", 27, 328, 27, 328))
         elif op == LL_CONNECTION_PARAM_REQ:
             self._ctrl(bytes([LL_REJECT_EXT_IND, op, 0x1A]))
+        elif op == LL_ENC_RSP and self._enc_setup is not None and len(c) >= 13:
+            from cryptography.hazmat.primitives.ciphers.aead import AESCCM
+            from emu.smp import aes_e
+            ltk, skdm, ivm = self._enc_setup
+            sk = aes_e(ltk, skdm + bytes(c[1:9]))          # SKD = SKDs || SKDm
+            self._pending_enc = (AESCCM(bytes(reversed(sk)), tag_length=4),
+                                 ivm + bytes(c[9:13]))      # IV = IVs || IVm
+        elif op == LL_START_ENC_REQ and getattr(self, "_pending_enc", None) is not None:
+            self._enc, self._pending_enc = self._pending_enc, None
+            self._enc_tx = self._enc_rx = 0
+            self._ctrl(bytes([LL_START_ENC_RSP]))
+        elif op == LL_START_ENC_RSP and self._enc is not None:
+            self._enc_setup = None
+            self._encryption_result(True)
+        elif op in (LL_REJECT_IND, LL_REJECT_EXT_IND) and self._enc_setup is not None:
+            self._enc_setup = None
+            self._encryption_result(False, f"the watch rejected encryption ({c.hex()})")
         elif op == LL_TERMINATE_IND:
             self._in_event = False
             self._set_state("closed", f"terminated by the watch (reason {c[1]:#04x})"

@@ -112,6 +112,22 @@ class GattPhone:
             self.link.disconnect()
             self.machine.run_until(lambda: not self.link.connected, timeout_ms=timeout_ms)
 
+    def pair(self, timeout_ms: float = 10_000) -> bytes:
+        """Pair (LE Secure Connections, Just Works, bonding) and encrypt the
+        link (emu/smp.py); returns the LTK."""
+        from emu.smp import Pairing
+        self.connect()
+        if self.link.encrypted:
+            return self.pairing.ltk
+        self.pairing = Pairing(self.link)
+        self.pairing.start()
+        if not self.machine.run_until(lambda: self.pairing.done, timeout_ms=timeout_ms):
+            raise GattError(f"pairing: no answer in {timeout_ms:g} ms (step: "
+                            f"{self.pairing.step})")
+        if self.pairing.error:
+            raise GattError(f"pairing failed: {self.pairing.error}")
+        return self.pairing.ltk
+
     def _do(self, gen, name: str, timeout_ms: float = 5000):
         self.connect()
         return self.gatt.wait(self.machine, self.gatt.start(gen, name), timeout_ms)
