@@ -212,7 +212,13 @@ class Machine:
                 if scs.reset_requested or self.board.reset_pending or self.halt_requested:
                     return True
                 return stop is not None and stop()
-            reason = cpu.run(until_tick, should_stop)
+            # a stop() predicate is checked at every slice boundary: then the
+            # CPU keeps all of them (no exception return inside a slice)
+            cpu._boundaries_watched = stop is not None
+            try:
+                reason = cpu.run(until_tick, should_stop)
+            finally:
+                cpu._boundaries_watched = False
             if scs.reset_requested:
                 scs.reset_requested = False
                 self.system_reset("sysresetreq")

@@ -104,6 +104,7 @@ VALUE_CLASSES = {"emu.softdevice.Attribute"}
 # Attributes that are structure, not state, even though they hold plain data.
 SKIP_ATTRS = {
     "emu.cpu.cortexm.CortexM": {"regions", "_flash_regions", "_div_hooks", "_div_armed", "_sev_hooks",
+                                "_wfe_kinds",
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
                                 "_flash_guard"},
     "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file
@@ -729,7 +730,7 @@ def apply_state(machine, state: dict, blob) -> None:
     def write_memories() -> None:
         for s, e, data in memories:
             cpu.write_mem(s, data)
-            cpu.uc.ctl_remove_cache(s, e)
+            cpu.invalidate_code(s, e)     # translations, block costs, WFE decisions
         cpu.counter.clear()
     write_memories()
     # objects: their own load_state first, then every attribute

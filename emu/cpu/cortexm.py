@@ -124,12 +124,13 @@ class CortexM:
         self.bkpt_handler: Optional[Callable[[int, int], bool]] = None
         self.itm_handler: Optional[Callable[[int, int], None]] = None
         self.reset_handler: Optional[Callable[[], None]] = None  # system reset request
-        self.on_exception: list = []  # callbacks(exc, entering: bool)
+        self.on_exception: list = []  # callbacks(exc, entering: bool); may run in a hook
         self.on_sleep: list = []      # callbacks(asleep: bool) when WFI/WFE sleep starts/ends
         self._sleeping = False
         self._div_hooks: dict = {}    # SDIV/UDIV address -> divisor register (hooked)
         self._div_armed = False       # hooks on divisions exist (CCR.DIV_0_TRP was set)
         self._sev_hooks: dict = {}
+        self._wfe_kinds: dict = {}    # pc in flash -> WFE_AT / WFE_BEFORE / NOT_WFE
         self._cycle_base_ticks = 0
         self._cycle_base = 0
         self._trap: Optional[tuple] = None   # set by hooks: (kind, ...)
@@ -715,8 +716,48 @@ class CortexM:
     # hooks (called by Unicorn)
     # ------------------------------------------------------------------
     def _hook_intr(self, uc, intno, _ud):
+        if intno == 8 and self._return_in_hook(uc):
+            return
         self._trap = ("intr", intno, uc.reg_read(A.UC_ARM_REG_PC))
         uc.emu_stop()
+
+    # Exception returns are carried out inside the INTR hook, without ending
+    # the slice, when the run loop's work at that slice boundary would change
+    # nothing (InfiniTime returns ~780 times an emulated second).  Writing PC
+    # from a hook makes Unicorn go on at the new PC.  Cycles cannot differ:
+    # they are counted per block, and due events are still taken at the next
+    # block (the block hook's deadline).  Not while a ``should_stop`` predicate
+    # watches slice boundaries (run_until), nor around faults, NMI or
+    # SLEEPONEXIT: then the slice ends as before.  (on_exception listeners
+    # may so be called from inside the hook: they only note state.)
+    fast_returns = True   # False: every return ends the slice (the slow path, for tests)
+    _boundaries_watched = False
+
+    def _return_in_hook(self, uc) -> bool:
+        cur = self._ipsr
+        if cur < SVCALL or not self.fast_returns or self._boundaries_watched or self.scr & 0x2:
+            return False
+        exc_return = (uc.reg_read(A.UC_ARM_REG_PC) | 1) & 0xFFFFFFFF
+        if exc_return not in VALID_EXC_RETURN:
+            return False
+        self.exception_return(exc_return)   # a lockup raises CpuHalt out of emu_start
+        # a PC written from a hook also sets the Thumb bit from bit 0 (emu_start's
+        # pc | 1 does it between slices)
+        pc = uc.reg_read(A.UC_ARM_REG_PC)
+        uc.reg_write(A.UC_ARM_REG_PC, pc | 1)
+        # what the run loop's _take_pending would do now: only an entry (or a
+        # fault handler's hang check) needs the loop; a masked pending
+        # exception only arms the block hook's mask watch
+        if (3 <= self._ipsr <= 6 or self._pending_to_enter() is not None
+                or self.sleeping or self.stop_reason):
+            self._trap = ("returned",)
+            uc.emu_stop()
+            return True
+        self.returns_in_hook += 1
+        # the code after the return starts a slice as far as the WFE test goes
+        self._slice_pc = pc
+        self._slice_blocks = self.cs.blocks
+        return True
 
     def _hook_unmapped(self, uc, access, address, size, value, _ud):
         self._trap = ("unmapped", access, address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
@@ -774,13 +815,16 @@ class CortexM:
         self._trap = ("write_prot", address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
         return False
 
+    # What an invalid-instruction stop at a PC in flash means, remembered per
+    # PC (the static part of _hook_insn_invalid's decision: it reads memory and
+    # disassembles; InfiniTime's idle loop stops here ~440 times a second).
+    # Flash code changes only through invalidate_code(), which forgets it.
+    WFE_AT, WFE_BEFORE, NOT_WFE = 1, 2, 0
+    wfe_cache = True      # False: decide from memory every time (the slow path, for tests)
+
     def _hook_insn_invalid(self, uc, _ud):
         pc = uc.reg_read(A.UC_ARM_REG_PC)
-        try:
-            hw = struct.unpack("<H", uc.mem_read(pc, 2))[0]
-        except UcError:
-            hw = 0
-        if hw == 0xBF20:  # wfe
+        if self._wfe_kind_at(pc) == self.WFE_AT:
             self._trap = ("wfe", pc)
             uc.reg_write(A.UC_ARM_REG_PC, pc + 2)
             uc.emu_stop()
@@ -796,19 +840,48 @@ class CortexM:
         return False
 
     def _wfe_before(self, pc: int) -> bool:
-        try:
-            prev = struct.unpack("<H", self.uc.mem_read(pc - 2, 2))[0]
-            code = bytes(self.uc.mem_read(pc, 4))
-        except UcError:
-            return False
-        if prev != 0xBF20:
+        if self._wfe_kind_at(pc) != self.WFE_BEFORE:
             return False
         if pc == self._slice_pc and self.cs.blocks - self._slice_blocks <= 1:
             # resumed right after a WFE and this is the slice's first block: the
             # instruction here really is undefined.  (After more blocks, an idle
             # loop ``wfe; ...; b <wfe>`` has come back to its WFE: a WFE.)
             return False
-        return any(True for _ in self.cost_model.md.disasm_lite(code, pc, 1))
+        return True
+
+    def _wfe_kind_at(self, pc: int) -> int:
+        kind = self._wfe_kinds.get(pc)
+        if kind is None:
+            kind = self._wfe_kind(pc)
+            if self.wfe_cache and self._in_flash(pc):
+                self._wfe_kinds[pc] = kind
+        return kind
+
+    def _wfe_kind(self, pc: int) -> int:
+        """WFE_AT: a WFE at ``pc``; WFE_BEFORE: a WFE just before a valid
+        instruction at ``pc``; NOT_WFE otherwise (from memory)."""
+        try:
+            hw = struct.unpack("<H", self.uc.mem_read(pc, 2))[0]
+        except UcError:
+            hw = 0
+        if hw == 0xBF20:
+            return self.WFE_AT
+        try:
+            prev = struct.unpack("<H", self.uc.mem_read(pc - 2, 2))[0]
+            code = bytes(self.uc.mem_read(pc, 4))
+        except UcError:
+            return self.NOT_WFE
+        if prev != 0xBF20:
+            return self.NOT_WFE
+        if any(True for _ in self.cost_model.md.disasm_lite(code, pc, 1)):
+            return self.WFE_BEFORE
+        return self.NOT_WFE
+
+    def _in_flash(self, addr: int) -> bool:
+        for (s, e) in self._flash_regions:
+            if s <= addr - 2 and addr + 4 <= e:
+                return True
+        return False
 
     def _hook_div(self, uc, address, size, _ud):
         if not (self.ccr & 0x10):
@@ -891,23 +964,33 @@ class CortexM:
         """Forget translated code and costs (after flash/RAM code changes)."""
         self.uc.ctl_remove_cache(start, end)
         self.counter.clear()
+        self._wfe_kinds.clear()
 
     # ------------------------------------------------------------------
     # the run loop
     # ------------------------------------------------------------------
     def _take_pending(self) -> bool:
+        best = self._pending_to_enter()
+        if best is None:
+            return False
+        self.exception_entry(best[2], self.pc)
+        self.sleeping = False
+        return True
+
+    def _pending_to_enter(self) -> Optional[tuple]:
+        """best_pending() if it preempts now; else None, with the block
+        hook's mask watch armed when only PRIMASK/BASEPRI/FAULTMASK hold the
+        best pending exception back."""
         best = self.best_pending()
         self.cs.mask_watch = 0
         if best is None:
-            return False
+            return None
         active_prio = self.active_priority()
         if best[0] >= active_prio:
-            return False  # waits for an exception return
+            return None  # waits for an exception return
         exec_prio = self.execution_priority()
         if best[0] < exec_prio:
-            self.exception_entry(best[2], self.pc)
-            self.sleeping = False
-            return True
+            return best
         # pending but masked by PRIMASK/BASEPRI/FAULTMASK: the block hook
         # watches the masks and stops as soon as it becomes takeable.
         self.cs.mask_watch = 1
@@ -915,7 +998,7 @@ class CortexM:
         self.cs.active_prio = active_prio
         sub_mask = (2 << self.prigroup) - 1 if self.profile == "m4" else 0
         self.cs.prigroup_mask = self.prio_mask & ~sub_mask & 0xFF
-        return False
+        return None
 
     # A firmware stuck in its fault handler (``while (1);`` in HardFault) is
     # reported as an unhandled fault after this much emulated time.
@@ -1049,6 +1132,8 @@ class CortexM:
             elif kind == "write_prot":
                 _, address, pc, size, value = trap
                 self._handle_flash_write(address, pc, size)
+            elif kind == "returned":
+                pass        # an exception return done in the INTR hook (_return_in_hook)
             elif kind == "wfe":
                 if self.event_register:
                     self.event_register = 0
@@ -1178,6 +1263,7 @@ class CortexM:
 
     svc_calls = 0
     tail_chains = 0
+    returns_in_hook = 0       # exception returns that did not end their slice
     # set by the SoC: fn(address) -> True when a CPU store there may change the
     # cells (NVMC in write mode); None means always take the slow path
     flash_write_enabled: Optional[Callable[[int], bool]] = None

@@ -1,0 +1,185 @@
+"""Exception returns inside the slice (CortexM._return_in_hook) and the WFE
+decision remembered per PC (CortexM._wfe_kinds) behave exactly like the slow
+paths they shortcut: the same cycles, time, console, tail-chains and screen,
+natively and in pure Python.  The companions break a fast path and see the
+comparison (or the firmware) fail."""
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from emu import Machine
+from emu.cpu import cortexm
+
+from conftest import assert_firmware_passed
+
+# firmware with nesting, tail-chains, PendSV, FP frames, masked pends, IT
+# blocks interrupted, SysTick wake-ups from WFE/WFI
+# (and how long each runs, in emulated ms)
+FIRMWARE = {"cpu_fast_return": 20, "cpu_nesting": 10, "cpu_pendsv": 10, "cpu_exceptions": 10, "cpu_fpu": 10,
+            "cpu_it_irq": 100, "cpu_systick": 100, "cpu_wfe_loop": 200, "cpu_wfi": 3000,
+            "cpu_svc": 10, "cpu_faults": 10, "periph_rtc_timer": 100}
+
+
+def fingerprint(m, r):
+    return {"reason": r.reason, "cycles": m.cpu.cycles, "now": m.clock.now,
+            "console": m.console_text(), "tail_chains": m.cpu.tail_chains,
+            "svc": m.cpu.svc_calls, "pc": m.cpu.pc, "accesses": m.soc.bus.accesses}
+
+
+def run(path, monkeypatch, fast=True, pure=False, ms=300, wfe_cache=True):
+    with monkeypatch.context() as mp:
+        mp.setattr(cortexm.CortexM, "fast_returns", fast)
+        mp.setattr(cortexm.CortexM, "wfe_cache", wfe_cache)
+        m = Machine(path, board="nrf52832", pure_python=pure)
+        r = m.run(ms=ms)
+    return m, r
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+@pytest.mark.parametrize("name", FIRMWARE)
+def test_returns_in_slice_change_nothing(fw, monkeypatch, name, pure):
+    ms = FIRMWARE[name]
+    m1, r1 = run(fw(name), monkeypatch, pure=pure, ms=ms)
+    m2, r2 = run(fw(name), monkeypatch, fast=False, wfe_cache=False, pure=pure, ms=ms)
+    assert_firmware_passed(m1, r1)
+    assert fingerprint(m1, r1) == fingerprint(m2, r2)
+    assert m2.cpu.returns_in_hook == 0
+    if name not in ("cpu_svc", "cpu_exceptions", "cpu_faults"):
+        assert m1.cpu.returns_in_hook > 0       # the fast path ran
+
+
+def test_returns_in_slice_reached_by_most_returns(fw, monkeypatch):
+    m, r = run(fw("cpu_fast_return"), monkeypatch, ms=20)
+    assert_firmware_passed(m, r, min_passes=6)
+    assert m.cpu.returns_in_hook >= 300
+
+
+def test_run_until_keeps_every_boundary(fw, monkeypatch):
+    """A stop() predicate sees every slice boundary, as before: no return is
+    done inside a slice then."""
+    m = Machine(fw("cpu_nesting"), board="nrf52832")
+    seen = []
+    m.run(ms=10, stop=lambda: seen.append(m.cpu.cycles) and False)
+    assert m.cpu.returns_in_hook == 0 and len(seen) > 20
+
+
+def test_return_without_thumb_bit_is_detected(fw, monkeypatch):
+    """Companion: a return in the hook that leaves PC's bit 0 clear (Unicorn
+    then switches to ARM state) breaks the firmware."""
+    def no_thumb(self, uc):
+        if self._ipsr < cortexm.SVCALL or self.scr & 2:
+            return False
+        self.exception_return((uc.reg_read(cortexm.A.UC_ARM_REG_PC) | 1) & 0xFFFFFFFF)
+        if self._pending_to_enter() is not None:
+            self._trap = ("returned",)
+            uc.emu_stop()
+        return True
+    monkeypatch.setattr(cortexm.CortexM, "_return_in_hook", no_thumb)
+    m = Machine(fw("cpu_fast_return"), board="nrf52832")
+    r = m.run(ms=20)
+    assert not (r.reason == "exit" and r.exit_code == 0)
+
+
+def test_return_without_mask_watch_is_detected(fw, monkeypatch):
+    """Companion: a return in the hook that does not re-arm the mask watch
+    (an exception pended in a handler, masked by BASEPRI/PRIMASK after the
+    return) takes it late: the cycles differ from the slow path."""
+    def no_watch(self, uc):
+        cur = self._ipsr
+        if cur < cortexm.SVCALL or self.scr & 2:
+            return False
+        self.exception_return((uc.reg_read(cortexm.A.UC_ARM_REG_PC) | 1) & 0xFFFFFFFF)
+        uc.reg_write(cortexm.A.UC_ARM_REG_PC, uc.reg_read(cortexm.A.UC_ARM_REG_PC) | 1)
+        self._slice_pc = uc.reg_read(cortexm.A.UC_ARM_REG_PC)
+        self._slice_blocks = self.cs.blocks
+        return True
+    monkeypatch.setattr(cortexm.CortexM, "_return_in_hook", no_watch)
+    m = Machine(fw("cpu_fast_return"), board="nrf52832")
+    r = m.run(ms=20)
+    text = m.console_text()
+    assert "FAIL X masked by BASEPRI taken where BASEPRI drops" in text
+    assert "FAIL X masked by PRIMASK taken where PRIMASK drops" in text
+
+
+# ---------------------------------------------------------------------------
+# WFE decided once per PC
+
+
+def test_wfe_cache_is_used_and_agrees(fw, monkeypatch):
+    calls = []
+    orig = cortexm.CortexM._wfe_kind
+    monkeypatch.setattr(cortexm.CortexM, "_wfe_kind",
+                        lambda self, pc: calls.append(pc) or orig(self, pc))
+    m1, r1 = run(fw("cpu_wfe_loop"), monkeypatch, ms=200)
+    n_cached = len(calls)
+    calls.clear()
+    m2, r2 = run(fw("cpu_wfe_loop"), monkeypatch, ms=200, wfe_cache=False)
+    assert_firmware_passed(m1, r1, min_passes=3)
+    assert fingerprint(m1, r1) == fingerprint(m2, r2)
+    assert n_cached == len(set(calls)) < len(calls)    # once per PC, not per WFE
+
+
+def _wfe_in_flash(stale: bool):
+    """``wfe; b <wfe>`` in flash sleeps (the decision is cached for the PC
+    Unicorn reports, after the WFE); then ``nop; udf`` is written over both
+    and the code invalidated, as the NVMC does: the UDF stops at that PC."""
+    import struct
+
+    from unicorn import arm_const as A
+
+    from emu.soc.nrf52832 import Nrf52832
+    soc = Nrf52832()
+    cpu = soc.cpu
+    code = 0x70000
+    cpu.uc.mem_write(code, struct.pack("<2H", 0xBF20, 0xE7FD))      # wfe; b <wfe>
+    cpu.set_reg(A.UC_ARM_REG_SP, 0x20008000)
+    cpu.pc = code
+    assert cpu.run(soc.clock.now + 1_000_000) == "deadline" and cpu.sleeping
+    assert cpu._wfe_kinds == {code + 2: cpu.WFE_BEFORE}
+    cpu.uc.mem_write(code, struct.pack("<2H", 0xBF00, 0xDE00))       # nop; udf #0
+    saved = dict(cpu._wfe_kinds)
+    cpu.invalidate_code(code, code + 4)
+    if stale:
+        cpu._wfe_kinds.update(saved)
+    cpu.sleeping = False
+    cpu.pc = code
+    cpu.run(soc.clock.now + 1_000_000)
+    return cpu, code
+
+
+def test_wfe_cache_forgets_rewritten_flash():
+    """The decision is dropped when flash code changes (invalidate_code): the
+    UDF faults."""
+    cpu, code = _wfe_in_flash(stale=False)
+    assert cpu.last_fault and cpu.last_fault["pc"] == code + 2
+    assert "undefined" in cpu.last_fault["why"]
+
+
+def test_wfe_cache_not_invalidated_is_detected():
+    """Companion: a stale decision takes the UDF for a WFE (sleeps, no fault)."""
+    cpu, code = _wfe_in_flash(stale=True)
+    assert cpu.last_fault is None and cpu.sleeping
+
+
+# ---------------------------------------------------------------------------
+# real firmware
+
+IMAGE = Path.home() / ".cache" / "pinetime-emu" / "infinitime" / "pinetime-app-1.16.1.out"
+
+
+@pytest.mark.skipif(not IMAGE.exists(), reason="no InfiniTime image")
+def test_infinitime_same_with_and_without_fast_paths(monkeypatch):
+    out = []
+    for fast in (True, False):
+        with monkeypatch.context() as mp:
+            mp.setattr(cortexm.CortexM, "fast_returns", fast)
+            mp.setattr(cortexm.CortexM, "wfe_cache", fast)
+            m = Machine(str(IMAGE), flash_file=None)
+            m.run(seconds=2.2)
+            out.append((m.cpu.cycles, m.clock.now, m.cpu.tail_chains, m.soc.bus.accesses,
+                        hashlib.sha1(m.board.screen().tobytes()).hexdigest()))
+            if fast:
+                assert m.cpu.returns_in_hook > 500
+    assert out[0] == out[1]
