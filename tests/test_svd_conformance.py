@@ -154,23 +154,44 @@ def check_peripheral(pname: str, p) -> tuple:
     return line, [f"{pname}: {b}" for b in bad]
 
 
+def _models() -> dict:
+    """name -> model for every declared-register model, the variants of the
+    shared-ID slots (serial0.spim, ccm_aar.aar, ...) included."""
+    out = {}
+    for name, p in sorted(_soc().peripherals.items(), key=lambda kv: kv[1].base):
+        if isinstance(p, NrfPeripheral):
+            out[name] = p
+        for _val, v in sorted(getattr(p, "variants", {}).items()):
+            if isinstance(v, NrfPeripheral):
+                out[f"{name}.{v.NAME.lower()}"] = v
+    return out
+
+
 def _mapped():
-    return [name for name, p in sorted(_soc().peripherals.items(), key=lambda kv: kv[1].base)
-            if isinstance(p, NrfPeripheral)]
+    return list(_models())
+
+
+# Known differences, kept visible (strict: the test fails once the model is fixed).
+KNOWN_MISMATCHES = {
+    "serial2.spim": "SPIM declares INTEN (+0x300); SPIM2 has only INTENSET/INTENCLR "
+                    "(slots 0 and 1 pass through TWIM's INTEN)",
+}
 
 
 def test_coverage_report():
     """Prints declared / SVD register counts per peripheral (run with -s)."""
     print()
     n = 0
-    for name in _mapped():
-        line, _ = check_peripheral(name, _soc().peripherals[name])
+    for name, p in _models().items():
+        line, _ = check_peripheral(name, p)
         print(line)
         n += 1
     assert n >= 30          # every slot of the chip is mapped and checked
 
 
-@pytest.mark.parametrize("pname", _mapped())
+@pytest.mark.parametrize("pname", [
+    pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_MISMATCHES[n], strict=True))
+    if n in KNOWN_MISMATCHES else n for n in _mapped()])
 def test_peripheral_matches_svd(pname):
-    _, problems = check_peripheral(pname, _soc().peripherals[pname])
+    _, problems = check_peripheral(pname, _models()[pname])
     assert not problems, "\n".join(problems)

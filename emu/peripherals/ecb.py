@@ -9,7 +9,8 @@ once (EasyDMA), and after T_ECB writes the AES-128 result (through the
 ``cryptography`` package) and sets EVENTS_ENDECB.  TASKS_STOPECB during an
 operation aborts it with EVENTS_ERRORECB; so does a pointer outside RAM.
 
-Not modelled: ECB being pre-empted by CCM/AAR (they are register storage);
+Not modelled: ECB being pre-empted by CCM/AAR (the AES core they share;
+no ERRORECB on a conflict);
 the exact encryption time (fixed at T_ECB = 7.2 us, about the PS figure for
 a 16-byte block); RAM access contention.
 """

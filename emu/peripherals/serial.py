@@ -36,6 +36,7 @@ def ticks_per_bit(freq_reg: int) -> int:
 class Spis(NrfPeripheral):
     """SPI slave: register storage only (not modelled)."""
     NAME = "SPIS"
+    STORAGE_ONLY = True     # the slot says so when ENABLE selects it
 
     def __init__(self, soc, base, name=None, irq=None):
         super().__init__(soc, base, name, irq)
@@ -172,7 +173,7 @@ class SerialMux(Peripheral):
             new.values[ENABLE] = value
             new.irq_line_level = False
             new.update_irq()
-            if value in (2, 9):
+            if getattr(new, "STORAGE_ONLY", False):
                 new.log_once("nm", "%s is register storage only (not modelled)", new.NAME)
 
     def save_state(self) -> dict:

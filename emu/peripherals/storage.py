@@ -2,7 +2,7 @@
 
 Reads return what was written (reset value 0); tasks do nothing.  Every
 offset is logged once, so a firmware that relies on one of these blocks says
-so in the log.  Used for NFCT, CCM/AAR, MWU, FPU and any block not yet given
+so in the log.  Used for NFCT, MWU, FPU and any block not yet given
 a model of its own.
 
 Not modelled: everything the block does.

@@ -111,6 +111,7 @@ PERIPHERALS: list = [
     (0x4000C000, "emu.peripherals.temp", "Temp", "temp"),
     (0x4000D000, "emu.peripherals.rng", "Rng", "rng"),
     (0x4000E000, "emu.peripherals.ecb", "Ecb", "ecb"),
+    (0x4000F000, "emu.peripherals.ccm_aar", "CcmAar", "ccm_aar"),
     (0x40014000, "emu.peripherals.egu", "Egu", "egu0"),
     (0x40015000, "emu.peripherals.egu", "Egu", "egu1"),
     (0x40016000, "emu.peripherals.egu", "Egu", "egu2"),
