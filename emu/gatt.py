@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from emu.blelink import CID_ATT
+from emu.phone import PhoneError
 
 ATT_ERROR, MTU_REQ, MTU_RSP, FIND_INFO_REQ, FIND_INFO_RSP = 0x01, 0x02, 0x03, 0x04, 0x05
 FIND_BY_TYPE_REQ, READ_BY_TYPE_REQ, READ_BY_TYPE_RSP = 0x06, 0x08, 0x09
@@ -72,8 +73,8 @@ def uuid(u) -> str:
     return s
 
 
-class GattError(Exception):
-    pass
+class GattError(PhoneError):
+    """A GATT procedure failed (a PhoneError: scenario steps report it)."""
 
 
 @dataclass

@@ -107,8 +107,14 @@ class Phone:
         self._listeners.append(fn)
 
     # ------------------------------------------------------------------ raw REPL
+    def _uart_only(self, what: str) -> None:
+        if self.radio_firmware:
+            raise PhoneError(f"{what}: the watch runs firmware with its own Bluetooth stack "
+                             "(InfiniTime), which has no UART service or REPL")
+
     def send(self, data: bytes) -> None:
         """Queue raw bytes for RX (paced: one 20-byte write per connection event)."""
+        self._uart_only("send")
         if not self.connected:
             raise PhoneError("not connected")
         self.nus.send(bytes(data))
@@ -166,6 +172,9 @@ class Phone:
         self.send_gb({"t": "call", "cmd": "incoming", "name": name, "number": number})
 
     def end_call(self) -> None:
+        if self.radio_firmware:
+            raise PhoneError("end_call: InfiniTime's Alert Notification Service has no "
+                             "end-of-call message")
         self.send_gb({"t": "call", "cmd": "end"})
 
     def music_info(self, artist: str, track: str, album: str = "") -> None:

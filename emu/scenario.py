@@ -41,7 +41,10 @@ the three compare steps compare the box with the checkpoint, then move the
 checkpoint to now ("mark, run 2 s, changed" checks a stopwatch counts).
 
 Phone steps (``machine.phone``, emu/phone.py: a BLE central on the Nordic UART
-Service; boards with the emulated S132 SoftDevice)::
+Service; boards with the emulated S132 SoftDevice; with firmware that has its
+own Bluetooth stack, InfiniTime, ``phone_connect``, ``call``, ``notify``,
+``music`` and ``set_time`` go over the air to its GATT services instead,
+emu/gattphone.py, and the UART steps fail saying there is no UART)::
 
       - phone_connect: {timeout_ms: 5000}         # wait for advertising, connect
       - phone_send: "1+1\\r"                      # raw bytes (UTF-8; "\\x03" is Ctrl-C)
@@ -89,7 +92,8 @@ unloadable firmware) with a one-line error.
 Not modelled / limits: ``set_time`` sends wasp-os's
 ``watch.rtc.set_localtime(...)`` line (what wasptool sends), not Gadgetbridge's
 Bangle.js ``setTime()``; a time zone in the value is ignored (the fields are
-used as local time).  The phone has no pairing or bonding.  Touch, button and motor steps need the PineTime board
+used as local time); with InfiniTime it writes the Current Time Service.
+The phone does not pair in scenarios.  Touch, button and motor steps need the PineTime board
 API (``board.touch``, ``board.button``, ``board.motor``); on a board without
 one the step fails saying so.  On the PineTime board the external NOR flash
 starts blank and is kept in memory (no flash file), so runs are repeatable.  Steps run strictly in sequence; there is no

@@ -168,3 +168,25 @@ def test_phone_cli_against_the_bridge(tmp_path):
     finally:
         run.terminate()
         run.wait(10)
+
+
+def test_phone_scenario_passes(tmp_path):
+    """examples/scenarios/infinitime_phone.yaml through ``pinetime-emu test``."""
+    import shutil
+    from pathlib import Path
+    image = _image()
+    scen = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
+    shutil.copy(scen / "infinitime_phone.yaml", tmp_path / "phone.yaml")
+    r = subprocess.run([sys.executable, "-m", "emu.cli", "test", "phone.yaml", "--firmware",
+                        image], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr
+    assert (tmp_path / "out" / "infinitime_phone_call.png").exists()
+
+
+def test_uart_steps_say_there_is_no_uart():
+    from emu.phone import PhoneError
+    m = _connected()
+    with pytest.raises(PhoneError, match="no UART"):
+        m.phone.repl("1+1")
+    with pytest.raises(PhoneError, match="end-of-call"):
+        m.phone.end_call()

@@ -199,7 +199,8 @@ EXAMPLES = {
 
 # real wasp-os images are not in the repository: tests/test_scenario_wasp.py runs these
 WASP_EXAMPLES = {"wasp_stopwatch.yaml", "wasp_phone.yaml",
-                 "infinitime_tour.yaml"}    # real firmware: test_scenario_wasp / test_infinitime
+                 "infinitime_tour.yaml", "infinitime_phone.yaml"}    # real firmware: test_scenario_wasp,
+# test_infinitime, test_infinitime_ble
 
 
 def test_every_example_scenario_is_covered():
