@@ -128,6 +128,21 @@ class GattPhone:
             raise GattError(f"pairing failed: {self.pairing.error}")
         return self.pairing.ltk
 
+    def encrypt(self, ltk: bytes, timeout_ms: float = 5000) -> None:
+        """Encrypt the link with a key from an earlier ``pair()`` (a bonded
+        watch keeps it), without pairing again."""
+        self.connect()
+        result: list = []
+        self.link.on_encryption.append(lambda ok, why: result.append((ok, why)))
+        self.link.start_encryption(ltk, b"reconnect" + bytes(3))
+        if not self.machine.run_until(lambda: result or not self.link.connected,
+                                      timeout_ms=timeout_ms):
+            raise GattError(f"encryption: no answer in {timeout_ms:g} ms")
+        if not result or not result[0][0]:
+            raise GattError("encryption failed: " + (result[0][1] if result else
+                                                     f"link {self.link.state} "
+                                                     f"({self.link.reason})"))
+
     def _do(self, gen, name: str, timeout_ms: float = 5000):
         self.connect()
         return self.gatt.wait(self.machine, self.gatt.start(gen, name), timeout_ms)

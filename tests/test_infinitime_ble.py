@@ -190,3 +190,45 @@ def test_uart_steps_say_there_is_no_uart():
         m.phone.repl("1+1")
     with pytest.raises(PhoneError, match="end-of-call"):
         m.phone.end_call()
+
+
+def _pair():
+    m = _connected()
+    gp = m.phone.gatt
+    ltk = gp.pair()
+    assert gp.link.encrypted and len(ltk) == 16
+    return m, gp, ltk
+
+
+def test_pairing_encrypts_the_link_and_the_bond_is_kept():
+    m, gp, ltk = _pair()
+    n = len(m.air.log)
+    assert m.phone.battery() > 0                       # GATT over the encrypted link
+    m.phone.notify("Secret", "over CCM")
+    m.run(seconds=1)
+    assert lit(m, 0, 15, 150, 40, 100) > 150            # shown: NimBLE decrypted it
+    ours = [p for p in m.air.log[n:] if p.aa == gp.link.aa and len(p.pdu) > 2]
+    plain = b"Secret\0over CCM"
+    assert ours and all(plain not in p.pdu for p in ours)   # only ciphertext on the air
+    assert any(plain in bytes(q[7]) for q in gp.link.packets)   # and it was sent
+    # the watch bonded: after a reconnection the same key encrypts without pairing
+    gp.disconnect()
+    m.run(seconds=1.5)
+    gp.connect()
+    assert not gp.link.encrypted
+    gp.encrypt(ltk)
+    assert gp.link.encrypted and m.phone.steps() == 0
+
+
+def test_pairing_with_a_wrong_nonce_direction_fails(monkeypatch):
+    """Companion: a central whose CCM nonce has the direction bit of the
+    other side: NimBLE cannot check our first encrypted packet's MIC and the
+    link ends; the pairing reports it."""
+    from emu import blelink
+    from emu.gatt import GattError
+    orig = blelink._nonce
+    monkeypatch.setattr(blelink, "_nonce", lambda c, master, iv: orig(c, 1 - master, iv))
+    m = _connected()
+    with pytest.raises(GattError, match="pairing"):
+        m.phone.gatt.pair(timeout_ms=5000)
+    assert not m.phone.gatt.link.encrypted
