@@ -198,9 +198,9 @@ EXAMPLES = {
 
 
 # real wasp-os images are not in the repository: tests/test_scenario_wasp.py runs these
+# (real firmware: test_scenario_wasp, test_infinitime, test_infinitime_ble)
 WASP_EXAMPLES = {"wasp_stopwatch.yaml", "wasp_phone.yaml",
-                 "infinitime_tour.yaml", "infinitime_phone.yaml"}    # real firmware: test_scenario_wasp,
-# test_infinitime, test_infinitime_ble
+                 "infinitime_tour.yaml", "infinitime_phone.yaml"}
 
 
 def test_every_example_scenario_is_covered():
