@@ -232,3 +232,24 @@ def test_pairing_with_a_wrong_nonce_direction_fails(monkeypatch):
     with pytest.raises(GattError, match="pairing"):
         m.phone.gatt.pair(timeout_ms=5000)
     assert not m.phone.gatt.link.encrypted
+
+
+def test_music_app_shows_the_track_and_its_buttons_reach_the_phone():
+    m = _connected()
+    m.phone.music_info("The Band", "A Song", "Album")
+    m.board.touch.swipe("up")                        # the launcher
+    m.run(ms=800)
+    m.board.touch.tap(200, 175)                      # the music app
+    m.run(seconds=1)
+    assert m.phone.gatt.music_events == ["open"]     # InfiniTime tells the phone it opened
+    assert lit(m, 10, 95, 200, 150) > 300            # track and artist drawn
+    before = m.board.screen()[95:150].copy()
+    m.phone.music_info("Other Band", "Another Song")  # and redrawn when they change
+    m.run(seconds=1)
+    assert (np.abs(m.board.screen()[95:150].astype(int) - before).max(axis=2) > 64).sum() > 200
+    for _ in range(3):                               # play (a first touch may only wake it)
+        m.board.touch.tap(120, 200)
+        m.run(ms=500)
+        if len(m.phone.gatt.music_events) > 1:
+            break
+    assert m.phone.gatt.music_events[1:] == ["play"]
