@@ -206,6 +206,7 @@ class LinkCentral:
         self._rx_frag = bytearray()
         self._rx_need = 0
         self._terminating = False
+        self._closing: Optional[str] = None     # the watch's LL_TERMINATE_IND, to acknowledge
         self._version_sent = False
         self._in_event = False
         self._enc = None                  # (AESCCM, IV) once encryption is on
@@ -291,8 +292,8 @@ class LinkCentral:
         self._event_count += 1
         self._channel = csa1_channels(self.hop, self.chmap, 1, n)[0]
         self._in_event = True
-        self._send(anchor)
         self._ev.schedule_at(self._anchor(n + 1) - 50 * US)
+        self._send(anchor)
 
     def _send(self, start: int) -> None:
         if self._cur is None:
@@ -312,6 +313,9 @@ class LinkCentral:
                              bytes(self._cur[-1])))
         self.air.send(Packet(start, end, channel_freq(self._channel), 3, self.aa, pdu,
                              crc24(pdu, self.crc_init), self._channel | 0x40, "central"))
+        if self._closing is not None:    # this packet acknowledged the watch's LL_TERMINATE_IND
+            self._in_event = False
+            self._set_state("closed", self._closing)
 
     def _data(self, p: Packet) -> None:
         if not self._in_event or p.channel != self._channel or len(p.pdu) < 2:
@@ -427,10 +431,9 @@ class LinkCentral:
         elif op in (LL_REJECT_IND, LL_REJECT_EXT_IND) and self._enc_setup is not None:
             self._enc_setup = None
             self._encryption_result(False, f"the watch rejected encryption ({c.hex()})")
-        elif op == LL_TERMINATE_IND:
-            self._in_event = False
-            self._set_state("closed", f"terminated by the watch (reason {c[1]:#04x})"
-                            if len(c) > 1 else "terminated by the watch")
+        elif op == LL_TERMINATE_IND:         # closed once our next packet acknowledges it
+            self._closing = (f"terminated by the watch (reason {c[1]:#04x})" if len(c) > 1
+                             else "terminated by the watch")
         elif op in (LL_UNKNOWN_RSP, LL_FEATURE_RSP, LL_REJECT_IND, LL_REJECT_EXT_IND,
                     LL_PING_RSP, LL_LENGTH_RSP):
             pass
