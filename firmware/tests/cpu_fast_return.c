@@ -4,6 +4,8 @@
  *     the handler) masks after the return: it must be taken at the very
  *     instruction that lifts the mask, not at some later slice boundary.
  *   - A handler pends one that nothing masks: it tail-chains.
+ *   - The thread pends one under BASEPRI/PRIMASK (a pend that does not end
+ *     the slice, CortexM._pending_changed): taken where the mask drops.
  *   - Many returns in a row (a tight pend/return loop) keep registers. */
 #include "harness.h"
 #include "cm4.h"
@@ -25,11 +27,14 @@ void IRQ7_Handler(void) { y_count++; }                /* Y: a plain return */
  * (a first execution ends the slice, which would hide a late entry). */
 static uint32_t masked_round(uint32_t mode, uint32_t lift_at) {
     a_mode = mode; x_at = 0xFFFF; x_count = 0;
-    if (mode == 0) set_basepri(0x40);   /* masks X (0x60), not A (0x20) */
-    irq_pend(5); dsb_isb();
+    if (mode == 0 || mode == 3) set_basepri(0x40);   /* masks X (0x60), not A (0x20) */
+    if (mode == 4) cpsid();
+    if (mode <= 1) irq_pend(5);         /* A pends X, returns to the masked thread */
+    else irq_pend(6);                   /* the masked thread pends X itself */
+    dsb_isb();
     for (step = 0; step < 200; step++) {
         if (step == lift_at) {
-            if (mode == 0) set_basepri(0); else cpsie();
+            if (mode == 0 || mode == 3) set_basepri(0); else cpsie();
         }
         __asm volatile("nop");
     }
@@ -44,6 +49,8 @@ int main(void) {
         CHECK_EQ("X masked by BASEPRI taken where BASEPRI drops", masked_round(0, 77 + round), 77 + round);
         /* PRIMASK set in A, still set after its return */
         CHECK_EQ("X masked by PRIMASK taken where PRIMASK drops", masked_round(1, 123 + round), 123 + round);
+        CHECK_EQ("X pended under BASEPRI taken where BASEPRI drops", masked_round(3, 55 + round), 55 + round);
+        CHECK_EQ("X pended under PRIMASK taken where PRIMASK drops", masked_round(4, 99 + round), 99 + round);
     }
 
     /* nothing masks X: tail-chained from A, before the thread runs again */
