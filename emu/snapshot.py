@@ -22,7 +22,11 @@ What is saved
   the board's devices (display, touch, accelerometer, heart rate, NOR flash
   contents, motor, button, battery), input timelines, the SoftDevice's
   GATT table, event queues and connection, the phone and its central;
-  the console transcript.
+  the console transcript.  Not saved: the phone's side of the air for
+  firmware with its own Bluetooth stack (emu/gattphone.py, a host device
+  like a real phone, whose clock events are named ``host.*``): a watch
+  restored mid-connection sees the phone vanish, times the link out and
+  advertises again, and ``phone.connect()`` reconnects.
 
 How objects are captured
 ------------------------
@@ -98,7 +102,10 @@ BLOB_MIN = 256             # bytes objects at least this long go to their own zi
 
 # Modules whose objects are never part of the saved graph (host-side or rebuilt).
 SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "emu.gdbstub", "emu.bridge", "emu.testbench",
-                "emu.scenario", "emu.png", "emu.snapshot")
+                "emu.scenario", "emu.png", "emu.snapshot",
+                # the phone's side of the air (a host device, like a real phone)
+                "emu.gattphone", "emu.blelink", "emu.gatt", "emu.smp", "emu.ble", "emu.air")
+HOST_EVENTS = "host."      # clock events of host devices: neither saved nor restored
 # Objects encoded by value (pure data, created at run time).
 VALUE_CLASSES = {"emu.softdevice.Attribute"}
 # Attributes that are structure, not state, even though they hold plain data.
@@ -115,11 +122,13 @@ SKIP_ATTRS = {
     "emu.peripherals.base.NrfPeripheral": {"_regs", "_readers", "_task_handlers", "REGISTERS",
                                            "TASKS", "EVENTS", "SHORTS",   # declarations
                                            "_cells"},   # saved by save_state/save_model_state
-    "emu.peripherals.ppi.Ppi": {"_attached", "_seen"},  # id()s; load_model_state re-attaches
+    "emu.peripherals.ppi.Ppi": {"_attached", "_seen",   # id()s; load_model_state re-attaches
+                                "_maps"},                # a cache, rebuilt
     "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events"},   # saved apart
     "emu.soc.bus.PeripheralBus": {"streams"},          # C wiring; the SPIs save their bytes
     "emu.peripherals.spi.Spi": {"_streams"},           # the same StreamSet
     "emu.peripherals.radio.Radio": {"air", "_due", "_tx", "_rx", "_inbound"},  # save_model_state
+    "emu.phone.Phone": {"_gatt"},                      # host side of the air (see HOST_EVENTS)
 }
 
 
@@ -595,7 +604,8 @@ def build_state(machine) -> tuple:
     for path, obj in graph.items():
         if _qualname(obj) == "emu.buses.SpiBus":
             spi[path] = [bool(obj._selected.get(id(d), False)) for d, _pin in obj.devices]
-    live = [(w, s, e.name) for (w, s, e) in clock._heap if e._seq == s and e.when == w]
+    live = [(w, s, e.name) for (w, s, e) in clock._heap if e._seq == s and e.when == w
+            and not e.name.startswith(HOST_EVENTS)]
     live.sort()
     memories = []
     for s, e, name in _memory_regions(cpu):
@@ -762,10 +772,13 @@ def apply_state(machine, state: dict, blob) -> None:
     cpu.cs.mask_watch = 0
     # the clock last: exactly the saved events, in their saved order
     c = state["clock"]
+    heap = []
     for ev in clock.events.values():
+        if ev.name.startswith(HOST_EVENTS) and ev.when is not None:
+            heap.append((ev.when, ev._seq, ev))      # the restoring machine's own phone
+            continue
         ev.when = None
         ev._seq = -1
-    heap = []
     for when, seq, name in c["events"]:
         ev = clock.events.get(name)
         if ev is None:

@@ -96,3 +96,48 @@ def test_firmware_ppi_chain_toggles_pin_without_cpu(fw):
     assert len(toggles) == 20
     gaps = {b[0] - a[0] for a, b in zip(toggles, toggles[1:])}
     assert gaps == {50 * 512}              # exactly 50 us apart
+
+
+def _random_ppi_writes(soc, seed, n=3000):
+    """CHEN/CHENSET/CHENCLR/CHG enable-disable among a few channel sets (as
+    NimBLE does), with endpoint writes now and then; after each write the
+    routing map must be the one built from the registers."""
+    import random
+    from emu.peripherals.ppi import Ppi
+    rnd = random.Random(seed)
+    ppi = soc.peripheral_at(PPI)
+    sets = [rnd.getrandbits(20) for _ in range(4)] + [0]
+    w(soc, PPI + 0x800, sets[0])                         # CHG[0]
+    for _ in range(n):
+        k = rnd.random()
+        if k < 0.03:
+            ch = rnd.randrange(20)
+            reg = rnd.choice([0x510 + 8 * ch, 0x514 + 8 * ch, 0x910 + 4 * ch])
+            w(soc, PPI + reg, rnd.choice([0, TIMER0 + 0x140, RTC0 + 0x140, EGU0 + 4 * ch,
+                                          TIMER1 + 0x144]))
+        elif k < 0.4:
+            w(soc, PPI + 0x504, rnd.choice(sets))        # CHENSET
+        elif k < 0.8:
+            w(soc, PPI + 0x508, rnd.choice(sets))        # CHENCLR
+        elif k < 0.9:
+            w(soc, PPI + 0x500, rnd.choice(sets))        # CHEN
+        else:
+            w(soc, PPI + rnd.choice([0x000, 0x004]), 1)  # TASKS_CHG[0].EN / DIS
+        assert ppi._map == Ppi._build(ppi, ppi.values[0x500])
+    return ppi
+
+
+def test_map_memo_matches_a_fresh_build():
+    """The routing map kept per CHEN value (Ppi._maps) is always the one a
+    full rebuild gives, and it is used."""
+    ppi = _random_ppi_writes(Nrf52832(), seed=1)
+    assert 1 < len(ppi._maps) <= 64
+
+
+def test_map_memo_not_cleared_on_endpoint_write_is_detected(monkeypatch):
+    """Companion: a memo kept across CH[n].EEP/TEP/FORK writes is stale."""
+    import pytest
+    from emu.peripherals import ppi as ppi_mod
+    monkeypatch.setattr(ppi_mod.Ppi, "_wr_map", lambda self, new, old: self._rebuild())
+    with pytest.raises(AssertionError):
+        _random_ppi_writes(Nrf52832(), seed=1)

@@ -72,6 +72,7 @@ class Ppi(NrfPeripheral):
     def reset(self) -> None:
         super().reset()
         self._map: dict = {}      # event address -> [task addresses]
+        self._maps: dict = {}     # CHEN -> its _map, while the endpoints stay as they are
 
     # -- public --------------------------------------------------------
     def endpoints(self, ch: int):
@@ -102,13 +103,29 @@ class Ppi(NrfPeripheral):
         self._rebuild()
 
     def _wr_map(self, new, old) -> None:
+        self._maps.clear()
         self._rebuild()
 
     # -- routing -------------------------------------------------------
+    # NimBLE enables and disables the same few channel sets ~800 times an
+    # emulated second: the map of each CHEN value is built once and kept
+    # until an endpoint (EEP, TEP, FORK.TEP) changes.
+    memo = True       # False: build the map on every change (the slow path, for tests)
+
     def _rebuild(self) -> None:
         self._attach()
-        m: dict = {}
         chen = self.values[0x500]
+        m = self._maps.get(chen)
+        if m is None:
+            m = self._build(chen)
+            if self.memo:
+                if len(self._maps) >= 64:
+                    self._maps.clear()
+                self._maps[chen] = m
+        self._map = m
+
+    def _build(self, chen: int) -> dict:
+        m: dict = {}
         for ch in range(32):
             if not (chen >> ch) & 1:
                 continue
@@ -121,7 +138,7 @@ class Ppi(NrfPeripheral):
             fork = self.values[0x910 + 4 * ch]
             if fork:
                 tasks.append(fork)
-        self._map = m
+        return m
 
     def _attach(self) -> None:
         peripherals = self.soc.peripherals
@@ -155,4 +172,5 @@ class Ppi(NrfPeripheral):
             self._depth -= 1
 
     def load_model_state(self, state: dict) -> None:
+        self._maps = {}
         self._rebuild()
