@@ -41,8 +41,9 @@ reject; SMP (CID 6) goes to ``on_smp`` (emu/smp.py), or without one a
 pairing request is answered "pairing not supported".
 
 Everything happens on the emulated clock through one clock event
-("ble.central"): the same firmware and phone actions give the same packets
-at the same ticks on every run.  ``packets`` logs (tick, direction,
+("host.ble.central": a host device's, not saved in snapshots): the same
+firmware and phone actions give the same packets at the same ticks on
+every run.  ``packets`` logs (tick, direction,
 channel, LLID, SN, NESN, MD, payload) of the connection.
 
 Not modelled: encryption pause and key refresh, channel selection algorithm #2, the
@@ -139,7 +140,11 @@ class LinkCentral:
         self._target: Optional[str] = None
         self._target_name: Optional[str] = None
         self._names: dict = {}         # address -> name from scan responses
-        self._ev = self.clock.event("ble.central", self._event)
+        name, n = "host.ble.central", 1
+        while name in self.clock.events:      # one per central on this clock
+            n += 1
+            name = f"host.ble.central{n}"
+        self._ev = self.clock.event(name, self._event)
         air.listen(self._heard)
         self._reset_link()
 

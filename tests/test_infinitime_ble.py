@@ -253,3 +253,11 @@ def test_music_app_shows_the_track_and_its_buttons_reach_the_phone():
         if len(m.phone.gatt.music_events) > 1:
             break
     assert m.phone.gatt.music_events[1:] == ["play"]
+
+
+def test_snapshot_while_connected_then_connect_again(tmp_path):
+    m = _connected()
+    m.save_snapshot(str(tmp_path / "conn.snap"))
+    m2 = Machine.from_snapshot(str(tmp_path / "conn.snap"))
+    m2.phone.connect()               # NimBLE times the old link out, advertises again
+    assert m2.phone.battery() == m.phone.battery()

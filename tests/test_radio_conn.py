@@ -240,3 +240,24 @@ def test_radio_crc_ignoring_crcinit_is_detected(fw, monkeypatch):
     assert "FAIL connection established" in text
     assert not gatt.notifications
     assert r.exit_code != 0
+
+
+def test_snapshot_mid_connection_leaves_the_phone_out(fw, tmp_path):
+    """The phone's central is a host device: a snapshot taken mid-connection
+    saves the watch, not the phone (no error about its clock event or its
+    objects); the restored watch hears nobody at its next anchors."""
+    m = Machine(fw("periph_radio_conn"), board="nrf52832")
+    link = LinkCentral(m.air, **PARAMS)
+    GattClient(link)
+    link.on_state.append(lambda s: s == "connected" and link.send_l2cap(0x40, PING))
+    link.connect(target=WATCH)
+    assert m.run_until(lambda: link.connected and len(link.packets) > 6, timeout_ms=1000)
+    m.save_snapshot(str(tmp_path / "mid.snap"))
+    assert link.connected                              # the saving machine goes on
+    m2 = Machine.from_snapshot(str(tmp_path / "mid.snap"))
+    assert m2.clock.now == m.clock.now and m2.cpu.cycles == m.cpu.cycles
+    assert not any(n.startswith("host.") for n in m2.clock.events)
+    m2.run(ms=3000)
+    assert "FAIL" in m2.console_text()                 # the watch lost its central
+    m.run(ms=3000)
+    assert link.state == "closed"                      # while the original finishes
