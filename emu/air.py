@@ -76,7 +76,23 @@ def channel_freq(ch: int) -> int:
 def crc24(data: bytes, init: int, poly: int = 0x00065B, nbits: int = 24) -> int:
     """The RADIO's CRC as BLE defines it: a shift register of ``nbits`` bits
     preset with ``init``, shifted MSB first, fed with the data bits in air
-    order (least significant bit of each byte first)."""
+    order (least significant bit of each byte first).  A byte at a time
+    through a table per (poly, nbits) (_crc_bits is the bit-serial
+    definition)."""
+    if nbits < 8:
+        return _crc_bits(data, init, poly, nbits)
+    mask = (1 << nbits) - 1
+    table = _CRC_TABLES.get((poly & mask, nbits))
+    if table is None:
+        table = _crc_table(poly & mask, nbits)
+    shift = nbits - 8
+    reg = init & mask
+    for byte in data:
+        reg = ((reg << 8) & mask) ^ table[((reg >> shift) ^ _REV8[byte]) & 0xFF]
+    return reg
+
+
+def _crc_bits(data: bytes, init: int, poly: int, nbits: int) -> int:
     top = nbits - 1
     mask = (1 << nbits) - 1
     reg = init & mask
@@ -88,6 +104,27 @@ def crc24(data: bytes, init: int, poly: int = 0x00065B, nbits: int = 24) -> int:
             if fb:
                 reg ^= poly
     return reg
+
+
+_REV8 = bytes(int(f"{b:08b}"[::-1], 2) for b in range(256))   # bit order reversed
+_CRC_TABLES: dict = {}
+
+
+def _crc_table(poly: int, nbits: int) -> list:
+    """Entry x: the register after shifting 8 bits whose feedback bits are x
+    (MSB first) through a zero register."""
+    top = 1 << (nbits - 1)
+    mask = (1 << nbits) - 1
+    table = []
+    for x in range(256):
+        reg = x << (nbits - 8)
+        for _ in range(8):
+            reg = ((reg << 1) & mask) ^ poly if reg & top else (reg << 1) & mask
+        table.append(reg)
+    if len(_CRC_TABLES) >= 16:
+        _CRC_TABLES.clear()
+    _CRC_TABLES[(poly, nbits)] = table
+    return table
 
 
 class Air:
