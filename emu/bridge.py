@@ -340,9 +340,13 @@ def phone_client_main(argv=None) -> int:
     """pinetime-emu phone [--port N] (--gb JSON | --notify T B | --call NAME NUM | --repl LINE)"""
     from emu.cli import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser
     ap = ArgumentParser(prog="pinetime-emu phone",
-                        description="Send one Gadgetbridge message or REPL line to a running "
-                                    "'pinetime-emu run FIRMWARE --bridge PORT' and print what "
-                                    "the watch sends back.")
+                        description="Send one Gadgetbridge message, REPL line or wasptool verb "
+                                    "to a running 'pinetime-emu run FIRMWARE --bridge PORT' and "
+                                    "print what the watch sends back.  With firmware that has "
+                                    "its own Bluetooth stack (InfiniTime) the bridge's GATT "
+                                    "phone is used instead: --notify, --call, --gb, --rtc, "
+                                    "--set-time, --battery, --steps, --music, --music-state, "
+                                    "--firmware-version, --read and --write.")
     ap.add_argument("--host", default="127.0.0.1", help="bridge address (127.0.0.1)")
     ap.add_argument("--port", type=_remote_port, default=7878, help="bridge port (7878)")
     what = ap.add_mutually_exclusive_group(required=True)
