@@ -100,6 +100,8 @@ class Phone:
         m.run_until(lambda: self.central.writes_pending == 0, timeout_ms=500)
 
     def disconnect(self) -> None:
+        if self.radio_firmware:
+            return self.gatt.disconnect()
         self.central.disconnect()
         self.nus.tx_handle = self.nus.rx_handle = None
 

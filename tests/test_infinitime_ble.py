@@ -115,7 +115,8 @@ def test_the_link_is_deterministic():
 def test_disconnect_and_reconnect():
     m = _connected()
     link = m.phone.gatt.link
-    m.phone.gatt.disconnect()
+    m.phone.disconnect()                   # the window's K key: machine.phone goes over the air
+    assert not m.phone.connected
     assert link.state == "closed" and "phone" in link.reason
     m.run(seconds=1.5)                     # InfiniTime advertises again
     m.phone.gatt.connect()
