@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -64,3 +65,10 @@ def run_firmware(fw):
         r = m.run(ms=ms)
         return m, r
     return run
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (for --bridge/--gdb)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

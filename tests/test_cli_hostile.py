@@ -5,11 +5,12 @@ proves the run never began)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
+
+from conftest import free_port
 
 STARTED = "pinetime demo running"
 
@@ -169,12 +170,6 @@ def test_test_command_checks_its_report_path_before_running(demo, tmp_path):
     assert_refused(cli("test", scen, "--firmware", demo, "--bogus"), "--bogus")
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("args,words", [
     ([], ["--gb", "--repl"]),                       # nothing to send
     (["--port", "70000", "--repl", "1"], ["--port", "TCP port"]),
@@ -187,6 +182,6 @@ def test_phone_bad_options(args, words):
 
 
 def test_phone_without_a_bridge_says_so():
-    port = _free_port()
+    port = free_port()
     r = cli("phone", "--port", port, "--repl", "1+1")
     assert_refused(r, f"127.0.0.1:{port}", "--bridge")

@@ -8,13 +8,14 @@ call buttons; and the same through ``--bridge`` from another process.
 Skipped without the InfiniTime image (see tests/test_infinitime.py).
 """
 import calendar
-import socket
 import subprocess
 import sys
 import time
 
 import numpy as np
 import pytest
+
+from conftest import free_port
 
 from emu import Machine
 from emu.gattphone import CTS_CURRENT_TIME, STEP_COUNT
@@ -123,17 +124,9 @@ def test_disconnect_and_reconnect():
     assert m.phone.battery() > 0
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_phone_cli_against_the_bridge(tmp_path):
     image = _image()
-    port = _free_port()
+    port = free_port()
     run = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", image, "--headless",
                             "--seconds", "600", "--bridge", str(port)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

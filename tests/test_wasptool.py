@@ -9,13 +9,14 @@ Needs the upstream wasp-os image (as tests/test_wasp.py); skipped without it.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from conftest import free_port
 
 from emu import Machine
 
@@ -116,14 +117,6 @@ def test_rtc_memfree_battery_notify(booted):
         w.eval("no_such_name")
 
 
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_phone_cli_verbs_against_a_bridge(tmp_path):
     image = _image()
     # a watch whose NOR is already formatted (the first boot's format leaves
@@ -132,7 +125,7 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
     m = Machine(image, flash_file=nor)
     m.run(seconds=5.0)
     m.board.close()
-    port = _free_port()
+    port = free_port()
     run = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", image, "--headless",
                             "--seconds", "600", "--bridge", str(port), "--flash-file", nor],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
