@@ -1,6 +1,7 @@
 """Exception returns inside the slice (CortexM._return_in_hook), pends that
-do not end the slice (CortexM._pending_changed) and the WFE decision
-remembered per PC (CortexM._wfe_kinds) behave exactly like the slow paths
+do not end the slice (CortexM._pending_changed), WFEs that only clear the
+event register (CortexM._wfe_in_hook) and the WFE decision remembered per
+PC (CortexM._wfe_kinds) behave exactly like the slow paths
 they shortcut: the same cycles, time, console, tail-chains and screen,
 natively and in pure Python.  The companions break a fast path and see the
 comparison (or the firmware) fail."""
@@ -33,6 +34,7 @@ def run(path, monkeypatch, fast=True, pure=False, ms=300, wfe_cache=True):
     with monkeypatch.context() as mp:
         mp.setattr(cortexm.CortexM, "fast_returns", fast)
         mp.setattr(cortexm.CortexM, "fast_pends", fast)
+        mp.setattr(cortexm.CortexM, "fast_wfe", fast)
         mp.setattr(cortexm.CortexM, "wfe_cache", wfe_cache)
         m = Machine(path, board="nrf52832", pure_python=pure)
         r = m.run(ms=ms)
@@ -138,6 +140,26 @@ def test_pends_in_slice_are_used(fw, monkeypatch):
     assert fast < stops.count(cortexm.cyc.REASON_FLAG)
 
 
+def test_wfe_in_hook_is_used(fw, monkeypatch):
+    m, r = run(fw("cpu_wfi"), monkeypatch, ms=3000)
+    assert_firmware_passed(m, r, min_passes=7)
+    assert m.cpu.wfe_in_hook >= 3
+
+
+def test_wfe_in_hook_keeping_the_event_is_detected(fw, monkeypatch):
+    """Companion: a WFE done in the hook that leaves the event register set
+    makes the next WFE return at once (cpu_wfi's SysTick wake-up fails)."""
+    def keeps(self, uc, resume):
+        if not self.event_register:
+            return False
+        uc.reg_write(cortexm.A.UC_ARM_REG_PC, resume | 1)
+        return True
+    monkeypatch.setattr(cortexm.CortexM, "_wfe_in_hook", keeps)
+    m = Machine(fw("cpu_wfi"), board="nrf52832")
+    m.run(ms=3000)
+    assert "FAIL WFE woken by SysTick, not by disabled IRQ7" in m.console_text()
+
+
 # ---------------------------------------------------------------------------
 # WFE decided once per PC
 
@@ -211,11 +233,12 @@ def test_infinitime_same_with_and_without_fast_paths(monkeypatch):
         with monkeypatch.context() as mp:
             mp.setattr(cortexm.CortexM, "fast_returns", fast)
             mp.setattr(cortexm.CortexM, "fast_pends", fast)
+            mp.setattr(cortexm.CortexM, "fast_wfe", fast)
             mp.setattr(cortexm.CortexM, "wfe_cache", fast)
             m = Machine(str(IMAGE), flash_file=None)
             m.run(seconds=2.2)
             out.append((m.cpu.cycles, m.clock.now, m.cpu.tail_chains, m.soc.bus.accesses,
                         hashlib.sha1(m.board.screen().tobytes()).hexdigest()))
             if fast:
-                assert m.cpu.returns_in_hook > 500
+                assert m.cpu.returns_in_hook > 500 and m.cpu.wfe_in_hook > 100
     assert out[0] == out[1]
