@@ -434,16 +434,12 @@ def phone_client_main(argv=None) -> int:
             if early:
                 sys.stdout.write(early.decode("utf-8", "replace"))
             s.sendall(payload)
-            s.setblocking(False)
-            end_polls = int(a.wait / 0.05)
-            for _ in range(end_polls):      # a CLI tool on the host, not emulation code
-                r, _, _ = select.select([s], [], [], 0.05)
-                if r:
-                    data = s.recv(4096)
-                    if not data:
-                        break
-                    sys.stdout.write(data.decode("utf-8", "replace"))
-                    sys.stdout.flush()
+
+            def show(data: bytes) -> bool:
+                sys.stdout.write(data.decode("utf-8", "replace"))
+                sys.stdout.flush()
+                return False
+            _receive(s, a.wait, show)
         except OSError as e:
             print(f"pinetime-emu phone: error: connection to {a.host}:{a.port} lost "
                   f"({e.strerror or e})", file=sys.stderr)
@@ -451,23 +447,30 @@ def phone_client_main(argv=None) -> int:
     return EXIT_OK
 
 
+def _receive(s, seconds: float, fn) -> None:
+    """Hand what ``s`` receives to ``fn(data)`` for up to ``seconds`` of host
+    time (a CLI tool on the host, not emulation code), polling every 50 ms;
+    stop early when ``fn`` returns True or the peer closes."""
+    s.setblocking(False)
+    for _ in range(int(seconds / 0.05)):
+        r, _, _ = select.select([s], [], [], 0.05)
+        if r:
+            data = s.recv(4096)
+            if not data or fn(data):
+                return
+
+
 def _probe_gatt(s, wait: float):
     """Read what the bridge says first, for up to ``wait`` seconds (host
     time): (True, rest) when it is the JSON-lines bridge of own-stack
     firmware, else (False, whatever bytes came)."""
     got = bytearray()
-    s.setblocking(False)
-    polls = max(1, int(wait / 0.05))
+
+    def first_line(data: bytes) -> bool:
+        got.extend(data)
+        return b"\n" in got or not got.startswith(b"{")
     try:
-        for _ in range(polls):      # a CLI tool on the host, not emulation code
-            r, _, _ = select.select([s], [], [], 0.05)
-            if r:
-                data = s.recv(4096)
-                if not data:
-                    break
-                got += data
-                if b"\n" in got or not got.startswith(b"{"):
-                    break
+        _receive(s, wait, first_line)
     except OSError:
         pass
     s.settimeout(5)
