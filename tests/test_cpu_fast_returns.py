@@ -1,5 +1,6 @@
-"""Exception returns inside the slice (CortexM._return_in_hook), pends that
-do not end the slice (CortexM._pending_changed), WFEs that only clear the
+"""Exception returns inside the slice (CortexM._return_in_hook), entries at
+a block start from the block hook (CortexM._enter_in_hook), pends that do
+not end the slice (CortexM._pending_changed), WFEs that only clear the
 event register (CortexM._wfe_in_hook) and the WFE decision remembered per
 PC (CortexM._wfe_kinds) behave exactly like the slow paths
 they shortcut: the same cycles, time, console, tail-chains and screen,
@@ -35,6 +36,7 @@ def run(path, monkeypatch, fast=True, pure=False, ms=300, wfe_cache=True):
         mp.setattr(cortexm.CortexM, "fast_returns", fast)
         mp.setattr(cortexm.CortexM, "fast_pends", fast)
         mp.setattr(cortexm.CortexM, "fast_wfe", fast)
+        mp.setattr(cortexm.CortexM, "fast_entries", fast)
         mp.setattr(cortexm.CortexM, "wfe_cache", wfe_cache)
         m = Machine(path, board="nrf52832", pure_python=pure)
         r = m.run(ms=ms)
@@ -160,6 +162,41 @@ def test_wfe_in_hook_keeping_the_event_is_detected(fw, monkeypatch):
     assert "FAIL WFE woken by SysTick, not by disabled IRQ7" in m.console_text()
 
 
+def test_entries_in_hook_are_used(fw, monkeypatch):
+    for pure in (False, True):
+        m, r = run(fw("cpu_fast_return"), monkeypatch, ms=20, pure=pure)
+        assert_firmware_passed(m, r, min_passes=10)
+        assert m.cpu.entries_in_hook >= 300
+
+
+def test_entry_in_hook_dropped_is_detected(fw, monkeypatch):
+    """Companion: a block-hook entry that does nothing (the pend forgotten
+    until some later boundary) takes the masked IRQs late."""
+    monkeypatch.setattr(cortexm.CortexM, "_enter_in_hook",
+                        lambda self, address: cortexm.cyc.ENTRY_NONE)
+    m = Machine(fw("cpu_fast_return"), board="nrf52832")
+    m.run(ms=20)
+    assert "FAIL X pended under BASEPRI taken where BASEPRI drops" in m.console_text()
+
+
+def test_entry_in_hook_without_thumb_bit_is_detected(fw, monkeypatch):
+    """Companion: a block-hook entry that leaves PC's bit 0 clear breaks
+    the firmware (Unicorn runs the handler in ARM state)."""
+    def no_thumb(self, address):
+        if self._ipsr and 3 <= self._ipsr <= 6:
+            return cortexm.cyc.ENTRY_STOP
+        best = self._pending_to_enter()
+        if best is None:
+            return cortexm.cyc.ENTRY_NONE
+        self.exception_entry(best[2], address)
+        self.uc.reg_write(cortexm.A.UC_ARM_REG_PC, self.uc.reg_read(cortexm.A.UC_ARM_REG_PC))
+        return cortexm.cyc.ENTRY_DONE
+    monkeypatch.setattr(cortexm.CortexM, "_enter_in_hook", no_thumb)
+    m = Machine(fw("cpu_fast_return"), board="nrf52832")
+    r = m.run(ms=20)
+    assert not (r.reason == "exit" and r.exit_code == 0)
+
+
 # ---------------------------------------------------------------------------
 # WFE decided once per PC
 
@@ -234,6 +271,7 @@ def test_infinitime_same_with_and_without_fast_paths(monkeypatch):
             mp.setattr(cortexm.CortexM, "fast_returns", fast)
             mp.setattr(cortexm.CortexM, "fast_pends", fast)
             mp.setattr(cortexm.CortexM, "fast_wfe", fast)
+            mp.setattr(cortexm.CortexM, "fast_entries", fast)
             mp.setattr(cortexm.CortexM, "wfe_cache", fast)
             m = Machine(str(IMAGE), flash_file=None)
             m.run(seconds=2.2)
@@ -241,4 +279,5 @@ def test_infinitime_same_with_and_without_fast_paths(monkeypatch):
                         hashlib.sha1(m.board.screen().tobytes()).hexdigest()))
             if fast:
                 assert m.cpu.returns_in_hook > 500 and m.cpu.wfe_in_hook > 100
+                assert m.cpu.entries_in_hook > 500
     assert out[0] == out[1]

@@ -26,12 +26,12 @@ def test_faultmask_masking_nmi_is_detected(run_firmware, monkeypatch):
     """A core that took nothing while FAULTMASK is set (NMI included) fails the NMI check."""
     from emu.cpu import cortexm
     A = cortexm.A
-    orig = cortexm.CortexM._take_pending
+    orig = cortexm.CortexM._pending_to_enter     # the run loop's and the block hook's
 
     def masks_nmi(self):
         if self.uc.reg_read(A.UC_ARM_REG_FAULTMASK) & 1:
-            return False
+            return None
         return orig(self)
-    monkeypatch.setattr(cortexm.CortexM, "_take_pending", masks_nmi)
+    monkeypatch.setattr(cortexm.CortexM, "_pending_to_enter", masks_nmi)
     m, r = run_firmware("cpu_nesting", ms=10)
     assert "FAIL NMI under FAULTMASK+PRIMASK" in m.console_text()

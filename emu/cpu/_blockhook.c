@@ -9,7 +9,9 @@
  *   - Python raised the stop flag (an MMIO access changed interrupt state),
  *   - the block has no known cost yet (Python costs it and resumes), or
  *   - an interrupt that is pending but masked by PRIMASK/BASEPRI/FAULTMASK
- *     became takeable (mask_watch mode, only while such an interrupt exists).
+ *     became takeable (mask_watch mode, only while such an interrupt exists),
+ *     or a pend asked for an exception entry (entry_flag), unless the entry
+ *     callback enters the exception right here (see bh_state.entry_cb).
  * When it stops, the block is not counted: Unicorn calls the hook again for
  * the same block on resume.  emu/cpu/cycles.py holds the identical
  * pure-Python fallback; tests check that both give the same counts.
@@ -57,7 +59,36 @@ typedef struct {
     uint64_t synced_cycles;
     uint32_t in_slice;
     uint32_t pad2;
+    /* exception entry at a block start, without ending the slice: a pend
+     * that needs an entry raises entry_flag (instead of stop_flag), and a
+     * mask-watch hit asks too; entry_cb(address) (a Python callable, taken
+     * with the GIL) answers ENTRY_STOP (end the slice as before),
+     * ENTRY_DONE (it entered: PC moved, this block is not run) or
+     * ENTRY_NONE (nothing to enter: run the block). */
+    uint32_t entry_flag;
+    uint32_t pad3;
+    PyObject *entry_cb;
 } bh_state;
+
+enum { ENTRY_STOP = 0, ENTRY_DONE = 1, ENTRY_NONE = 2 };
+
+static int bh_call_entry(bh_state *s, uint64_t address) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    int r = ENTRY_STOP;
+    PyObject *res = PyObject_CallFunction(s->entry_cb, "K", (unsigned long long)address);
+    if (res == NULL) {
+        PyErr_Print();              /* the callback catches its own errors */
+    } else {
+        long v = PyLong_AsLong(res);
+        if (v == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        else
+            r = (int)v;
+        Py_DECREF(res);
+    }
+    PyGILState_Release(g);
+    return r;
+}
 
 static inline uint32_t bh_hash(uint64_t k) {
     k ^= k >> 33;
@@ -135,7 +166,10 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         ((uc_emu_stop_fn)s->emu_stop)(uc);
         return;
     }
-    if (s->mask_watch) {
+    uint32_t want = 0;
+    if (s->entry_flag)
+        want = REASON_FLAG;
+    else if (s->mask_watch) {
         uint32_t primask = 0, basepri = 0, faultmask = 0;
         uc_reg_read_fn rr = (uc_reg_read_fn)s->reg_read;
         rr(uc, s->reg_primask, &primask);
@@ -146,8 +180,18 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         if (bp && (int32_t)bp < prio) prio = (int32_t)bp;
         if (primask & 1) { if (prio > 0) prio = 0; }
         if (faultmask & 1) prio = -1;
-        if (s->pend_prio < prio) {
-            s->reason = REASON_UNMASKED;
+        if (s->pend_prio < prio)
+            want = REASON_UNMASKED;
+    }
+    if (want) {
+        int r = ENTRY_STOP;
+        s->entry_flag = 0;
+        if (s->entry_cb)
+            r = bh_call_entry(s, address);
+        if (r == ENTRY_DONE)
+            return;             /* the handler's first block comes next (counted then) */
+        if (r != ENTRY_NONE) {
+            s->reason = want;
             ((uc_emu_stop_fn)s->emu_stop)(uc);
             return;
         }

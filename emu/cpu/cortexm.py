@@ -115,6 +115,7 @@ class CortexM:
             uc, (A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK),
             force_python=force_python_counter)
         self.cs = self.counter.s
+        self.cs.entry_cb = self._enter_in_hook
         self.cost_model = cyc.CostModel(profile)
         self.regions: list = []         # (start, end, kind, name)
         self._mmio_cfuncs: list = []
@@ -328,6 +329,7 @@ class CortexM:
         self._running = False
         self.systick.reset()
         self.cs.stop_flag = 0
+        self.cs.entry_flag = 0
         self.cs.mask_watch = 0
 
     @property
@@ -419,10 +421,50 @@ class CortexM:
         if self.sleeping or self.scr & 0x10:   # SEVONPEND
             self.event_register = 1
         cs = self.cs
-        if (cs.in_slice and self.fast_pends and not self._boundaries_watched
-                and not 3 <= self._ipsr <= 6 and self._pending_to_enter() is None):
-            return
+        if cs.in_slice and self.fast_pends and not self._boundaries_watched \
+                and not 3 <= self._ipsr <= 6:
+            if self._pending_to_enter() is None:
+                return
+            if self.fast_entries:
+                cs.entry_flag = 1       # entered at the next block (_enter_in_hook)
+                return
         cs.stop_flag = 1
+
+    # The exception entry the run loop would make at a block boundary (a pend
+    # that needs one, or the mask watch seeing it unmasked) is made by the
+    # block hook's callback at that very block, without ending the slice:
+    # events cannot be due there (the deadline comes first in the hook), so
+    # the loop's run_due would do nothing before its _take_pending.  Entries
+    # into fault handlers (the hang check) still end the slice.
+    fast_entries = True   # False: entries end the slice (the slow path, for tests)
+    entries_in_hook = 0   # exception entries that did not end the slice
+    _halt_in_hook: Optional[BaseException] = None
+
+    def _enter_in_hook(self, address: int) -> int:
+        """Called by the block hook with the next block's address: ENTRY_DONE
+        (entered; PC at the handler), ENTRY_NONE (nothing to enter) or
+        ENTRY_STOP (end the slice; the run loop decides)."""
+        if (not self.fast_entries or self._boundaries_watched or 3 <= self._ipsr <= 6
+                or self.stop_reason or self.powered_off):
+            return cyc.ENTRY_STOP
+        try:
+            best = self._pending_to_enter()
+            if best is None:
+                return cyc.ENTRY_NONE
+            if 3 <= best[2] <= 6:
+                return cyc.ENTRY_STOP
+            self.exception_entry(best[2], address)
+            self.sleeping = False
+            uc = self.uc
+            pc = uc.reg_read(A.UC_ARM_REG_PC)
+            uc.reg_write(A.UC_ARM_REG_PC, pc | 1)      # bit 0: stay in Thumb state
+        except BaseException as e:   # CpuHalt (lockup): raised again after the slice
+            self._halt_in_hook = e
+            return cyc.ENTRY_STOP
+        self.entries_in_hook += 1
+        self._slice_pc = pc
+        self._slice_blocks = self.cs.blocks
+        return cyc.ENTRY_DONE
 
     def exc_enabled(self, exc: int) -> bool:
         if exc >= 16:
@@ -1117,6 +1159,7 @@ class CortexM:
                 self._rebase()
                 cs.deadline = cs.cycles + budget
                 cs.stop_flag = 0
+                cs.entry_flag = 0
                 cs.reason = 0
                 self._trap = None
                 pc = uc.reg_read(A.UC_ARM_REG_PC)
@@ -1154,6 +1197,10 @@ class CortexM:
         return None
 
     def _after_slice(self, err) -> None:
+        halt = self._halt_in_hook
+        if halt is not None:
+            self._halt_in_hook = None
+            raise halt
         cs = self.cs
         uc = self.uc
         trap = self._trap
@@ -1269,10 +1316,11 @@ class CortexM:
         hi = (address + 16 + 0xFFF) & ~0xFFF
         before = bytes(uc.mem_read(lo, hi - lo))
         cs = self.cs
-        saved = (cs.deadline, cs.stop_flag, cs.mask_watch)
+        saved = (cs.deadline, cs.stop_flag, cs.mask_watch, cs.entry_flag)
         cs.deadline = (1 << 64) - 1
         cs.stop_flag = 0
         cs.mask_watch = 0
+        cs.entry_flag = 0
         uc.mem_protect(lo, hi - lo, UC_PROT_ALL)
         # A translation block cached before Unicorn's instruction-count hook
         # existed ignores count=1 (it ran on to the NVMC CONFIG=Ren store
@@ -1292,7 +1340,7 @@ class CortexM:
         finally:
             after = bytes(uc.mem_read(lo, hi - lo))
             uc.mem_protect(lo, hi - lo, UC_PROT_READ | UC_PROT_EXEC)
-            cs.deadline, cs.stop_flag, cs.mask_watch = saved
+            cs.deadline, cs.stop_flag, cs.mask_watch, cs.entry_flag = saved
         if after != before:
             if self.flash_write_handler is not None:
                 final = self.flash_write_handler(lo, before, after)

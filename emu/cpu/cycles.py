@@ -235,7 +235,15 @@ class BhState(ctypes.Structure):
         ("synced_cycles", ctypes.c_uint64),   # clock.now is up to this cycle count
         ("in_slice", ctypes.c_uint32),        # 1 while inside emu_start's slice
         ("pad2", ctypes.c_uint32),
+        # exception entry at a block start (CortexM._enter_in_hook): a pend that
+        # needs one raises entry_flag; entry_cb(address) -> ENTRY_*
+        ("entry_flag", ctypes.c_uint32),
+        ("pad3", ctypes.c_uint32),
+        ("entry_cb", ctypes.py_object),
     ]
+
+
+ENTRY_STOP, ENTRY_DONE, ENTRY_NONE = range(3)
 
 
 _native_lib = None
@@ -325,6 +333,8 @@ class _PyState:
         self.active_prio = 256
         self.prigroup_mask = 0xFF
         self.blocks = 0
+        self.entry_flag = 0
+        self.entry_cb = None
 
 
 class PyBlockCounter:
@@ -349,7 +359,10 @@ class PyBlockCounter:
             s.reason = REASON_DEADLINE
             uc.emu_stop()
             return
-        if s.mask_watch:
+        want = 0
+        if s.entry_flag:
+            want = REASON_FLAG
+        elif s.mask_watch:
             rp, rb, rf = self.reg_ids
             primask = uc.reg_read(rp)
             basepri = uc.reg_read(rb)
@@ -363,7 +376,16 @@ class PyBlockCounter:
             if faultmask & 1:
                 prio = -1
             if s.pend_prio < prio:
-                s.reason = REASON_UNMASKED
+                want = REASON_UNMASKED
+        if want:
+            r = ENTRY_STOP
+            s.entry_flag = 0
+            if s.entry_cb is not None:
+                r = s.entry_cb(address)
+            if r == ENTRY_DONE:
+                return
+            if r != ENTRY_NONE:
+                s.reason = want
                 uc.emu_stop()
                 return
         cost = self.table.get((address, size))
