@@ -35,3 +35,18 @@ def test_sev_ignored_is_detected(run_firmware, monkeypatch):
     monkeypatch.setattr(cortexm.CortexM, "_hook_sev", lambda self, uc, a, s, u: None)
     m, r = run_firmware("cpu_wfi", ms=3000)
     assert not (r.reason == "exit" and r.exit_code == 0)
+
+
+def test_wfe_woken_through_primask_is_detected(run_firmware, monkeypatch):
+    """Companion: a core whose WFE wakes for an interrupt that PRIMASK holds
+    back (the WFI rule) returns at once, before SysTick pends: the check fails.
+    (The S132 SoftDevice waits for the LFCLK this way, with PRIMASK set and an
+    application interrupt pending: the wrong rule made it spin.)"""
+    from emu.cpu import cortexm
+
+    def wfi_rule(self):
+        best = self.best_pending()
+        return best is not None and best[0] < self.active_priority()
+    monkeypatch.setattr(cortexm.CortexM, "_wake_condition", wfi_rule)
+    m, r = run_firmware("cpu_wfi", ms=3000)
+    assert "FAIL WFE under PRIMASK slept until SysTick pended" in m.console_text()

@@ -1,7 +1,8 @@
 /* Sleep (ARMv7-M B1.5.19): WFI with nothing pending sleeps until the next
  * SysTick interrupt (the emulator jumps time to it); WFE with the event
  * register (SEV then WFE returns at once); SCR.SEVONPEND (a disabled
- * interrupt becoming pending is a WFE wake-up event); SCR.SLEEPONEXIT
+ * interrupt becoming pending is a WFE wake-up event; one PRIMASK holds
+ * back is not); SCR.SLEEPONEXIT
  * (the core sleeps again on return to thread mode, so only handlers run). */
 #include "harness.h"
 #include "cm4.h"
@@ -56,6 +57,29 @@ int main(void) {
     wfe();
     CHECK_EQ("WFE woken by SysTick, not by disabled IRQ7", ticks, t + 1);
     NVIC_ICPR(0) = 1u << 7;
+
+    /* 3b. WFE under PRIMASK: an enabled interrupt that PRIMASK holds back is
+     * no wake-up event (Cortex-M4 Generic User Guide 3.12.11: "an exception,
+     * unless masked by the exception mask registers"); with SEVONPEND the
+     * core sleeps until SysTick becomes pending */
+    SYST_CSR = 0;
+    SCB_SCR |= 1u << 4;
+    irq_prio(7, 0x20);
+    irq_enable(7);
+    cpsid();
+    irq_pend(7);                /* taken only once PRIMASK clears */
+    sev(); wfe();               /* event register now clear */
+    SYST_CVR = 0;
+    SYST_CSR = 7;
+    wfe();
+    CHECK_EQ("WFE under PRIMASK slept until SysTick pended", (SCB_ICSR >> 26) & 1, 1);
+    CHECK_EQ("IRQ7 held back by PRIMASK", irq7_runs, 0);
+    t = ticks;
+    cpsie();
+    CHECK_EQ("IRQ7 taken after CPSIE", irq7_runs, 1);
+    CHECK_EQ("SysTick taken after CPSIE", ticks, t + 1);
+    irq_disable(7);
+    SCB_SCR &= ~(1u << 4);
 
     /* 4. SLEEPONEXIT: thread sleeps once; handlers run until the 5th tick clears it */
     uint32_t thread_wakeups = 0;
