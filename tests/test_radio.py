@@ -64,3 +64,18 @@ def test_radio_with_a_wrong_crc_is_detected(fw, monkeypatch):
     m, r, sc = _run(fw)
     text = m.console_text()
     assert "FAIL CRCSTATUS ok" in text
+
+
+def test_radio_silent_when_disabled_twice_is_detected(fw, monkeypatch):
+    """Companion: a radio that ignores DISABLE in the Disabled state (no
+    DISABLED event) fails the firmware's check; drivers waiting for that
+    event (the S132 SoftDevice) would wait forever."""
+    from emu.peripherals import radio
+    orig = radio.Radio.task_DISABLE
+
+    def silent(self):
+        if self.state != radio.DISABLED:
+            orig(self)
+    monkeypatch.setattr(radio.Radio, "task_DISABLE", silent)
+    m, r, _ = _run(fw)
+    assert "FAIL DISABLED when already disabled" in m.console_text()

@@ -6,7 +6,8 @@ READY after the ramp-up (140 us, 40 us with MODECNF0.RU=Fast); a TXEN/RXEN
 from the DISABLED_TXEN shortcut right after a packet keeps TIFS between that
 packet's end and the next packet's start (RX ramps up at once, so it
 listens before a TIFS answer can start); DISABLE -> DISABLED after
-6 us from TX, at once from RX; STOP back to the idle state.  Shortcuts as
+6 us from TX, at once from RX and from Disabled (DISABLED fires again);
+STOP back to the idle state.  Shortcuts as
 in SHORTS (+0x200).
 
 Packets.  START in TxIdle reads the packet from RAM at PACKETPTR (EasyDMA)
@@ -230,6 +231,11 @@ class Radio(NrfPeripheral):
 
     def task_DISABLE(self) -> None:
         if self.state == DISABLED:
+            # already disabled: DISABLED again at once, as Nordic's own models
+            # of the nRF52 RADIO do; drivers clear EVENTS_DISABLED, trigger
+            # DISABLE and wait for the event whatever the state (nrf_esb.c's
+            # disable, the S132 SoftDevice between radio events)
+            self._do_disabled(None)
             return
         sending = self.state == TX      # after END the packet's last bits still go out
         self._cancel("ready", "tx_address", "tx_payload", "tx_end", "rx_address",

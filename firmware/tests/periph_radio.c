@@ -11,7 +11,8 @@
  *      after the request ends (TIFS);
  *   4. listens again on channel 38 where the peer sends a packet with a bad
  *      CRC: CRCERROR and CRCSTATUS 0;
- *   5. RSSI: RSSISTART -> RSSIEND, RSSISAMPLE = 60 (-60 dBm).
+ *   5. RSSI: RSSISTART -> RSSIEND, RSSISAMPLE = 60 (-60 dBm);
+ *   6. DISABLE in the Disabled state fires DISABLED again (drivers wait for it).
  * Times come from TIMER0 at 1 MHz captured through the PPI. */
 #include "harness.h"
 #include "cm4.h"
@@ -129,5 +130,13 @@ int main(void) {
     R(0x010) = 1;                                   /* DISABLE from RX: at once */
     CHECK_EQ("DISABLED from RX", R(0x110), 1);
     CHECK_EQ("STATE Disabled again", R(0x550), 0);
+
+    /* 6. DISABLE when already disabled: DISABLED fires again, at once */
+    R(0x200) = 0;
+    R(0x110) = 0;
+    (void)R(0x110);
+    R(0x010) = 1;
+    CHECK_EQ("DISABLED when already disabled", R(0x110), 1);
+    CHECK_EQ("STATE still Disabled", R(0x550), 0);
     return harness_failures;
 }
