@@ -111,7 +111,11 @@ VALUE_CLASSES = {"emu.softdevice.Attribute"}
 # Attributes that are structure, not state, even though they hold plain data.
 SKIP_ATTRS = {
     "emu.cpu.cortexm.CortexM": {"regions", "_flash_regions", "_div_hooks", "_div_armed", "_sev_hooks",
-                                "_wfe_kinds",
+                                "_wfe_kinds", "_halt_in_hook",
+                                # statistics of the run loop's shortcuts (a restored
+                                # machine re-costs its blocks: not state)
+                                "returns_in_hook", "wfe_in_hook", "entries_in_hook",
+                                "costed_in_hook",
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
                                 "_flash_guard"},
     "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file

@@ -1,5 +1,6 @@
 """Exception returns inside the slice (CortexM._return_in_hook), entries at
-a block start from the block hook (CortexM._enter_in_hook), pends that do
+a block start from the block hook (CortexM._enter_in_hook), new blocks
+costed from it (CortexM._cost_in_hook), pends that do
 not end the slice (CortexM._pending_changed), WFEs that only clear the
 event register (CortexM._wfe_in_hook) and the WFE decision remembered per
 PC (CortexM._wfe_kinds) behave exactly like the slow paths
@@ -37,6 +38,7 @@ def run(path, monkeypatch, fast=True, pure=False, ms=300, wfe_cache=True):
         mp.setattr(cortexm.CortexM, "fast_pends", fast)
         mp.setattr(cortexm.CortexM, "fast_wfe", fast)
         mp.setattr(cortexm.CortexM, "fast_entries", fast)
+        mp.setattr(cortexm.CortexM, "fast_costing", fast)
         mp.setattr(cortexm.CortexM, "wfe_cache", wfe_cache)
         m = Machine(path, board="nrf52832", pure_python=pure)
         r = m.run(ms=ms)
@@ -197,6 +199,26 @@ def test_entry_in_hook_without_thumb_bit_is_detected(fw, monkeypatch):
     assert not (r.reason == "exit" and r.exit_code == 0)
 
 
+def test_costing_in_hook_is_used(fw, monkeypatch):
+    for pure in (False, True):
+        m, r = run(fw("cpu_nesting"), monkeypatch, ms=10, pure=pure)
+        assert_firmware_passed(m, r, min_passes=17)
+        assert m.cpu.costed_in_hook > 20
+
+
+def test_costing_sev_blocks_in_hook_is_detected(fw, monkeypatch):
+    """Companion: costing a block with a SEV in the hook skips its SEV hook
+    (installed by the slow path): cpu_wfi's SEV no longer wakes WFE."""
+    def all_blocks(self, addr, size):
+        code = bytes(self.uc.mem_read(addr, size))
+        self.counter.insert(addr, size, self.cost_model.block_cost(code, addr))
+        return True
+    monkeypatch.setattr(cortexm.CortexM, "_cost_in_hook", all_blocks)
+    m = Machine(fw("cpu_wfi"), board="nrf52832")
+    r = m.run(ms=3000)
+    assert not (r.reason == "exit" and r.exit_code == 0)
+
+
 # ---------------------------------------------------------------------------
 # WFE decided once per PC
 
@@ -272,6 +294,7 @@ def test_infinitime_same_with_and_without_fast_paths(monkeypatch):
             mp.setattr(cortexm.CortexM, "fast_pends", fast)
             mp.setattr(cortexm.CortexM, "fast_wfe", fast)
             mp.setattr(cortexm.CortexM, "fast_entries", fast)
+            mp.setattr(cortexm.CortexM, "fast_costing", fast)
             mp.setattr(cortexm.CortexM, "wfe_cache", fast)
             m = Machine(str(IMAGE), flash_file=None)
             m.run(seconds=2.2)

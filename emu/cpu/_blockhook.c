@@ -68,6 +68,9 @@ typedef struct {
     uint32_t entry_flag;
     uint32_t pad3;
     PyObject *entry_cb;
+    /* a block without a cost: cost_cb(address, size) (with the GIL) costs it
+     * and returns 1 (the block then runs), or 0 (end the slice: REASON_MISS) */
+    PyObject *cost_cb;
 } bh_state;
 
 enum { ENTRY_STOP = 0, ENTRY_DONE = 1, ENTRY_NONE = 2 };
@@ -196,7 +199,24 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
             return;
         }
     }
-    int32_t cost = bh_lookup(s, ((uint64_t)(uint32_t)address | ((uint64_t)size << 32)) + 1);
+    uint64_t key = ((uint64_t)(uint32_t)address | ((uint64_t)size << 32)) + 1;
+    int32_t cost = bh_lookup(s, key);
+    if (cost < 0 && s->cost_cb) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        PyObject *res = PyObject_CallFunction(s->cost_cb, "KI", (unsigned long long)address,
+                                              (unsigned int)size);
+        int ok = 0;
+        if (res == NULL)
+            PyErr_Print();
+        else {
+            ok = PyObject_IsTrue(res) == 1;
+            Py_DECREF(res);
+        }
+        PyErr_Clear();
+        PyGILState_Release(g);
+        if (ok)
+            cost = bh_lookup(s, key);
+    }
     if (cost < 0) {
         s->reason = REASON_MISS;
         s->miss_addr = (uint32_t)address;

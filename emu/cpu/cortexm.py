@@ -116,6 +116,7 @@ class CortexM:
             force_python=force_python_counter)
         self.cs = self.counter.s
         self.cs.entry_cb = self._enter_in_hook
+        self.cs.cost_cb = self._cost_in_hook
         self.cost_model = cyc.CostModel(profile)
         self.regions: list = []         # (start, end, kind, name)
         self._mmio_cfuncs: list = []
@@ -975,6 +976,34 @@ class CortexM:
     # ------------------------------------------------------------------
     # block costing
     # ------------------------------------------------------------------
+    # A block met for the first time is costed by the block hook's callback,
+    # without ending the slice (InfiniTime's first second: ~3500 blocks); the
+    # run loop would do nothing else at that boundary (the hook checks the
+    # stop flag, the deadline and entries before the cost).  Blocks that need
+    # a per-instruction hook (SEV, divisions) still end the slice: their
+    # translation is dropped.
+    fast_costing = True   # False: every new block ends the slice (the slow path, for tests)
+    costed_in_hook = 0
+
+    def _cost_in_hook(self, addr: int, size: int) -> bool:
+        if (not self.fast_costing or self._boundaries_watched or 3 <= self._ipsr <= 6
+                or self.stop_reason):
+            return False
+        try:
+            code = bytes(self.uc.mem_read(addr, size))
+        except UcError:
+            return False
+        if b"\x40\xbf" in code or (self.profile == "m4" and code and self._has_div(code)):
+            return False
+        try:
+            self.counter.insert(addr, size, self.cost_model.block_cost(code, addr))
+        except Exception:    # noqa: BLE001 - the slow path reports it
+            return False
+        self.costed_in_hook += 1
+        self._slice_pc = addr
+        self._slice_blocks = self.cs.blocks
+        return True
+
     def _cost_block(self, addr: int, size: int) -> None:
         try:
             code = bytes(self.uc.mem_read(addr, size))

@@ -240,6 +240,7 @@ class BhState(ctypes.Structure):
         ("entry_flag", ctypes.c_uint32),
         ("pad3", ctypes.c_uint32),
         ("entry_cb", ctypes.py_object),
+        ("cost_cb", ctypes.py_object),        # cost_cb(address, size) -> bool
     ]
 
 
@@ -335,6 +336,7 @@ class _PyState:
         self.blocks = 0
         self.entry_flag = 0
         self.entry_cb = None
+        self.cost_cb = None
 
 
 class PyBlockCounter:
@@ -389,6 +391,8 @@ class PyBlockCounter:
                 uc.emu_stop()
                 return
         cost = self.table.get((address, size))
+        if cost is None and s.cost_cb is not None and s.cost_cb(address, size):
+            cost = self.table.get((address, size))
         if cost is None:
             s.reason = REASON_MISS
             s.miss_addr = address
