@@ -145,6 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="load address of a raw .bin or DFU .zip (default: 0x26000 when a "
                         ".bin's vector table points there or for a .zip, else 0), or the "
                         "slot of an MCUBoot image (default 0x8000)")
+    r.add_argument("--softdevice-hex", metavar="HEX", default=None,
+                   help="run a real Nordic SoftDevice (its .hex with the MBR, e.g. "
+                        "s132_nrf52_6.1.1_softdevice.hex) under an application built for it "
+                        "instead of the emulated S132 API: the chip boots from the MBR")
     r.add_argument("--headless", action="store_true",
                    help="no window: run for --seconds of emulated time and exit")
     r.add_argument("--seconds", type=_seconds, default=None, metavar="N",
@@ -277,7 +281,8 @@ def _make_machine(args):
         return None
     try:
         return Machine(args.firmware, board=args.board, base=args.base,
-                       pure_python=getattr(args, "pure_python", False), **opts)
+                       pure_python=getattr(args, "pure_python", False),
+                       softdevice_hex=getattr(args, "softdevice_hex", None), **opts)
     except FirmwareError as e:
         _error(str(e))
         return None
@@ -292,6 +297,11 @@ def _run_args_problem(args) -> Optional[str]:
     if args.bridge is not None and args.bridge == args.gdb and args.bridge != 0 \
             and args.bridge_host == args.gdb_host:
         return f"--bridge and --gdb both ask for port {args.bridge}"
+    if args.softdevice_hex is not None and args.bridge is not None:
+        return ("--bridge talks to the emulated SoftDevice: not with --softdevice-hex (the "
+                "real SoftDevice's Bluetooth is on the emulated air, emu.gattphone)")
+    if args.softdevice_hex is not None and args.board not in (None, "pinetime", "nrf52832"):
+        return f"--softdevice-hex: an S132 SoftDevice runs on the nRF52832, not on {args.board}"
     if args.trace_range is not None and args.trace is None:
         return "--trace-range needs --trace FILE"
     for option, path in (("--screenshot", args.screenshot),

@@ -548,6 +548,36 @@ def softdevice_present(img: FirmwareImage) -> bool:
     return img.word_at(0x3004) == SOFTDEVICE_INFO_MAGIC
 
 
+def with_softdevice(app: FirmwareImage, softdevice: FirmwareImage) -> FirmwareImage:
+    """The application together with a real SoftDevice image (Nordic's
+    ``s132_nrf52_*_softdevice.hex``: the MBR at 0 and the SoftDevice from
+    0x1000), booted as a chip programmed with both boots: from the MBR's
+    vector table at 0, which starts the SoftDevice, which starts the
+    application at the address in its info structure (0x26000 for S132
+    v6.1.1).  The SoftDevice's code runs; nothing of its API is emulated."""
+    if not softdevice_present(softdevice):
+        raise FirmwareError(f"{softdevice.path}: no SoftDevice in it (no info structure magic "
+                            f"{SOFTDEVICE_INFO_MAGIC:#010x} at 0x3004)")
+    if softdevice.word_at(0) is None or softdevice.word_at(4) is None:
+        raise FirmwareError(f"{softdevice.path}: no MBR vector table at 0 (a SoftDevice hex "
+                            "without the MBR cannot boot)")
+    app_base = softdevice.word_at(0x3008)        # SD_INFO: the application's start address
+    sd_end = max(a + len(d) for a, d in softdevice.segments)
+    for a, d in app.segments:
+        if a < sd_end and a + len(d) > min(sa for sa, _d in softdevice.segments):
+            raise FirmwareError(f"{app.path}: data at {a:#010x}-{a + len(d) - 1:#010x} overlaps "
+                                f"the SoftDevice (up to {sd_end - 1:#010x}): not an application "
+                                "for it")
+    if app.vector_table != app_base:
+        raise FirmwareError(f"{app.path}: vector table at {app.vector_table:#x}, but the "
+                            f"SoftDevice starts the application at {app_base:#x}")
+    notes = list(app.notes) + [f"real SoftDevice from {softdevice.path} (MBR at 0, SoftDevice "
+                               f"at 0x1000-{sd_end - 1:#x}); booting from the MBR, the "
+                               f"application at {app_base:#x} is started by the SoftDevice"]
+    return FirmwareImage(app.path, app.format, list(softdevice.segments) + list(app.segments),
+                         app.symbols, app.entry, vector_table=0, notes=notes)
+
+
 def _find_vector_table(img: FirmwareImage, layout: MemoryLayout) -> int:
     if softdevice_present(img) and _valid_vectors(img, APP_BASE_S132, layout):
         img.notes.append("Nordic SoftDevice found in the image: running the application at "

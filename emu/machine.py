@@ -79,8 +79,12 @@ class RunResult:
 class Machine:
     def __init__(self, firmware: Union[str, FirmwareImage, None] = None, *,
                  board: str = "pinetime", base: Optional[int] = None,
-                 pure_python: bool = False, **board_options):
+                 pure_python: bool = False, softdevice_hex: Optional[str] = None,
+                 **board_options):
         self.clock = Clock()
+        # a real SoftDevice image (MBR + S132 hex) to run under the app instead
+        # of the emulated S132 API: SVCs then reach the guest's own handler
+        self.softdevice_hex = softdevice_hex
         self.image: Optional[FirmwareImage] = None
         self.symbols = SymbolTable()
         self.board_name = board
@@ -92,7 +96,7 @@ class Machine:
         self.board = cls(self, pure_python=pure_python, **board_options)
         self.soc = self.board.soc
         self.cpu = self.soc.cpu
-        if getattr(self.board, "softdevice", None) == "s132":
+        if getattr(self.board, "softdevice", None) == "s132" and softdevice_hex is None:
             import emu.softdevice; emu.softdevice.attach(self)   # SVC layer + machine.phone
         self.soc.symbolize = self.describe_address
         self.cpu.bkpt_handler = self._bkpt
@@ -110,8 +114,12 @@ class Machine:
     # firmware
     # ------------------------------------------------------------------
     def load(self, firmware: Union[str, FirmwareImage], base: Optional[int] = None) -> None:
+        layout = self.board.memory_layout()
         img = firmware if isinstance(firmware, FirmwareImage) else load_firmware(
-            firmware, base=base, layout=self.board.memory_layout())
+            firmware, base=base, layout=layout)
+        if self.softdevice_hex is not None:
+            from emu.loader import with_softdevice
+            img = with_softdevice(img, load_firmware(self.softdevice_hex, layout=layout))
         self.image = img
         self.symbols = img.symbols
         for note in img.notes:
