@@ -51,6 +51,7 @@ def test_fastpath_firmware_passes_natively(fw, native_bus, caplog):
     # the ticks loop really went through the ops, not the model
     assert stats[(rtc1, 0x504)][0] > 1000 and stats[(rtc1, 0x504)][1] == 0
     assert stats[(rtc1, 0x308)][2] > 1000
+    assert stats[(0x40000000, 0x418)][0] > 100 and stats[(0x40000000, 0x418)][1] == 0  # LFCLKSTAT
     assert m.cpu.ignored_flash_writes == 101
 
 
@@ -218,3 +219,21 @@ def test_nor_stream_that_loses_its_place_is_seen(fw, native_bus, tmp_path, monke
     monkeypatch.setattr(Xt25f32, "stream", lambda self, data: None)
     m, r = _flash_run(fw, False, tmp_path)
     assert "FAIL nor_long_read" in m.console_text()
+
+
+def test_lfclkstat_cell_not_updated_is_detected(fw, native_bus):
+    """Companion: LFCLKSTAT's cell (read by the native op without the GIL)
+    left behind values[0x418]: the firmware's poll never sees the LFCLK run."""
+    from emu.peripherals import clock_power
+
+    def values_only(self, v):
+        self.values[0x418] = v
+    orig = clock_power.ClockPower._set_lfclkstat
+    clock_power.ClockPower._set_lfclkstat = values_only
+    try:
+        m, r = run(fw("periph_fastpath"))
+    finally:
+        clock_power.ClockPower._set_lfclkstat = orig
+    assert "PASS LFCLKSTAT polled until the LFCLK runs" not in m.console_text()
+    stats = m.soc.bus.access_stats()
+    assert stats[(0x40000000, 0x418)][0] > 1000 and stats[(0x40000000, 0x418)][1] == 0

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from emu.clock import ms, us, seconds
 from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, WO, W1C
+from emu.soc.ops import Op, R_ATTR, cell_property
 
 # event offsets
 EV_HFCLKSTARTED, EV_LFCLKSTARTED, EV_POFWARN = 0x100, 0x104, 0x108
@@ -94,6 +95,12 @@ class ClockPower(NrfPeripheral):
         Reg(0x908, "RAM_POWERCLR", 0xFFFF, WO, write="_wr_ram_powerclr", count=8, stride=16),
     ]
 
+    # LFCLKSTAT mirrored in a C cell: InfiniTime polls it 3.2 M times in its
+    # first second, and a bus op reads the cell without taking the GIL (the
+    # register itself stays in ``values``; _set_lfclkstat writes both)
+    NATIVE_CELLS = ("lfclkstat",)
+    lfclkstat = cell_property(0, "LFCLKSTAT, as in values[0x418]")
+
     def __init__(self, soc, base: int, name=None, irq=None):
         clk = soc.clock
         self._ev_hf = clk.event("clock.hfclkstarted", self._on_hf_started)
@@ -114,6 +121,7 @@ class ClockPower(NrfPeripheral):
         self.low_power_mode = "LOWPWR"
         if keep:
             self.values.update(keep)
+        self.lfclkstat = self.values[0x418]
 
     # -- public --------------------------------------------------------
     def power_on_reset(self) -> None:
@@ -172,7 +180,7 @@ class ClockPower(NrfPeripheral):
     def task_LFCLKSTOP(self) -> None:
         self.values[0x414] = 0
         self._ev_lf.cancel()
-        self.values[0x418] = 0
+        self._set_lfclkstat(0)
 
     def task_CAL(self) -> None:
         if not self._ev_cal.pending:
@@ -198,8 +206,12 @@ class ClockPower(NrfPeripheral):
 
     def _on_lf_started(self) -> None:
         src = self.values[0x41C] & 3
-        self.values[0x418] = (src if src in LFSRC else 0) | (1 << 16)
+        self._set_lfclkstat((src if src in LFSRC else 0) | (1 << 16))
         self.fire(EV_LFCLKSTARTED)
+
+    def _set_lfclkstat(self, v: int) -> None:
+        self.values[0x418] = v
+        self.lfclkstat = v
 
     def _on_cal_done(self) -> None:
         self.fire(EV_DONE)
@@ -261,6 +273,8 @@ class ClockPower(NrfPeripheral):
         if (0x900 <= offset < 0x980 and (offset & 0xF) in (4, 8)
                 or not self._own("read", ClockPower)):
             return None
+        if offset == 0x418:
+            return Op(R_ATTR, self, ("lfclkstat",))
         return self._base_read_op(offset)
 
     def write_op(self, offset: int):
@@ -282,6 +296,7 @@ class ClockPower(NrfPeripheral):
                 "ev": [e.when for e in (self._ev_hf, self._ev_lf, self._ev_cal, self._ev_ct)]}
 
     def load_model_state(self, s: dict) -> None:
+        self.lfclkstat = self.values[0x418]
         self.system_off, self.low_power_mode = s["system_off"], s["mode"]
         for e, w in zip((self._ev_hf, self._ev_lf, self._ev_cal, self._ev_ct), s["ev"]):
             if w is not None:

@@ -511,10 +511,20 @@ static int op_bind_cells(COp *op, uint64_t offset) {
     switch (op->stream ? R_EVENT : op->kind) {
     case R_EVENT: case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN:
         break;
-    case R_ATTR:
+    case R_ATTR:                          /* INTEN, or a cell named in NATIVE_CELLS */
         if (PyUnicode_Compare(op->a[0], str_inten_name) != 0) {
             PyErr_Clear();
-            return 0;
+            PyObject *names = PyObject_GetAttr(op->obj, str_native_cells);
+            op->bit = 0;
+            if (names != NULL && PyTuple_Check(names))
+                for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names) && j < NCELLS; j++)
+                    if (PyUnicode_Check(op->a[0])
+                        && PyUnicode_Compare(PyTuple_GET_ITEM(names, j), op->a[0]) == 0)
+                        op->bit = (int)j + 1;     /* cell[bit - 1]; 0 is INTEN */
+            Py_XDECREF(names);
+            PyErr_Clear();
+            if (op->bit == 0)
+                return 0;
         }
         break;
     case R_COUNTER:
@@ -824,7 +834,7 @@ static int cells_read(Slot *s, COp *op, uint64_t *v, int gil) {
         *v = (c->bits >> op->bit) & 1;
         return 0;
     case R_ATTR:
-        *v = c->inten & 0xFFFFFFFFu;
+        *v = (op->bit ? (unsigned long long)c->cell[op->bit - 1] : c->inten) & 0xFFFFFFFFu;
         return 0;
     case R_COUNTER: {
         long long now;

@@ -8,7 +8,9 @@
  *   - a plain register's writable mask (NVMC ICACHECNF);
  *   - legacy SPI0 polled: READY completes lazily when polled;
  *   - a store through a NULL pointer into flash, dropped while the NVMC is
- *     read-only, and a real flash write in write mode.
+ *     read-only, and a real flash write in write mode;
+ *   - LFCLKSTAT polled while the LFCLK starts (a cell read without the GIL
+ *     natively: InfiniTime's first second), then stopped.
  * It prints a checksum of everything it read, so runs with the native and
  * the pure-Python bus can be compared byte for byte. */
 #include "harness.h"
@@ -19,6 +21,7 @@ HARNESS_STATE
 #define SPI0   0x40003000u
 #define NVMC   0x4001E000u
 #define EGU0   0x40014000u
+#define CLOCK  0x40000000u
 
 static volatile uint32_t ticks, hits;
 void IRQ17_Handler(void) {               /* RTC1 */
@@ -106,6 +109,16 @@ int main(void) {
     CHECK_EQ("flash write in write mode", page[0], 0x12345678u);
     page[1] = 0;                          /* read-only again: ignored */
     CHECK_EQ("read-only again", page[1], 0xFFFFFFFFu);
+
+    /* LFCLK from the RC oscillator: LFCLKSTAT polled until it runs */
+    REG32(CLOCK + 0x518) = 0;            /* LFCLKSRC = RC */
+    REG32(CLOCK + 0x008) = 1;            /* TASKS_LFCLKSTART */
+    uint32_t lpolls = 0, stat;
+    while (!((stat = REG32(CLOCK + 0x418)) & (1u << 16))) lpolls++;
+    mix(stat); mix(lpolls);
+    CHECK("LFCLKSTAT polled until the LFCLK runs", lpolls > 100 && stat == 0x10000u);
+    REG32(CLOCK + 0x00C) = 1;            /* TASKS_LFCLKSTOP */
+    CHECK_EQ("LFCLKSTAT clear after LFCLKSTOP", REG32(CLOCK + 0x418), 0);
 
     semihost_puts("checksum ");
     put_hex(crc);
