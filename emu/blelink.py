@@ -153,6 +153,11 @@ class LinkCentral:
     def connected(self) -> bool:
         return self.state == "connected"
 
+    @property
+    def terminating(self) -> bool:
+        """The phone sent LL_TERMINATE_IND and waits for its acknowledgement."""
+        return self._terminating
+
     def connect(self, target: Optional[str] = None, name: Optional[str] = None) -> None:
         if self.state in ("initiating", "connected"):
             return

@@ -143,7 +143,7 @@ class BridgeServer(TcpByteServer):
 
     def _forward(self) -> None:
         ph = self.phone
-        if self.gatt_bridge is None and not ph.sd.enabled and ph.radio_firmware:
+        if self.gatt_bridge is None and not ph.uart_ready and ph.radio_firmware:
             from emu.gattbridge import GattBridge
             self.gatt_bridge = GattBridge(ph.gatt, self._from_watch)
         if self.gatt_bridge is not None:
@@ -154,7 +154,7 @@ class BridgeServer(TcpByteServer):
                 gb.feed(data)
             gb.poll()
             return
-        if not ph.sd.enabled:
+        if not ph.uart_ready:
             return                       # still booting: which Bluetooth stack is unknown
         if not ph.central.connected:
             if ph.central.can_connect():
@@ -162,6 +162,8 @@ class BridgeServer(TcpByteServer):
                 ph.nus.discover()
             return
         if ph.nus.rx_handle is None:
+            if ph.sd is None:            # the real SoftDevice: discovery goes on over the air
+                ph.nus.discover()
             return
         if self.rx_pending and ph.central.writes_pending < 4:
             chunk = bytes(self.rx_pending[:80])

@@ -297,9 +297,6 @@ def _run_args_problem(args) -> Optional[str]:
     if args.bridge is not None and args.bridge == args.gdb and args.bridge != 0 \
             and args.bridge_host == args.gdb_host:
         return f"--bridge and --gdb both ask for port {args.bridge}"
-    if args.softdevice_hex is not None and args.bridge is not None:
-        return ("--bridge talks to the emulated SoftDevice: not with --softdevice-hex (the "
-                "real SoftDevice's Bluetooth is on the emulated air, emu.gattphone)")
     if args.softdevice_hex is not None and args.board not in (None, "pinetime", "nrf52832"):
         return f"--softdevice-hex: an S132 SoftDevice runs on the nRF52832, not on {args.board}"
     if args.trace_range is not None and args.trace is None:

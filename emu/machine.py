@@ -98,6 +98,8 @@ class Machine:
         self.cpu = self.soc.cpu
         if getattr(self.board, "softdevice", None) == "s132" and softdevice_hex is None:
             import emu.softdevice; emu.softdevice.attach(self)   # SVC layer + machine.phone
+        elif getattr(self.board, "softdevice", None) == "s132":
+            import emu.airnus; emu.airnus.attach(self)   # machine.phone over the air
         self.soc.symbolize = self.describe_address
         self.cpu.bkpt_handler = self._bkpt
         self.cpu.itm_handler = self._itm

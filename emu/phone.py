@@ -39,11 +39,14 @@ class PhoneError(Exception):
 
 
 class Phone:
-    def __init__(self, machine, softdevice):
+    def __init__(self, machine, softdevice, central=None, nus=None):
+        """``softdevice`` is the emulated S132 (emu/softdevice), or None when the
+        real SoftDevice runs and ``central``/``nus`` reach it over the air
+        (emu/airnus.py)."""
         self.machine = machine
         self.sd = softdevice
-        self.central = Central(softdevice)
-        self.nus = NusClient(self.central)
+        self.central = central if central is not None else Central(softdevice)
+        self.nus = nus if nus is not None else NusClient(self.central)
         self.output = bytearray()
         self.messages: list[dict] = []
         self._line = bytearray()
@@ -62,10 +65,17 @@ class Phone:
         return g
 
     @property
+    def uart_ready(self) -> bool:
+        """The watch's SoftDevice is up (the real one is assumed to be)."""
+        return self.sd is None or self.sd.enabled
+
+    @property
     def radio_firmware(self) -> bool:
         """True when the firmware drives the RADIO itself: it has not enabled
         the emulated SoftDevice but has turned the RADIO on (or the phone is
         already linked to it that way)."""
+        if self.sd is None:
+            return False              # the real SoftDevice: its NUS, over the air
         if "_gatt" in self.__dict__ and self.__dict__["_gatt"].link.state != "idle":
             return True
         if self.sd.enabled:
@@ -85,8 +95,8 @@ class Phone:
         (or, for firmware with its own stack, connect over the air and
         discover its GATT services)."""
         m = self.machine
-        if not self.sd.enabled and not self.radio_firmware:     # still booting: which stack?
-            m.run_until(lambda: self.sd.enabled or self.radio_firmware, timeout_ms=timeout_ms)
+        if not self.uart_ready and not self.radio_firmware:     # still booting: which stack?
+            m.run_until(lambda: self.uart_ready or self.radio_firmware, timeout_ms=timeout_ms)
         if self.radio_firmware:
             return self.gatt.connect(timeout_ms=max(timeout_ms, 10_000))
         if self.central.connected:
@@ -94,7 +104,11 @@ class Phone:
         if not m.run_until(self.central.can_connect, timeout_ms=timeout_ms):
             raise PhoneError("the watch is not advertising")
         self.central.connect(mtu=247)
-        if not self.nus.discover():
+        found = self.nus.discover()
+        if found is None:                # over the air: discovery takes connection events
+            m.run_until(lambda: self.nus.discover() is not None, timeout_ms=timeout_ms)
+            found = self.nus.discover()
+        if not found:
             self.central.disconnect()
             raise PhoneError("Nordic UART Service not found on the watch")
         m.run_until(lambda: self.central.writes_pending == 0, timeout_ms=500)

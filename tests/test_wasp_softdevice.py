@@ -86,7 +86,7 @@ def watch(first_boot, tmp_path_factory):
 def test_loader_boots_from_the_mbr(first_boot):
     m = first_boot["machine"]
     assert m.vector_table == 0
-    assert not hasattr(m, "softdevice") and not hasattr(m, "phone")   # no emulated API
+    assert not hasattr(m, "softdevice") and m.phone.sd is None     # no emulated API
     assert m.image.word_at(0x3004) == 0x51B1E5DB                        # SoftDevice info
     assert first_boot["result"].reason == "deadline", first_boot["result"]
 
@@ -135,3 +135,49 @@ def test_real_softdevice_runs_are_deterministic(first_boot, tmp_path):
     assert (a.cpu.cycles, a.clock.now) == (b.cpu.cycles, b.clock.now)
     assert (a.board.screen() == b.board.screen()).all()
     assert [tuple(p) for p in a.air.log] == [tuple(p) for p in b.air.log]
+
+
+def test_machine_phone_reaches_the_real_softdevice(first_boot, tmp_path):
+    """machine.phone (emu/airnus.py: NUS over the air) as with the emulated
+    API: connect, the REPL, wasptool's eval, a Gadgetbridge notification."""
+    m = _boot(first_boot, tmp_path, 4.5)
+    m.phone.connect(timeout_ms=5000)
+    assert m.phone.connected and not m.phone.radio_firmware     # its NUS, not InfiniTime's
+    assert m.phone.repl("6*7", timeout_ms=5000).strip() == "42"
+    assert m.phone.wasp.eval("1+2").strip() == "3"
+    m.phone.notify("Ann", "Lunch?")
+    assert m.phone.flush(timeout_ms=5000)
+    m.run(seconds=1)
+    assert m.phone.repl("len(wasp.system.notifications)", timeout_ms=5000).strip() == "1"
+    # every RX write went over the air as a Write Request on the connection
+    link = m.phone.central.gp.link
+    assert link.connected and any(p[1] == ">" and p[7][4:5] == b"\x12" for p in link.packets)
+
+
+def test_bridge_serves_the_real_softdevices_uart(first_boot, tmp_path):
+    """``run --softdevice-hex ... --bridge``: a client's bytes reach the
+    REPL over the air and the answer comes back (the bridge polled in
+    process, as the run loop does between slices)."""
+    import socket
+    from emu.bridge import BridgeServer
+    m = _boot(first_boot, tmp_path, 3.0)
+    b = BridgeServer(m)
+    c = socket.create_connection(("127.0.0.1", b.port))
+    c.setblocking(False)
+    got = bytearray()
+    try:
+        for i in range(200):
+            m.run(ms=20)
+            b.poll()
+            if i == 60:
+                c.sendall(b"6*7\r")
+            try:
+                got += c.recv(4096)
+            except BlockingIOError:
+                pass
+            if b"42\r\n" in got:
+                break
+    finally:
+        c.close()
+        b.close()
+    assert b"42\r\n" in got, bytes(got)
