@@ -173,6 +173,12 @@ class LinkCentral:
         elif self.state == "initiating":
             self._set_state("idle")
 
+    def abandon(self, reason: str) -> None:
+        """Give the link up at once, without the watch's acknowledgement."""
+        if self.state in ("connected", "initiating"):
+            self._in_event = False
+            self._set_state("lost", reason)
+
     def send_l2cap(self, cid: int, data: bytes) -> None:
         """Queue one L2CAP PDU (fragmented to LL payloads)."""
         if self.state != "connected":

@@ -24,7 +24,7 @@ answers when they finish, without blocking the emulator.
 
 Not modelled: signed writes, reliable writes beyond one prepared sequence,
 multiple-handle reads, ATT over enhanced credit-based channels, the 30 s
-transaction timeout (a request lasts until the link closes).
+transaction timeout (``wait``'s timeout drops the link instead).
 """
 from __future__ import annotations
 
@@ -138,7 +138,15 @@ class GattClient:
 
     def wait(self, machine, task: Task, timeout_ms: float = 5000):
         if not machine.run_until(lambda: task.done, timeout_ms=timeout_ms):
-            raise GattError(f"{task.name}: no answer from the watch in {timeout_ms:g} ms")
+            # an ATT transaction that timed out leaves the bearer unusable
+            # (Core spec Vol 3 Part F 3.3.3): drop the link, which fails the
+            # tasks still queued; connect again to go on
+            self.link.disconnect()
+            machine.run_until(lambda: not self.link.connected, timeout_ms=1000)
+            if self.link.connected:
+                self.link.abandon("ATT transaction timeout")
+            raise GattError(f"{task.name}: no answer from the watch in {timeout_ms:g} ms "
+                            "(the link was dropped)")
         if task.error:
             raise GattError(f"{task.name}: {task.error}")
         return task.result

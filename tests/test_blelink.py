@@ -3,7 +3,7 @@
 C 1: the same LTK, SKD and IV give the same session key and the same bytes
 on the air), and a MIC that does not check ending the link."""
 from emu.air import Air, Packet, channel_freq, crc24
-from emu.blelink import (LL_ENC_RSP, LL_START_ENC_REQ, LinkCentral, csa1_channels)
+from emu.blelink import (LL_ENC_RSP, LL_START_ENC_REQ, UNIT, LinkCentral, csa1_channels)
 from emu.clock import Clock
 
 LTK = bytes.fromhex("4C68384139F574D836BCF34E9DFB01BF")[::-1]      # little endian
@@ -70,3 +70,23 @@ def test_a_bad_mic_ends_the_link():
     link = _link()
     _start(link, "a34c13a416")
     assert link.state == "lost" and link.reason == "MIC failure" and not link.encrypted
+
+
+def test_a_gatt_request_without_answer_drops_the_link(fw):
+    """A watch that never answers an ATT request: ``wait`` gives up, the link
+    is dropped (the bearer is unusable after a transaction timeout) and the
+    queued procedure fails instead of waiting behind it for ever."""
+    import pytest
+    from emu import Machine
+    from emu.gatt import GattClient, GattError
+    m = Machine(fw("pinetime_demo"))
+    link = LinkCentral(m.air)
+    gatt = GattClient(link)
+    link.state = "connected"                  # a link to a watch that is not there
+    link._anchor0 = link._last_heard = m.clock.now + UNIT
+    link._ev.schedule_at(link._anchor0 - UNIT // 2)
+    first = gatt.start(gatt._exchange_mtu(), "mtu")
+    queued = gatt.start(gatt._exchange_mtu(), "queued")
+    with pytest.raises(GattError, match="link was dropped"):
+        gatt.wait(m, first, timeout_ms=100)
+    assert link.state in ("lost", "closed") and queued.done and "link" in queued.error
