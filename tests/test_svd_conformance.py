@@ -172,10 +172,7 @@ def _mapped():
 
 
 # Known differences, kept visible (strict: the test fails once the model is fixed).
-KNOWN_MISMATCHES = {
-    "serial2.spim": "SPIM declares INTEN (+0x300); SPIM2 has only INTENSET/INTENCLR "
-                    "(slots 0 and 1 pass through TWIM's INTEN)",
-}
+KNOWN_MISMATCHES: dict = {}   # name -> why (a strict xfail: fails once it is fixed)
 
 
 def test_coverage_report():

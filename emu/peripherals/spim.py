@@ -31,6 +31,7 @@ def in_ram(ptr: int, n: int) -> bool:
 
 class Spim(NrfPeripheral):
     NAME = "SPIM"
+    HAS_INTEN = False   # only INTENSET/INTENCLR (nRF52832 PS v1.4, SPIM registers)
     TASKS = {T_START: "START", T_STOP: "STOP", T_SUSPEND: "SUSPEND", T_RESUME: "RESUME"}
     EVENTS = {E_STOPPED: "STOPPED", E_ENDRX: "ENDRX", E_END: "END", E_ENDTX: "ENDTX",
               E_STARTED: "STARTED"}
