@@ -21,11 +21,14 @@ built).  Each run builds a machine with an erased NOR flash
 Printed: each run, the medians of ``--runs`` (default 3) next to the
 targets, and a breakdown of the first second: guest accesses per register
 (by the bus's ops or by the model), the slices, and wall time inside them
-against the run loop's own Python.  ``--infiniemu`` times another emulator
-on the same image with the command given (``{image}`` is replaced by the
-image's path; it must stop by itself) and prints the ratio of its wall
-time to ours (machine built and run) for the emulated time that command
-covers, which you state with ``--infiniemu-seconds`` (default 1).
+against the run loop's own Python, the work its hooks do without ending a
+slice (exception returns and entries, new blocks costed, WFEs), and the
+slices and exceptions per emulated second of 2 s of idle with the screen
+on.  ``--infiniemu`` times another emulator on the same image with the
+command given (``{image}`` is replaced by the image's path; it must stop by
+itself) and prints the ratio of its wall time to ours (machine built and
+run) for the emulated time that command covers, which you state with
+``--infiniemu-seconds`` (default 1).
 
 Not a test: wall times depend on the host; the load average is printed.
 """
@@ -86,13 +89,21 @@ def one_run(path: str, idle_s: float, probe: bool = False):
     first_cpu = time.process_time() - c0
     if p is not None:
         p.boot = p.figures()
+        p.boot["shortcuts"] = shortcuts(m)
     while not face_drawn(m) and m.time < IDLE_FROM_S:
         m.run(ms=50)
     face = (m.time, time.perf_counter() - t0) if face_drawn(m) else (None, None)
     m.run(seconds=max(0.0, IDLE_FROM_S - m.time))
+    if p is not None:
+        before = (p.slices, sum(p.entries.values()), shortcuts(m))
     t1 = time.perf_counter()
     m.run(seconds=idle_s)
     idle_on = idle_s / (time.perf_counter() - t1)
+    if p is not None:
+        after = shortcuts(m)
+        p.idle = dict(seconds=idle_s, slices=p.slices - before[0],
+                      entries=sum(p.entries.values()) - before[1],
+                      shortcuts={k: after[k] - before[2][k] for k in after})
     on_at_end = not screen_off(m)
     limit = m.time + 60
     while not screen_off(m) and m.time < limit:
@@ -103,6 +114,13 @@ def one_run(path: str, idle_s: float, probe: bool = False):
     idle_off = idle_s / (time.perf_counter() - t1)
     return dict(build=build, first=first, first_cpu=first_cpu, face=face, idle_on=idle_on,
                 on_at_end=on_at_end, off_at=off_at, idle_off=idle_off), m, p
+
+
+def shortcuts(m) -> dict:
+    """The run loop's work done without ending a slice (emu/cpu/cortexm.py)."""
+    cpu = m.cpu
+    return {"returns": cpu.returns_in_hook, "entries": cpu.entries_in_hook,
+            "new blocks costed": cpu.costed_in_hook, "WFEs": cpu.wfe_in_hook}
 
 
 def breakdown(m, p, wall: float) -> None:
@@ -124,6 +142,13 @@ def breakdown(m, p, wall: float) -> None:
           f"{b['slices']}; stores into read-only flash dropped: {b['flash']}")
     print(f"  wall inside slices (Unicorn + C MMIO + model code called from it): "
           f"{b['in_slice']:.2f} s; run loop outside slices: {wall - b['in_slice']:.2f} s")
+    print("  done inside slices (hooks), without a slice each: "
+          + ", ".join(f"{v} {k}" for k, v in b["shortcuts"].items()))
+    i = p.idle
+    per = 1 / i["seconds"]
+    print(f"idle with the screen on, per emulated second: {i['slices'] * per:.0f} slices, "
+          f"{i['entries'] * per:.0f} exceptions entered; inside slices: "
+          + ", ".join(f"{v * per:.0f} {k}" for k, v in i["shortcuts"].items()))
 
 
 def other_emulator(cmd: str, path: str) -> float:
@@ -170,7 +195,7 @@ def main() -> int:
     print(f"median idle, screen off: {med['idle_off']:.1f}x real time")
     if not all(r["on_at_end"] for r in results):
         print("  (the screen went off during the screen-on idle part: that figure is mixed)")
-    r, m, p = one_run(path, 0.5, probe=True)
+    r, m, p = one_run(path, 2.0, probe=True)
     breakdown(m, p, r["first"])
     if a.infiniemu:
         from emu import Machine
