@@ -60,7 +60,7 @@ from collections import deque
 from typing import Callable, Optional
 
 from emu.air import US, Packet, channel_freq, crc24
-from emu.ble import ADV_AA, ADV_CRCINIT, T_IFS, fmt_addr
+from emu.ble import ADV_AA, ADV_CRCINIT, T_IFS, ad_name, fmt_addr, parse_ad
 
 log = logging.getLogger("emu.blelink")
 
@@ -260,7 +260,6 @@ class LinkCentral:
         adva = bytes(p.pdu[2:8])
         addr = fmt_addr(adva)
         if ptype == 4:                       # SCAN_RSP (from the scanner's request)
-            from emu.ble import ad_name, parse_ad
             n = ad_name(parse_ad(bytes(p.pdu[8:2 + p.pdu[1]])))
             if n:
                 self._names[addr] = n
@@ -270,7 +269,6 @@ class LinkCentral:
         if self._target is not None and addr != self._target.lower():
             return
         if self._target_name is not None and self._names.get(addr) != self._target_name:
-            from emu.ble import ad_name, parse_ad
             if ad_name(parse_ad(bytes(p.pdu[8:2 + p.pdu[1]]))) != self._target_name:
                 return
         self.peer = addr
