@@ -117,7 +117,9 @@ SKIP_ATTRS = {
                                 "returns_in_hook", "wfe_in_hook", "entries_in_hook",
                                 "costed_in_hook",
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
-                                "_flash_guard"},
+                                "_flash_guard",
+                                # the engine's uc_mem_read/write and their buffer
+                                "_uch", "_c_mem_read", "_c_mem_write", "_membuf"},
     "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file
     "emu.board.pinetime.PineTime": {"flash_path", "options"},
     "emu.board.base.Board": {"options"},

@@ -23,6 +23,7 @@ access checks (NOCP), the debug monitor exception, and bus-fault imprecision
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import struct
@@ -67,6 +68,14 @@ HFSR_FORCED = 1 << 30
 VALID_EXC_RETURN = {0xFFFFFFF1, 0xFFFFFFF9, 0xFFFFFFFD, 0xFFFFFFE1, 0xFFFFFFE9, 0xFFFFFFED}
 
 _CORE_REGS = [A.UC_ARM_REG_R0 + i for i in range(13)]  # r0..r12 are consecutive ids
+_ENTRY_REGS = [A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
+               A.UC_ARM_REG_R12, A.UC_ARM_REG_LR, A.UC_ARM_REG_XPSR, A.UC_ARM_REG_CONTROL,
+               A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP]
+_SP_CONTROL_REGS = [A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP, A.UC_ARM_REG_CONTROL]
+_FP_REGS = [A.UC_ARM_REG_S0 + i for i in range(16)] + [A.UC_ARM_REG_FPSCR]
+_UNSTACKED_REGS = (A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
+                   A.UC_ARM_REG_R12, A.UC_ARM_REG_LR)
+_WORDS = {n: struct.Struct(f"<{n}I") for n in (1, 8, 17, 26)}
 assert A.UC_ARM_REG_R12 == A.UC_ARM_REG_R0 + 12
 
 
@@ -111,6 +120,13 @@ class CortexM:
         uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M4 if profile == "m4" else A.UC_CPU_ARM_CORTEX_M0)
         # direct uc_reg_read/write for 32-bit registers (in C unless pure Python)
         fastregs.install(uc, native=not force_python_counter)
+        # exception frames and vectors: uc_mem_read into one reused buffer
+        # (the binding's mem_read builds a ctypes buffer and a bytearray per call)
+        from unicorn.unicorn_py3.unicorn import uclib
+        self._uch = uc._uch
+        self._c_mem_read = uclib.uc_mem_read
+        self._c_mem_write = uclib.uc_mem_write
+        self._membuf = ctypes.create_string_buffer(0x68)
         self.counter = cyc.make_block_counter(
             uc, (A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK),
             force_python=force_python_counter)
@@ -210,7 +226,16 @@ class CortexM:
         self.regions.append((base, base + size, "mmio", name))
 
     def read32(self, addr: int) -> int:
-        return struct.unpack("<I", self.uc.mem_read(addr, 4))[0]
+        return self._read_words(addr, 1)[0]
+
+    def _read_words(self, addr: int, n: int) -> tuple:
+        """``n`` little-endian words at ``addr`` (n in 1, 8, 17, 26); UcError
+        as ``uc.mem_read`` raises it."""
+        buf = self._membuf
+        err = self._c_mem_read(self._uch, addr, buf, 4 * n)
+        if err:
+            raise UcError(err)
+        return _WORDS[n].unpack_from(buf)
 
     def write32(self, addr: int, value: int) -> None:
         self.uc.mem_write(addr, struct.pack("<I", value & 0xFFFFFFFF))
@@ -514,15 +539,20 @@ class CortexM:
 
     def best_pending(self) -> Optional[tuple]:
         """(group_prio, raw_prio, exc) of the best pending enabled exception."""
-        best = None
         pend = self.pending
+        if not pend:
+            return None
+        best = None
+        prio = self.prio
+        keep = ~((2 << self.prigroup) - 1) & 0xFF if self.profile == "m4" else 0xFF
+        irq_enabled = self.irq_enabled
         while pend:                      # visit the set bits only
             low = pend & -pend
             pend ^= low
             e = low.bit_length() - 1
-            if self.exc_enabled(e):
-                raw = self.prio[e]
-                key = (self.group_prio(raw), raw, e)
+            if (irq_enabled >> (e - 16)) & 1 if e >= 16 else self.exc_enabled(e):
+                raw = prio[e]
+                key = (raw & keep if raw >= 0 else raw, raw, e)   # group_prio(raw)
                 if best is None or key < best:
                     best = key
         return best
@@ -534,31 +564,29 @@ class CortexM:
         uc = self.uc
         uc.reg_write(A.UC_ARM_REG_APSR_NZCV, uc.reg_read(A.UC_ARM_REG_APSR_NZCV))
 
-    def _set_mode(self, ipsr: int, control: int, msp: int, psp: int) -> None:
-        """Write IPSR/CONTROL and both stack pointers consistently."""
-        uc = self.uc
-        uc.reg_write(A.UC_ARM_REG_IPSR, ipsr)
-        uc.reg_write(A.UC_ARM_REG_CONTROL, control)
-        uc.reg_write(A.UC_ARM_REG_MSP, msp)
-        uc.reg_write(A.UC_ARM_REG_PSP, psp)
+    def _set_mode(self, ipsr: int, control: int, msp: int, psp: int,
+                  refresh: bool = True) -> None:
+        """Write IPSR/CONTROL and both stack pointers consistently
+        (``refresh=False``: the caller calls _refresh_flags after its writes)."""
+        write = self.uc.reg_write
+        write(A.UC_ARM_REG_IPSR, ipsr)
+        write(A.UC_ARM_REG_CONTROL, control)
+        write(A.UC_ARM_REG_MSP, msp)
+        write(A.UC_ARM_REG_PSP, psp)
         self._ipsr = ipsr
-        self._refresh_flags()
+        if refresh:
+            self._refresh_flags()
 
     def _vector(self, exc: int) -> int:
-        addr = (self.vtor + 4 * exc) & 0xFFFFFFFF
-        try:
-            return self.read32(addr)
-        except UcError:
+        buf = self._membuf
+        if self._c_mem_read(self._uch, (self.vtor + 4 * exc) & 0xFFFFFFFF, buf, 4):
             return 0xFFFFFFFF
+        return _WORDS[1].unpack_from(buf)[0]
 
     def exception_entry(self, exc: int, return_addr: int) -> None:
         """Push a frame and enter ``exc`` (ARMv7-M B1.5.6 ExceptionEntry)."""
         uc = self.uc
-        regs = uc.reg_read_batch([A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2,
-                                  A.UC_ARM_REG_R3, A.UC_ARM_REG_R12, A.UC_ARM_REG_LR,
-                                  A.UC_ARM_REG_XPSR, A.UC_ARM_REG_CONTROL, A.UC_ARM_REG_MSP,
-                                  A.UC_ARM_REG_PSP])
-        r0, r1, r2, r3, r12, lr, xpsr, control, msp, psp = regs
+        r0, r1, r2, r3, r12, lr, xpsr, control, msp, psp = uc.reg_read_batch(_ENTRY_REGS)
         ipsr = self._ipsr
         thread = ipsr == 0
         use_psp = thread and bool(control & 2)
@@ -568,15 +596,11 @@ class CortexM:
         align = (sp >> 2) & 1 if (self.ccr & 0x200 or self.profile == "m0") else 0
         newsp = ((sp - framesize) & ~4) & 0xFFFFFFFF
         xpsr_stacked = (xpsr & ~(0x1FF | (1 << 9))) | ipsr | (align << 9) | (1 << 24)
-        frame = struct.pack("<8I", r0, r1, r2, r3, r12, lr, return_addr & ~1 & 0xFFFFFFFF,
-                            xpsr_stacked & 0xFFFFFFFF)
+        frame = _WORDS[8].pack(r0, r1, r2, r3, r12, lr, return_addr & ~1 & 0xFFFFFFFF,
+                               xpsr_stacked & 0xFFFFFFFF)
         if fpca:
-            sregs = uc.reg_read_batch([A.UC_ARM_REG_S0 + i for i in range(16)] +
-                                      [A.UC_ARM_REG_FPSCR])
-            frame += struct.pack("<18I", *sregs, 0)
-        try:
-            uc.mem_write(newsp, frame)
-        except UcError:
+            frame += struct.pack("<18I", *uc.reg_read_batch(_FP_REGS), 0)
+        if self._c_mem_write(self._uch, newsp, frame, framesize):
             # stacking error: MSTKERR/STKERR; escalate to lockup if in HardFault
             self.cfsr |= 1 << 12  # BFSR.STKERR
             self._lockup(f"stack overflow while entering {self.exc_name(exc)} (SP={newsp:#010x})")
@@ -645,22 +669,21 @@ class CortexM:
             exc = best[2]
             self.pending &= ~(1 << exc)
             self.active |= 1 << exc
-            msp, psp, control = uc.reg_read_batch([A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP,
-                                                   A.UC_ARM_REG_CONTROL])
+            msp, psp, control = uc.reg_read_batch(_SP_CONTROL_REGS)
             self.tail_chains += 1
             self._enter(exc, exc_return, msp, psp, control)
             return
-        msp, psp, control = uc.reg_read_batch([A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP,
-                                               A.UC_ARM_REG_CONTROL])
+        msp, psp, control = uc.reg_read_batch(_SP_CONTROL_REGS)
         sp = psp if use_psp else msp
         framesize = 0x68 if fp_frame else 0x20
         try:
-            raw = bytes(uc.mem_read(sp, framesize))
+            words = self._read_words(sp, framesize >> 2)
         except UcError:
             self.cfsr |= 1 << 11  # BFSR.UNSTKERR
             self._lockup(f"unstacking error at SP={sp:#010x}")
             return
-        r0, r1, r2, r3, r12, lr, pc, xpsr = struct.unpack_from("<8I", raw)
+        pc = words[6]
+        xpsr = words[7]
         newsp = sp + framesize
         if xpsr & (1 << 9):
             newsp += 4
@@ -677,14 +700,10 @@ class CortexM:
             control |= 2
         if fp_frame:
             control |= 4
-        self._set_mode(ipsr, control, msp, psp)
-        uc.reg_write_batch([(A.UC_ARM_REG_R0, r0), (A.UC_ARM_REG_R1, r1), (A.UC_ARM_REG_R2, r2),
-                            (A.UC_ARM_REG_R3, r3), (A.UC_ARM_REG_R12, r12),
-                            (A.UC_ARM_REG_LR, lr)])
+        self._set_mode(ipsr, control, msp, psp, refresh=False)   # refreshed below
+        uc.reg_write_batch(zip(_UNSTACKED_REGS, words))          # r0-r3, r12, lr
         if fp_frame:
-            vals = struct.unpack_from("<17I", raw, 0x20)
-            uc.reg_write_batch([(A.UC_ARM_REG_S0 + i, vals[i]) for i in range(16)] +
-                               [(A.UC_ARM_REG_FPSCR, vals[16])])
+            uc.reg_write_batch(zip(_FP_REGS, words[8:25]))       # s0-s15, FPSCR
         # flags, GE and IT/ICI bits come back from the stacked xPSR
         uc.reg_write(A.UC_ARM_REG_XPSR, (xpsr & ~0x1FF) | ipsr | (1 << 24))
         self._refresh_flags()
