@@ -31,7 +31,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 from emu.blelink import CID_ATT
 from emu.phone import PhoneError

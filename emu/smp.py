@@ -20,7 +20,6 @@ Connections is derived on both sides), signing and privacy keys.
 from __future__ import annotations
 
 import hashlib
-import struct
 from typing import Optional
 
 from cryptography.hazmat.primitives import cmac

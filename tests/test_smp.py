@@ -2,8 +2,6 @@
 data (Vol 3 Part H, Appendix D; the values in the little-endian byte order
 of the PDUs, as NimBLE's own tests write them), and the pairing's failure
 paths without a watch."""
-import pytest
-
 from emu.smp import aes_e, f4, f5, f6
 
 U = bytes.fromhex("e69d350e480103ccdbfdf4ac1191f4efb9a5f9e9a7832c5e2cbe97f2d203b020")
