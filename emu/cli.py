@@ -345,7 +345,15 @@ def cmd_info(args) -> int:
     print(f"vector table:  {vt:#010x} (initial SP {img.word_at(vt):#010x}, "
           f"reset {img.word_at(vt + 4):#010x})")
     print(f"symbols:       {len(img.symbols.by_name)}")
-    print(f"SoftDevice:    {'present (emulated at its API)' if softdevice_present(img) else 'not in image'}")
+    if softdevice_present(img):
+        # the SoftDevice's info structure (0x3000): its size (where the
+        # application starts) at +8 and its firmware ID at +12
+        fwid = img.word_at(0x300C) & 0xFFFF
+        print(f"SoftDevice:    present (firmware ID {fwid:#06x}, application from "
+              f"{img.word_at(0x3008):#x}): 'run' boots the application with the SoftDevice "
+              "emulated at its API; 'run APP --softdevice-hex FILE' runs this code instead")
+    else:
+        print("SoftDevice:    not in image")
     for n in img.notes:
         print(f"note:          {n}")
     return EXIT_OK

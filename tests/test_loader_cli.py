@@ -246,3 +246,29 @@ def test_symbol_table_reader_matches_pyelftools(fw):
                 addr = sym["st_value"] & ~1 if kind == "func" else sym["st_value"]
                 ref.setdefault(sym.name, (addr, sym["st_size"], kind))
         assert got == ref and len(got) > 20, name
+
+
+def test_info_names_a_softdevice_and_how_to_run_it(tmp_path):
+    """``info`` on an image holding a SoftDevice info structure (magic at
+    0x3004) gives its firmware ID and where the application starts, read
+    from that structure; an image without one says so."""
+    import struct
+    import subprocess
+    import sys
+    img = bytearray(b"\xff" * 0x3100)
+    img[0:8] = struct.pack("<II", 0x20000400, 0xA81)           # an MBR-like vector table
+    img[0x3000:0x3010] = struct.pack("<IIII", 0xFFFFFF2C, 0x51B1E5DB, 0x26000, 0xFFFF00B7)
+    p = tmp_path / "sd.bin"
+    p.write_bytes(bytes(img))
+
+    def info(path):
+        return subprocess.run([sys.executable, "-m", "emu.cli", "info", str(path)],
+                              capture_output=True, text=True, timeout=60)
+    r = info(p)
+    assert r.returncode == 0, r.stderr
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("SoftDevice:")][0]
+    assert "firmware ID 0x00b7" in line and "application from 0x26000" in line
+    assert "--softdevice-hex" in line
+    img[0x3004:0x3008] = b"\xff" * 4                          # no magic: no SoftDevice
+    p.write_bytes(bytes(img))
+    assert "SoftDevice:    not in image" in info(p).stdout
