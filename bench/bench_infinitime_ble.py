@@ -26,25 +26,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
-
-
-def image() -> str:
-    p = os.environ.get("PINETIME_EMU_INFINITIME_IMAGE")
-    if not p:
-        found = sorted(CACHE.glob("pinetime-app-*.out"))
-        p = str(found[-1]) if found else ""
-    if not p or not Path(p).exists():
-        sys.exit("bench_infinitime_ble: no InfiniTime image: set PINETIME_EMU_INFINITIME_IMAGE "
-                 f"or build pinetime-app into {CACHE}")
-    return p
+from bench_infinitime import IDLE_FROM_S, image  # noqa: E402  (the same image lookup)
 
 
 def one_run(path: str, idle_s: float) -> tuple:
     from emu import Machine
     m = Machine(path, flash_file=None)
-    m.run(seconds=4.0)
+    m.run(seconds=IDLE_FROM_S)
     t = time.perf_counter()
     m.run(seconds=idle_s)
     advertising = idle_s / (time.perf_counter() - t)
