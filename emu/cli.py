@@ -150,10 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "s132_nrf52_6.1.1_softdevice.hex) under an application built for it "
                         "instead of the emulated S132 API: the chip boots from the MBR")
     r.add_argument("--headless", action="store_true",
-                   help="no window: run for --seconds of emulated time and exit")
+                   help="no window: run for --seconds of emulated time and exit (with "
+                        "--bridge or --gdb: until Ctrl-C or SIGTERM)")
     r.add_argument("--seconds", type=_seconds, default=None, metavar="N",
-                   help="emulated seconds to run, a finite number > 0 (headless default 5; "
-                        "window: until closed)")
+                   help="emulated seconds to run, a finite number > 0 (headless default 5, "
+                        "or until stopped with --bridge or --gdb; window: until closed)")
     r.add_argument("--screenshot", metavar="PNG", default=None,
                    help="save the screen as a PNG when the run ends (its directory must "
                         "exist)")
@@ -463,6 +464,13 @@ def cmd_run(args) -> int:
             closers.append(server.close)
             print(f"pinetime-emu: UART console on {args.bridge_host}:{server.port}",
                   file=sys.stderr)
+        elif args.bridge is not None and getattr(machine, "phone", None) is None:
+            _error(f"--bridge: the {args.board or machine.board_name} board has no Bluetooth "
+                   f"phone (no emulated SoftDevice, no radio link, no UART console); "
+                   f"use --board pinetime")
+            for c in closers:
+                c()
+            return EXIT_USAGE
         elif args.bridge is not None:
             from emu.bridge import BridgeServer
             bridge = BridgeServer(machine, args.bridge_host, args.bridge)
@@ -484,6 +492,9 @@ def cmd_run(args) -> int:
     except OSError as e:
         _error(f"cannot listen: {e}")
         return EXIT_USAGE
+    # `kill` (SIGTERM) ends the run as Ctrl-C does: the closers below still
+    # save the NOR flash file, finish traces and VCDs and close the servers
+    old_term = _on_sigterm()
     try:
         if args.headless:
             rc = _run_headless(machine, args, pollers, stub)
@@ -491,10 +502,14 @@ def cmd_run(args) -> int:
             rc = _run_window(machine, args, pollers, stub)
         if getattr(args, "save_snapshot", None):
             rc = _save_snapshot(machine, args.save_snapshot) or rc
+    except _Terminated:
+        print("pinetime-emu: terminated", file=sys.stderr)
+        rc = 143
     except KeyboardInterrupt:
         print("\npinetime-emu: interrupted", file=sys.stderr)
         rc = 130
     finally:
+        _restore_sigterm(old_term)
         for c in closers:
             try:
                 c()
@@ -544,11 +559,35 @@ def _finish(machine, args, result) -> int:
     return EXIT_OK
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: the run ends through the same clean-up as Ctrl-C."""
+
+
+def _on_sigterm():
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise _Terminated()
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _restore_sigterm(old) -> None:
+    import signal
+    if old is not None:
+        signal.signal(signal.SIGTERM, old)
+
+
 def _run_headless(machine, args, pollers, stub) -> int:
     from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND
-    from emu.machine import RunResult
-    seconds = args.seconds if args.seconds is not None else (
-        None if stub or getattr(args, "interactive_console", False) else 5.0)
+    # with no --seconds a headless run is 5 s, unless something outside talks
+    # to it (GDB, a console on a terminal, a bridge): then it runs until it is
+    # stopped (Ctrl-C or `kill`), as a watch on a desk would
+    serving = (stub or getattr(args, "interactive_console", False)
+               or getattr(args, "bridge", None) is not None)
+    seconds = args.seconds if args.seconds is not None else (None if serving else 5.0)
     end = NEVER if seconds is None else machine.clock.now + int(seconds * TICKS_PER_SECOND)
     if stub is not None:
         return _finish(machine, args, _run_headless_gdb(machine, stub, end, pollers))

@@ -1,6 +1,7 @@
 """Shared fixtures: build the test firmware once, run it, read its verdict."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -72,3 +73,46 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served_run(*run_args):
+    """``pinetime-emu run --headless ...`` in another process for the body of
+    a ``with``; it serves until the end of the block (no --seconds), then
+    SIGTERM must end it cleanly (exit 143).  A failing assertion in the block
+    gets what the emulator printed, which says why a bridge closed."""
+    import signal
+    import sys
+    import tempfile
+    # stderr to a file, not a pipe: a pipe nobody reads fills up and stops
+    # the emulator in the middle of a write
+    log = tempfile.TemporaryFile("w+")
+    run = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", *map(str, run_args),
+                            "--headless"], stdout=subprocess.DEVNULL, stderr=log, text=True)
+
+    def printed() -> str:
+        try:
+            run.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait()
+        log.seek(0)
+        return log.read()
+    try:
+        yield run
+    except AssertionError as e:
+        status = run.poll()
+        if status is None:
+            run.send_signal(signal.SIGTERM)
+        raise AssertionError(f"{e}\n--- pinetime-emu run (exit {status} while the test "
+                             f"ran) printed:\n{printed()}") from None
+    else:
+        assert run.poll() is None, f"the run ended under the test: {printed()}"
+        run.send_signal(signal.SIGTERM)
+        err = printed()
+        assert run.returncode == 143 and "Traceback" not in err, (run.returncode, err)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        log.close()

@@ -65,3 +65,65 @@ def test_bridge_garbage_and_second_client(fw):
         s.close(); s2.close()
     finally:
         bridge.close()
+
+
+def test_headless_bridge_runs_until_terminated_and_cleans_up(fw, tmp_path):
+    """`run --headless --bridge` with no --seconds serves until it is stopped
+    (before, it ended after the headless default of 5 emulated seconds, well
+    under a second of wall time, and the bridge closed under the phone);
+    SIGTERM ends it as Ctrl-C does: exit 143, one line, the VCD finished."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    vcd = tmp_path / "run.vcd"
+    run = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", fw("sd_nus"), "--board",
+                            "pinetime", "--flash-file", "none", "--headless", "--bridge", "0",
+                            "--vcd", str(vcd)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        while not seen or "bridge listening on 127.0.0.1:" not in seen[-1]:
+            seen.append(run.stderr.readline())
+            assert seen[-1], "".join(seen)      # it ended before listening
+        line = seen[-1]
+        port = int(line.rsplit(":", 1)[1])
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+
+        def echo(msg: bytes) -> bytes:
+            s.sendall(msg)
+            got = b""
+            while len(got) < len(msg):
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+            return got
+        assert echo(b"first") == b"first"
+        time.sleep(3)                     # many emulated seconds of idle
+        assert run.poll() is None, run.stderr.read()
+        assert echo(b"still there") == b"still there"
+        s.close()
+        run.send_signal(signal.SIGTERM)
+        err = run.communicate(timeout=30)[1]
+        assert run.returncode == 143, err
+        assert err.strip().splitlines()[-1] == "pinetime-emu: terminated", err
+        assert "Traceback" not in err
+        last = vcd.read_text().rstrip().splitlines()[-1]
+        assert last.startswith("#") and int(last[1:]) > 5_000_000_000, last   # ns
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+def test_bridge_on_a_board_without_a_phone_is_refused(fw):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("sd_nus"), "--board",
+                        "nrf52832", "--headless", "--bridge", "0"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip() == ("pinetime-emu: error: --bridge: the nrf52832 board has no "
+                                "Bluetooth phone (no emulated SoftDevice, no radio link, no UART "
+                                "console); use --board pinetime"), r.stderr

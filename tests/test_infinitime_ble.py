@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import free_port
+from conftest import free_port, served_run
 
 from emu import Machine
 from emu.gattphone import CTS_CURRENT_TIME, STEP_COUNT
@@ -127,10 +127,7 @@ def test_disconnect_and_reconnect():
 def test_phone_cli_against_the_bridge(tmp_path):
     image = _image()
     port = free_port()
-    run = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", image, "--headless",
-                            "--seconds", "600", "--bridge", str(port)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
+    with served_run(image, "--bridge", port):
         def phone(*args):
             return subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port",
                                    str(port), *args], capture_output=True, text=True,
@@ -159,9 +156,6 @@ def test_phone_cli_against_the_bridge(tmp_path):
         assert r.returncode == 2 and "hex" in r.stderr and "Traceback" not in r.stderr
         r = phone("--read", "1234")            # no such characteristic: the watch's answer
         assert r.returncode == 1 and "no characteristic" in r.stderr
-    finally:
-        run.terminate()
-        run.wait(10)
 
 
 def test_phone_scenario_passes(tmp_path):

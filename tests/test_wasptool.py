@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port
+from conftest import free_port, served_run
 
 from emu import Machine
 
@@ -126,10 +126,7 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
     m.run(seconds=5.0)
     m.board.close()
     port = free_port()
-    run = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", image, "--headless",
-                            "--seconds", "600", "--bridge", str(port), "--flash-file", nor],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
+    with served_run(image, "--bridge", port, "--flash-file", nor):
         def phone(*args, timeout=120):
             return subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port", str(port),
                                    *args], capture_output=True, text=True, timeout=timeout,
@@ -174,6 +171,3 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
                             "--console", "--wait", "10"], input="6*7\n", capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 0 and "42" in r.stdout, r.stdout + r.stderr
-    finally:
-        run.terminate()
-        run.wait(10)
