@@ -492,14 +492,17 @@ def cmd_run(args) -> int:
     except OSError as e:
         _error(f"cannot listen: {e}")
         return EXIT_USAGE
-    # `kill` (SIGTERM) ends the run as Ctrl-C does: the closers below still
-    # save the NOR flash file, finish traces and VCDs and close the servers
-    old_term = _on_sigterm()
+    # Ctrl-C and `kill` (SIGTERM) end the run at a slice boundary: the
+    # closers below still save the NOR flash file, finish traces and VCDs
+    # and close the servers
+    term = _Terminator(machine)
+    old_term = term.install()
     try:
         if args.headless:
-            rc = _run_headless(machine, args, pollers, stub)
+            rc = _run_headless(machine, args, pollers, stub, term)
         else:
-            rc = _run_window(machine, args, pollers, stub)
+            rc = _run_window(machine, args, pollers + [term.poll], stub)
+        term.poll()
         if getattr(args, "save_snapshot", None):
             rc = _save_snapshot(machine, args.save_snapshot) or rc
     except _Terminated:
@@ -509,7 +512,7 @@ def cmd_run(args) -> int:
         print("\npinetime-emu: interrupted", file=sys.stderr)
         rc = 130
     finally:
-        _restore_sigterm(old_term)
+        term.uninstall(old_term)
         for c in closers:
             try:
                 c()
@@ -563,24 +566,47 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM arrived: the run ends through the same clean-up as Ctrl-C."""
 
 
-def _on_sigterm():
-    import signal
-    import threading
-    if threading.current_thread() is not threading.main_thread():
-        return None
+class _Terminator:
+    """SIGTERM and SIGINT (Ctrl-C) ask the machine to halt at the next block
+    boundary: raising from the handler could land inside one of Unicorn's
+    callbacks, where ctypes prints the exception and drops it, and the run
+    would go on.  ``poll`` raises from plain Python, between slices.  A
+    second Ctrl-C raises at once, in case the first never reaches a poll."""
 
-    def handler(signum, frame):
-        raise _Terminated()
-    return signal.signal(signal.SIGTERM, handler)
+    def __init__(self, machine):
+        self.machine = machine
+        self.fired = None
+
+    def handler(self, signum, frame) -> None:
+        import signal
+        if self.fired == signal.SIGINT and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.fired = signum
+        self.machine.halt_requested = True
+        self.machine.cpu.request_stop()
+
+    def poll(self) -> None:
+        import signal
+        if self.fired == signal.SIGTERM:
+            raise _Terminated()
+        if self.fired is not None:
+            raise KeyboardInterrupt
+
+    def install(self):
+        import signal
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        return [(n, signal.signal(n, self.handler)) for n in (signal.SIGTERM, signal.SIGINT)]
+
+    @staticmethod
+    def uninstall(old) -> None:
+        import signal
+        for n, h in old or ():
+            signal.signal(n, h)
 
 
-def _restore_sigterm(old) -> None:
-    import signal
-    if old is not None:
-        signal.signal(signal.SIGTERM, old)
-
-
-def _run_headless(machine, args, pollers, stub) -> int:
+def _run_headless(machine, args, pollers, stub, term) -> int:
     from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND
     # with no --seconds a headless run is 5 s, unless something outside talks
     # to it (GDB, a console on a terminal, a bridge): then it runs until it is
@@ -590,10 +616,12 @@ def _run_headless(machine, args, pollers, stub) -> int:
     seconds = args.seconds if args.seconds is not None else (None if serving else 5.0)
     end = NEVER if seconds is None else machine.clock.now + int(seconds * TICKS_PER_SECOND)
     if stub is not None:
-        return _finish(machine, args, _run_headless_gdb(machine, stub, end, pollers))
+        return _finish(machine, args, _run_headless_gdb(machine, stub, end,
+                                                        pollers + [term.poll]))
     step = 10 * TICKS_PER_MS if pollers else end - machine.clock.now
     while True:
         result = machine.run(until_tick=min(end, machine.clock.now + step))
+        term.poll()
         for p in pollers:
             p()
         if result.reason != "deadline" or machine.clock.now >= end:
