@@ -119,7 +119,8 @@ SKIP_ATTRS = {
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
                                 "_flash_guard",
                                 # the engine's uc_mem_read/write and their buffer
-                                "_uch", "_c_mem_read", "_c_mem_write", "_membuf"},
+                                "_uch", "_c_mem_read", "_c_mem_write", "_membuf",
+                                "_xregs"},   # exception entry/return in C (structure)
     "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file
     "emu.board.pinetime.PineTime": {"flash_path", "options"},
     "emu.board.base.Board": {"options"},

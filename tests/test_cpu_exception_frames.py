@@ -64,14 +64,15 @@ def round_trip(pure: bool, fp: bool):
     if fp:
         for i in range(16):
             uc.reg_write(A.UC_ARM_REG_S0 + i, 0)
+    frame = bytes(uc.mem_read(RAM + 0x800 - 0x68, 0x68))     # what the entry stacked
     cpu.exception_return(lr)
-    return before, inside, lr, state(cpu, fp)
+    return before, inside, lr, state(cpu, fp), frame
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
 @pytest.mark.parametrize("fp", [False, True], ids=["basic", "fp"])
 def test_frame_round_trip(pure, fp):
-    before, inside, lr, after = round_trip(pure, fp)
+    before, inside, lr, after, _frame = round_trip(pure, fp)
     assert inside["ipsr"] == IRQ and inside[A.UC_ARM_REG_PC] == HANDLER
     assert lr == (0xFFFFFFE9 if fp else 0xFFFFFFF9)
     assert inside[A.UC_ARM_REG_MSP] == RAM + 0x800 - (0x68 if fp else 0x20)
@@ -85,8 +86,28 @@ def test_frame_layout_companion(monkeypatch):
     def shifted(self, addr, n):
         return orig(self, addr + 4, n)
     monkeypatch.setattr(CortexM, "_read_words", shifted)
-    before, _inside, _lr, after = round_trip(False, False)
+    before, _inside, _lr, after, _frame = round_trip(True, False)
     assert after != before
+
+
+@pytest.mark.parametrize("fp", [False, True], ids=["basic", "fp"])
+def test_native_entry_and_return_match_python(fp):
+    """The C entry and return (emu.soc._mmio Regs.exc_push/exc_enter/exc_pop)
+    leave the same registers and the same frame in memory as the Python."""
+    assert core(False)._xregs is not None and core(True)._xregs is None
+    native, python = round_trip(False, fp), round_trip(True, fp)
+    assert native == python
+
+
+def test_native_frame_companion():
+    """Companion: a stack that starts 4 bytes off for the C push gives a
+    different machine than the Python's: the comparison above can fail."""
+    cpu = core(False)
+    cpu.uc.reg_write(A.UC_ARM_REG_MSP, RAM + 0x800 - 4)
+    cpu.uc.reg_write(A.UC_ARM_REG_PC, 0x100)
+    cpu.pending |= 1 << IRQ
+    cpu.exception_entry(IRQ, 0x100)
+    assert state(cpu, False) != round_trip(True, False)[1]
 
 
 def test_stacking_error_locks_up():

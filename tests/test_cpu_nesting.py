@@ -13,8 +13,8 @@ def test_vtor_ignored_is_detected(run_firmware, monkeypatch):
     from emu.cpu import cortexm
 
     def flash_vector(self, exc):
-        return self.read32(4 * exc)
-    monkeypatch.setattr(cortexm.CortexM, "_vector", flash_vector)
+        return 4 * exc
+    monkeypatch.setattr(cortexm.CortexM, "_vector_address", flash_vector)
     m, r = run_firmware("cpu_nesting", ms=10)
     # the flash table's SysTick vector is the default handler (a loop): the
     # RAM-table check never passes and the program does not exit cleanly

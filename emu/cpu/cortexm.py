@@ -76,6 +76,12 @@ _FP_REGS = [A.UC_ARM_REG_S0 + i for i in range(16)] + [A.UC_ARM_REG_FPSCR]
 _UNSTACKED_REGS = (A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
                    A.UC_ARM_REG_R12, A.UC_ARM_REG_LR)
 _WORDS = {n: struct.Struct(f"<{n}I") for n in (1, 8, 17, 26)}
+# the registers emu.soc._mmio.Regs.exc_push/exc_enter/exc_pop use, in its order
+_EXC_IDS = ([A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
+             A.UC_ARM_REG_R12, A.UC_ARM_REG_LR, A.UC_ARM_REG_XPSR, A.UC_ARM_REG_CONTROL,
+             A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP, A.UC_ARM_REG_IPSR, A.UC_ARM_REG_PC,
+             A.UC_ARM_REG_APSR_NZCV] + [A.UC_ARM_REG_S0 + i for i in range(16)]
+            + [A.UC_ARM_REG_FPSCR])
 assert A.UC_ARM_REG_R12 == A.UC_ARM_REG_R0 + 12
 
 
@@ -127,6 +133,12 @@ class CortexM:
         self._c_mem_read = uclib.uc_mem_read
         self._c_mem_write = uclib.uc_mem_write
         self._membuf = ctypes.create_string_buffer(0x68)
+        # exception entry and return's register and memory work in C (the
+        # Regs builtins of emu.soc._mmio; None: the Python below does it)
+        self._xregs = getattr(uc, "_fastregs", None)
+        if self._xregs is not None:
+            addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value   # noqa: E731
+            self._xregs.set_exc(addr(uclib.uc_mem_read), addr(uclib.uc_mem_write), _EXC_IDS)
         self.counter = cyc.make_block_counter(
             uc, (A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK),
             force_python=force_python_counter)
@@ -577,14 +589,30 @@ class CortexM:
         if refresh:
             self._refresh_flags()
 
+    def _vector_address(self, exc: int) -> int:
+        return (self.vtor + 4 * exc) & 0xFFFFFFFF
+
     def _vector(self, exc: int) -> int:
         buf = self._membuf
-        if self._c_mem_read(self._uch, (self.vtor + 4 * exc) & 0xFFFFFFFF, buf, 4):
+        if self._c_mem_read(self._uch, self._vector_address(exc), buf, 4):
             return 0xFFFFFFFF
         return _WORDS[1].unpack_from(buf)[0]
 
     def exception_entry(self, exc: int, return_addr: int) -> None:
         """Push a frame and enter ``exc`` (ARMv7-M B1.5.6 ExceptionEntry)."""
+        x = self._xregs
+        if x is not None:
+            r = x.exc_push(return_addr, self._ipsr, self.ccr & 0x200, self.profile == "m4",
+                           self.profile == "m0")
+            if r[0]:
+                self.cfsr |= 1 << 12  # BFSR.STKERR
+                self._lockup(f"stack overflow while entering {self.exc_name(exc)} "
+                             f"(SP={r[1]:#010x})")
+                return
+            self.pending &= ~(1 << exc)
+            self.active |= 1 << exc
+            self._enter(exc, r[1], r[2], r[3], r[4])
+            return
         uc = self.uc
         r0, r1, r2, r3, r12, lr, xpsr, control, msp, psp = uc.reg_read_batch(_ENTRY_REGS)
         ipsr = self._ipsr
@@ -621,6 +649,20 @@ class CortexM:
         self._enter(exc, exc_return, msp, psp, control)
 
     def _enter(self, exc: int, exc_return: int, msp: int, psp: int, control: int) -> None:
+        x = self._xregs
+        if x is not None:
+            vec = x.exc_enter(exc, exc_return, msp, psp, control, self._vector_address(exc),
+                              XPSR_IT)
+            self._ipsr = exc
+            if vec == 0xFFFFFFFF or vec == 0 or not (vec & 1):
+                self.hfsr |= HFSR_VECTTBL
+                self._lockup(f"invalid vector {vec:#010x} for {self.exc_name(exc)} "
+                             f"(VTOR={self.vtor:#010x})")
+                return
+            self.sleeping = False
+            for cb in self.on_exception:
+                cb(exc, True)
+            return
         uc = self.uc
         vec = self._vector(exc)
         # EPSR.IT is cleared on entry (ARMv7-M B1.5.6): the frame keeps the
@@ -672,6 +714,18 @@ class CortexM:
             msp, psp, control = uc.reg_read_batch(_SP_CONTROL_REGS)
             self.tail_chains += 1
             self._enter(exc, exc_return, msp, psp, control)
+            return
+        x = self._xregs
+        if x is not None:
+            r = x.exc_pop(use_psp, fp_frame, to_thread)
+            if r[0]:
+                self.cfsr |= 1 << 11  # BFSR.UNSTKERR
+                self._lockup(f"unstacking error at SP={r[1]:#010x}")
+                return
+            self._ipsr = r[1]
+            if to_thread and self.scr & 0x2:   # SLEEPONEXIT
+                self.sleeping = True
+                self.sleep_kind = "sleeponexit"
             return
         msp, psp, control = uc.reg_read_batch(_SP_CONTROL_REGS)
         sp = psp if use_psp else msp
