@@ -168,7 +168,7 @@ class CortexM:
         self.stop_info: dict = {}
         self.exit_code: Optional[int] = None
         self.instructions_hint = 0
-        uc.hook_add(UC_HOOK_INTR, self._hook_intr)
+        self._raw_hook(UC_HOOK_INTR, "HOOK_INTR_CFUNC", self._hook_intr, None)
         uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED
                     | UC_HOOK_MEM_FETCH_UNMAPPED, self._hook_unmapped)
         # stores into read-only flash: dropped in C when the native helpers
@@ -176,7 +176,8 @@ class CortexM:
         self._flash_guard = self._native_flash_guard()
         self._ignored_flash_py = 0
         uc.hook_add(UC_HOOK_MEM_WRITE_PROT, self._hook_write_prot)
-        uc.hook_add(UC_HOOK_INSN_INVALID, self._hook_insn_invalid)
+        self._raw_hook(UC_HOOK_INSN_INVALID, "HOOK_INSN_INVALID_CFUNC", self._hook_insn_invalid,
+                       False)
         self.systick = SysTick(self)
         self.reset_state()
 
@@ -220,6 +221,32 @@ class CortexM:
         if err:
             raise UcError(err)
         self.regions.append((base, base + size, "mmio", name))
+
+    def _raw_hook(self, htype: int, cfunc: str, fn, on_error) -> None:
+        """Register ``fn(uc, *args, None)`` for ``htype`` as a plain ctypes
+        callback: the binding's hook_add puts two Python frames around it
+        (InfiniTime's exception returns and WFEs come here ~1200 times an
+        emulated second).  An exception is kept and stops the engine, as the
+        binding does (emu_start raises it), and the hook answers
+        ``on_error``."""
+        from unicorn.unicorn_py3 import unicorn as ub
+        uc = self.uc
+
+        def cb(_handle, *args):
+            try:
+                return fn(uc, *args[:-1], None)
+            except BaseException as e:
+                if uc._hook_exception is None:
+                    uc._hook_exception = e
+                uc.emu_stop()
+                return on_error
+        fptr = getattr(ub, cfunc)(cb)
+        handle = ub.uc_hook_h()
+        err = ub.uclib.uc_hook_add(uc._uch, ctypes.byref(handle), htype, fptr,
+                                   ctypes.c_void_p(0), ctypes.c_uint64(1), ctypes.c_uint64(0))
+        if err:
+            raise UcError(err)
+        self._mmio_cfuncs.append(fptr)          # keep it alive as long as the engine
 
     def map_mmio_native(self, base: int, size: int, name: str, slot) -> None:
         """Map an MMIO region served by emu.soc._mmio's C callbacks (``slot``
