@@ -50,7 +50,9 @@ class SystemControlSpace:
     def map(self) -> None:
         """SCS, ITM and FPB through Python callbacks; the DWT page is mapped by
         the SoC on its peripheral bus (``self.dwt``), where CYCCNT is an op."""
-        self.cpu.map_mmio(SCS_BASE, 0x1000, "SCS", self._scs_read, self._scs_write)
+        # raw: Unicorn's (handle, offset, size[, value], user_data) are the
+        # callbacks' own parameters (the handle in place of uc, unused)
+        self.cpu.map_mmio(SCS_BASE, 0x1000, "SCS", self._scs_read, self._scs_write, raw=True)
         self.cpu.map_mmio(ITM_BASE, 0x1000, "ITM", self._dbg_read, self._dbg_write)
         self.cpu.map_mmio(DWT_BASE + 0x1000, 0x1000, "FPB",
                           lambda uc, off, size, ud: self._dbg_read(uc, off + 0x2000, size, ud),
@@ -215,6 +217,10 @@ class SystemControlSpace:
             return
         if 0x280 <= off < 0x300:
             bits = self._irq_bits(value, off - 0x280)
+            # clear_pending changes only lines that are pending, or asserted
+            # and not active (pended again at once): FreeRTOS clears the FPU
+            # and RTC lines, mostly not pending, ~600 times an emulated second
+            bits &= (cpu.pending >> 16) | (cpu.irq_level & ~(cpu.active >> 16))
             for n in _bit_indices(bits):
                 cpu.clear_pending(16 + n)
             return
