@@ -518,6 +518,13 @@ class CortexM:
                 return cyc.ENTRY_NONE
             if 3 <= best[2] <= 6:
                 return cyc.ENTRY_STOP
+            if self.uc.reg_read(A.UC_ARM_REG_XPSR) & XPSR_IT:
+                # IT state as read inside a block hook: either a block that
+                # starts inside an IT block, or a stale value (QEMU brings the
+                # IT bits up to date when the engine stops; an entry made from
+                # the deadline in a hook once stacked such stale bits and
+                # wasp-os's REPL crashed).  The run loop reads them right.
+                return cyc.ENTRY_STOP
             self.exception_entry(best[2], address)
             self.sleeping = False
             uc = self.uc
