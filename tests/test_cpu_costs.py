@@ -46,3 +46,32 @@ def test_operand_text_matches_capstone_detail(fw, name):
                                                            insn.op_str)
         n += 1
     assert n > 200
+
+
+@pytest.mark.parametrize("force_python", [False, True], ids=["native", "python"])
+def test_cost_table_grows_and_keeps_every_block(force_python):
+    """The block cost table (emu/cpu/_blockhook.c: entries indexed by
+    address) through several doublings: every block keeps its own cost, the
+    same address with another size is another block, and clear() forgets
+    them all.  (Real firmware fills fewer than its first 8 192 entries.)"""
+    import random
+
+    from unicorn import UC_ARCH_ARM, UC_MODE_THUMB, Uc
+    from unicorn import arm_const as A
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB)
+    counter = cycles.make_block_counter(
+        uc, (A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK),
+        force_python=force_python)
+    assert counter.native is not force_python
+    rng = random.Random(5)
+    blocks = {}
+    for i in range(40000):
+        addr = rng.randrange(0, 0x80000, 2) if i % 3 else 0x1000 + 2 * (i % 900)
+        size = rng.choice((2, 4, 6, 10, 16, 30))
+        blocks[(addr, size)] = rng.randrange(1, 200)
+    for (addr, size), cost in blocks.items():
+        counter.insert(addr, size, cost)
+    assert all(counter.cost(a, s) == c for (a, s), c in blocks.items())
+    assert counter.cost(0x7FFFF, 2) is None
+    counter.clear()
+    assert all(counter.cost(a, s) is None for (a, s) in list(blocks)[:2000])

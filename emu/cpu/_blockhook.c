@@ -49,8 +49,8 @@ typedef struct {
     void *emu_stop;
     void *reg_read;
     /* cost table */
-    uint64_t *keys;         /* (addr | size << 32) + 1; 0 = empty */
-    uint32_t *costs;
+    uint64_t *keys;         /* bh_entry[cap]: key (addr | size << 32) + 1, 0 = empty; cost */
+    uint32_t *costs;        /* unused (the costs sit in the entries) */
     uint32_t cap;           /* power of two */
     uint32_t used;
     /* the slice's time base, for the MMIO callbacks (emu/soc/_mmio.c) */
@@ -93,19 +93,23 @@ static int bh_call_entry(bh_state *s, uint64_t address) {
     return r;
 }
 
-static inline uint32_t bh_hash(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    return (uint32_t)k;
+/* The cost table: open addressing over entries holding key and cost side
+ * by side (one cache line per probe), indexed by the block's address over 8
+ * (blocks are rarely closer), so the blocks of a hot loop share cache lines
+ * of entries.  Measured on InfiniTime idle: half of the hook's time was the
+ * probe's cache miss with a mixing hash and separate key/cost arrays. */
+typedef struct { uint64_t key; uint32_t cost; uint32_t pad; } bh_entry;
+
+static inline uint32_t bh_index(uint64_t k) {
+    return (uint32_t)(((k - 1) >> 3) ^ ((k >> 32) << 13));
 }
 
 bh_state *bh_new(void) {
     bh_state *s = calloc(1, sizeof(bh_state));
     if (!s) return NULL;
     s->cap = 1u << 14;
-    s->keys = calloc(s->cap, sizeof(uint64_t));
-    s->costs = calloc(s->cap, sizeof(uint32_t));
+    s->keys = calloc(s->cap, sizeof(bh_entry));
+    s->costs = NULL;
     s->deadline = UINT64_MAX;
     return s;
 }
@@ -113,48 +117,52 @@ bh_state *bh_new(void) {
 void bh_free(bh_state *s) {
     if (!s) return;
     free(s->keys);
-    free(s->costs);
     free(s);
 }
 
 static void bh_put(bh_state *s, uint64_t key, uint32_t cost) {
-    uint32_t m = s->cap - 1, i = bh_hash(key) & m;
-    while (s->keys[i] && s->keys[i] != key) i = (i + 1) & m;
-    if (!s->keys[i]) s->used++;
-    s->keys[i] = key;
-    s->costs[i] = cost;
+    bh_entry *e = (bh_entry *)s->keys;
+    uint32_t m = s->cap - 1, i = bh_index(key) & m;
+    while (e[i].key && e[i].key != key) i = (i + 1) & m;
+    if (!e[i].key) s->used++;
+    e[i].key = key;
+    e[i].cost = cost;
 }
 
 int bh_insert(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost) {
     if ((s->used + 1) * 2 > s->cap) {
         uint32_t oldcap = s->cap;
-        uint64_t *ok = s->keys;
-        uint32_t *oc = s->costs;
-        uint64_t *nk = calloc((size_t)oldcap * 2, sizeof(uint64_t));
-        uint32_t *nc = calloc((size_t)oldcap * 2, sizeof(uint32_t));
-        if (!nk || !nc) { free(nk); free(nc); return -1; }
-        s->keys = nk; s->costs = nc; s->cap = oldcap * 2; s->used = 0;
+        bh_entry *old = (bh_entry *)s->keys;
+        bh_entry *nw = calloc((size_t)oldcap * 2, sizeof(bh_entry));
+        if (!nw) return -1;
+        s->keys = (uint64_t *)nw; s->cap = oldcap * 2; s->used = 0;
         for (uint32_t i = 0; i < oldcap; i++)
-            if (ok[i]) bh_put(s, ok[i], oc[i]);
-        free(ok); free(oc);
+            if (old[i].key) bh_put(s, old[i].key, old[i].cost);
+        free(old);
     }
     bh_put(s, ((uint64_t)addr | ((uint64_t)size << 32)) + 1, cost);
     return 0;
 }
 
 void bh_clear(bh_state *s) {
-    memset(s->keys, 0, (size_t)s->cap * sizeof(uint64_t));
+    memset(s->keys, 0, (size_t)s->cap * sizeof(bh_entry));
     s->used = 0;
 }
 
 static inline int32_t bh_lookup(bh_state *s, uint64_t key) {
-    uint32_t m = s->cap - 1, i = bh_hash(key) & m;
+    const bh_entry *e = (const bh_entry *)s->keys;
+    uint32_t m = s->cap - 1, i = bh_index(key) & m;
     for (;;) {
-        uint64_t k = s->keys[i];
-        if (k == key) return (int32_t)s->costs[i];
+        uint64_t k = e[i].key;
+        if (k == key) return (int32_t)e[i].cost;
         if (!k) return -1;
         i = (i + 1) & m;
     }
+}
+
+/* the table's cost of a block, -1 if unknown (for tests) */
+int32_t bh_cost(bh_state *s, uint32_t addr, uint32_t size) {
+    return bh_lookup(s, ((uint64_t)addr | ((uint64_t)size << 32)) + 1);
 }
 
 void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {

@@ -272,6 +272,8 @@ def load_native():
     lib.bh_clear.argtypes = [ctypes.POINTER(BhState)]
     lib.bh_free.argtypes = [ctypes.POINTER(BhState)]
     lib.bh_hook_address.restype = ctypes.c_void_p
+    lib.bh_cost.argtypes = [ctypes.POINTER(BhState), ctypes.c_uint32, ctypes.c_uint32]
+    lib.bh_cost.restype = ctypes.c_int32
     _native_lib = lib
     return lib
 
@@ -310,6 +312,11 @@ class NativeBlockCounter:
 
     def clear(self) -> None:
         self.lib.bh_clear(self._ptr)
+
+    def cost(self, addr: int, size: int):
+        """The table's cost of a block, or None."""
+        c = self.lib.bh_cost(self._ptr, addr, size)
+        return None if c < 0 else c
 
     def __del__(self):
         try:
@@ -407,6 +414,9 @@ class PyBlockCounter:
 
     def clear(self) -> None:
         self.table.clear()
+
+    def cost(self, addr: int, size: int):
+        return self.table.get((addr, size))
 
 
 def make_block_counter(uc, reg_ids, force_python: bool = False):
