@@ -1,5 +1,7 @@
 """PPI register-level tests (PS v1.4 section 21): channels, groups, forks,
 fixed channels, and tasks triggered through the CPU-write path."""
+import pytest
+
 from emu.clock import HF16_TICKS as T16, LFCLK_TICKS as LF
 from emu.soc.nrf52832 import Nrf52832
 
@@ -141,3 +143,45 @@ def test_map_memo_not_cleared_on_endpoint_write_is_detected(monkeypatch):
     monkeypatch.setattr(ppi_mod.Ppi, "_wr_map", lambda self, new, old: self._rebuild())
     with pytest.raises(AssertionError):
         _random_ppi_writes(Nrf52832(), seed=1)
+
+
+def _ppi_run(fw, name, ms, lazy, pure, monkeypatch):
+    from emu import Machine
+    from emu.peripherals.ppi import Ppi
+    with monkeypatch.context() as mp:
+        mp.setattr(Ppi, "lazy_chen", lazy)
+        m = Machine(fw(name), board="nrf52832", pure_python=pure)
+        r = m.run(ms=ms)
+    stats = m.soc.bus.access_stats()
+    chenset = stats.get((PPI, 0x504), (0, 0, 0, 0))
+    return m, r, chenset, (r.reason, m.cpu.cycles, m.clock.now, m.console_text())
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+@pytest.mark.parametrize("name,ms", [("periph_ppi", 50)])
+def test_chenset_chenclr_as_bus_ops_change_nothing(fw, monkeypatch, name, ms, pure):
+    """CHENSET/CHENCLR carried out by the bus (bits of CHEN set and cleared
+    without the model; the routing follows CHEN when an event fires) give
+    the same machine as the model's writes, natively and in pure Python.
+    (tests/test_radio_conn.py compares a whole connection too.)"""
+    from conftest import assert_firmware_passed
+    m, r, chenset, fast = _ppi_run(fw, name, ms, True, pure, monkeypatch)
+    _m, _r, slow_chenset, slow = _ppi_run(fw, name, ms, False, pure, monkeypatch)
+    assert_firmware_passed(m, r)
+    assert fast == slow
+    assert chenset[2] > 0 and chenset[3] == 0           # op writes, no model write
+    assert slow_chenset[2] == 0 and slow_chenset[3] > 0
+
+
+def test_chen_bus_ops_without_the_refresh_are_detected(fw, monkeypatch):
+    """Companion: routing that does not follow CHEN changed by the ops (the
+    map of the last model write kept) breaks the PPI chain."""
+    from emu.peripherals.ppi import Ppi
+    orig = Ppi._on_event
+
+    def stale(self, periph, offset):
+        self._chen = self.values[0x500]      # pretend the map is current
+        return orig(self, periph, offset)
+    monkeypatch.setattr(Ppi, "_on_event", stale)
+    m, r, _chenset, _fp = _ppi_run(fw, "periph_ppi", 50, True, False, monkeypatch)
+    assert r.reason != "exit" or r.exit_code != 0 or "FAIL" in m.console_text()

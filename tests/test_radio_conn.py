@@ -261,3 +261,23 @@ def test_snapshot_mid_connection_leaves_the_phone_out(fw, tmp_path):
     assert "FAIL" in m2.console_text()                 # the watch lost its central
     m.run(ms=3000)
     assert link.state == "closed"                      # while the original finishes
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_chen_bus_ops_change_nothing_on_a_connection(fw, monkeypatch, pure):
+    """The PPI's CHENSET/CHENCLR as bus ops (emu/peripherals/ppi.py) against
+    the model's writes: the same packets at the same ticks and the same
+    cycles over a whole connection (the firmware switches its RXEN and
+    timeout channels every event)."""
+    from emu.peripherals.ppi import Ppi
+    out = []
+    for lazy in (True, False):
+        with monkeypatch.context() as mp:
+            mp.setattr(Ppi, "lazy_chen", lazy)
+            m, r, link, _gatt = _run(fw, pure_python=pure)
+        assert_firmware_passed(m, r, min_passes=60)
+        st = m.soc.bus.access_stats().get((0x4001F000, 0x504), (0, 0, 0, 0))
+        assert (st[2] > 0) == lazy and (st[3] > 0) != lazy
+        out.append((m.cpu.cycles, m.clock.now, m.console_text(),
+                    [(p.start, p.freq, p.pdu) for p in m.air.log]))
+    assert out[0] == out[1]

@@ -22,6 +22,7 @@ same instant as the event); event-to-task loops are cut at depth 16 (logged).
 from __future__ import annotations
 
 from emu.peripherals.base import NrfPeripheral, Reg, RW
+from emu.soc.ops import MODE_W1C, MODE_W1S, Op, W_VALUE
 
 NUM_PROG = 20
 NUM_GROUPS = 6
@@ -72,7 +73,19 @@ class Ppi(NrfPeripheral):
     def reset(self) -> None:
         super().reset()
         self._map: dict = {}      # event address -> [task addresses]
+        self._chen = 0            # the CHEN value _map was built for
         self._maps: dict = {}     # CHEN -> its _map, while the endpoints stay as they are
+
+    # CHENSET/CHENCLR as bus ops: they set and clear bits of CHEN without
+    # calling the model (NimBLE writes them ~800 times an emulated second);
+    # the routing follows CHEN when an event fires (_on_event).
+    lazy_chen = True   # False: CHENSET/CHENCLR through the model (the slow path, for tests)
+
+    def write_op(self, offset: int):
+        if self.lazy_chen and offset in (0x504, 0x508) and self._own("write", NrfPeripheral):
+            self._attach()          # the event listeners, before any channel works
+            return Op(W_VALUE, self, (MODE_W1S if offset == 0x504 else MODE_W1C, 0x500))
+        return super().write_op(offset)
 
     # -- public --------------------------------------------------------
     def endpoints(self, ch: int):
@@ -115,6 +128,7 @@ class Ppi(NrfPeripheral):
     def _rebuild(self) -> None:
         self._attach()
         chen = self.values[0x500]
+        self._chen = chen
         m = self._maps.get(chen)
         if m is None:
             m = self._build(chen)
@@ -152,6 +166,8 @@ class Ppi(NrfPeripheral):
                 listeners.append(self._on_event)
 
     def _on_event(self, periph, offset: int) -> None:
+        if self.values[0x500] != self._chen:
+            self._rebuild()
         tasks = self._map.get(periph.base + offset)
         if not tasks:
             return

@@ -790,7 +790,9 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
     int rc = -1;
     switch (op->kind) {
     case W_VALUE: {
-        if (dict_attr_get(obj, str_values, op->key, &d, &x))
+        /* args (mode[, offset]): the register the bits go to, if not this one */
+        PyObject *vkey = op->a[1] != NULL ? op->a[1] : op->key;
+        if (dict_attr_get(obj, str_values, vkey, &d, &x))
             return -1;
         uint64_t old = PyLong_AsUnsignedLongLongMask(x), m = op->mask, nw;
         if (PyErr_Occurred())
@@ -804,7 +806,7 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
         PyObject *n = PyLong_FromUnsignedLongLong(nw & 0xFFFFFFFFu);
         if (n == NULL)
             goto out;
-        rc = PyDict_SetItem(d, op->key, n);
+        rc = PyDict_SetItem(d, vkey, n);
         Py_DECREF(n);
         goto out;
     }

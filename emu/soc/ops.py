@@ -131,7 +131,9 @@ class Op:
     COUNTER ``(running, base_time, period, base_value)`` attribute names;
     CYCLES ``(base,)``: the CPU's cycle count less ``base``, 32 bits (``obj``
     has ``cpu``; the DWT's CYCCNT while it counts);
-    W_VALUE ``(mode,)``.  ``mask``: COUNTER's wrap mask, W_VALUE's writable
+    W_VALUE ``(mode[, offset])`` (``offset``: the register the bits go to,
+    when not the one accessed: the PPI's CHENSET/CHENCLR set and clear bits of
+    CHEN).  ``mask``: COUNTER's wrap mask, W_VALUE's writable
     bits.  ``slow_bits``: INTEN* bits whose change goes to the model.
     """
     __slots__ = ("kind", "obj", "args", "timed", "mask", "slow_bits", "guard", "stream")
@@ -252,9 +254,12 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
             return generic(off, value)
     elif kind == W_VALUE:
         mode, mask = op.args[0], op.mask
+        target = op.args[1] if len(op.args) > 1 else None
 
         def inner(off, value):
             values = p.values
+            if target is not None:
+                off = target
             old = values[off]
             if mode == MODE_W1S:
                 values[off] = old | (value & mask)
