@@ -39,6 +39,7 @@ def run(path, monkeypatch, fast=True, pure=False, ms=300, wfe_cache=True):
         mp.setattr(cortexm.CortexM, "fast_wfe", fast)
         mp.setattr(cortexm.CortexM, "fast_entries", fast)
         mp.setattr(cortexm.CortexM, "fast_costing", fast)
+        mp.setattr(cortexm.CortexM, "fast_sleep", fast)
         mp.setattr(cortexm.CortexM, "wfe_cache", wfe_cache)
         m = Machine(path, board="nrf52832", pure_python=pure)
         r = m.run(ms=ms)
@@ -295,6 +296,7 @@ def test_infinitime_same_with_and_without_fast_paths(monkeypatch):
             mp.setattr(cortexm.CortexM, "fast_wfe", fast)
             mp.setattr(cortexm.CortexM, "fast_entries", fast)
             mp.setattr(cortexm.CortexM, "fast_costing", fast)
+            mp.setattr(cortexm.CortexM, "fast_sleep", fast)
             mp.setattr(cortexm.CortexM, "wfe_cache", fast)
             m = Machine(str(IMAGE), flash_file=None)
             m.run(seconds=2.2)
@@ -302,5 +304,5 @@ def test_infinitime_same_with_and_without_fast_paths(monkeypatch):
                         hashlib.sha1(m.board.screen().tobytes()).hexdigest()))
             if fast:
                 assert m.cpu.returns_in_hook > 500 and m.cpu.wfe_in_hook > 100
-                assert m.cpu.entries_in_hook > 500
+                assert m.cpu.entries_in_hook > 500 and m.cpu.sleeps_in_hook > 100
     assert out[0] == out[1]

@@ -281,3 +281,42 @@ def test_chen_bus_ops_change_nothing_on_a_connection(fw, monkeypatch, pure):
         out.append((m.cpu.cycles, m.clock.now, m.console_text(),
                     [(p.start, p.freq, p.pdu) for p in m.air.log]))
     assert out[0] == out[1]
+
+
+def _conn_fingerprint(fw, monkeypatch, sleep_fast, pure=False, patch=None):
+    from emu.cpu import cortexm
+    with monkeypatch.context() as mp:
+        mp.setattr(cortexm.CortexM, "fast_sleep", sleep_fast)
+        if patch is not None:
+            mp.setattr(cortexm.CortexM, *patch)
+        m, r, link, _gatt = _run(fw, pure_python=pure)
+    return m, r, (m.cpu.cycles, m.clock.now, m.console_text(),
+                  [(p.start, p.freq, p.pdu) for p in m.air.log])
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_sleeps_in_the_hook_change_nothing_on_a_connection(fw, monkeypatch, pure):
+    """WFE sleeps carried out in the invalid-instruction hook (run loop's
+    sleep, wake-up and entry without ending the slice; the firmware sleeps
+    between every radio event with SEVONPEND) against slices that end at
+    each sleep: the same packets at the same ticks, the same cycles."""
+    m, r, fast = _conn_fingerprint(fw, monkeypatch, True, pure)
+    _m, _r, slow = _conn_fingerprint(fw, monkeypatch, False, pure)
+    assert_firmware_passed(m, r, min_passes=60)
+    assert m.cpu.sleeps_in_hook > 20 and _m.cpu.sleeps_in_hook == 0
+    assert fast == slow
+
+
+def test_sleep_in_the_hook_returning_to_the_wfe_is_detected(fw, monkeypatch):
+    """Companion: a sleep in the hook that resumes at the WFE itself (the
+    interrupt's frame returning there, or the wake-up going on there) sleeps
+    again where the firmware went on: another machine, or a failed run."""
+    from emu.cpu import cortexm
+    real = cortexm.CortexM._sleep_in_hook
+
+    def at_the_wfe(self, uc, resume):
+        return real(self, uc, resume - 2)
+    _m, _r, slow = _conn_fingerprint(fw, monkeypatch, False)
+    m, r, broken = _conn_fingerprint(fw, monkeypatch, True, patch=("_sleep_in_hook", at_the_wfe))
+    assert m.cpu.sleeps_in_hook > 0
+    assert broken != slow

@@ -988,7 +988,7 @@ class CortexM:
     def _hook_insn_invalid(self, uc, _ud):
         pc = uc.reg_read(A.UC_ARM_REG_PC)
         if self._wfe_kind_at(pc) == self.WFE_AT:
-            if self._wfe_in_hook(uc, pc + 2):
+            if self._wfe_in_hook(uc, pc + 2) or self._sleep_in_hook(uc, pc + 2):
                 return True
             self._trap = ("wfe", pc)
             uc.reg_write(A.UC_ARM_REG_PC, pc + 2)
@@ -998,7 +998,7 @@ class CortexM:
         # already advanced PC past the WFE: the instruction at PC is then a
         # valid one and the halfword before it is the WFE.
         if self._wfe_before(pc):
-            if self._wfe_in_hook(uc, pc):
+            if self._wfe_in_hook(uc, pc) or self._sleep_in_hook(uc, pc):
                 return True
             self._trap = ("wfe", pc - 2)
             uc.emu_stop()
@@ -1023,6 +1023,84 @@ class CortexM:
         self.wfe_in_hook += 1
         self._slice_pc = resume
         self._slice_blocks = self.cs.blocks
+        return True
+
+    # A WFE that sleeps: the run loop's steps while the core sleeps (events
+    # run, time skipped to the next one, the wake-up and the entry of the
+    # interrupt that woke it) done in the hook, the slice going on at the
+    # handler or after the WFE (InfiniTime idle sleeps ~300 times an
+    # emulated second).  This hook runs where the engine has brought its
+    # state up to date (an undefined-instruction exception), so the xPSR
+    # stacked by the entry is exact, unlike in the block hook.  Any case the
+    # loop treats specially hands over to it at the top of its loop, asleep,
+    # as if the slice had ended at the WFE.
+    fast_sleep = True     # False: a WFE that sleeps ends the slice (the slow path, for tests)
+    sleeps_in_hook = 0    # sleeps that did not end their slice
+    _run_until = 0
+    _run_should_stop: Optional[Callable[[], bool]] = None
+
+    def _sleep_in_hook(self, uc, resume: int) -> bool:
+        if (self.event_register or not self.fast_sleep or not self.fast_wfe
+                or self._boundaries_watched or 3 <= self._ipsr <= 6 or self.stop_reason
+                or self.powered_off or self._trap is not None or self._halt_in_hook is not None
+                or (self.ccr & 0x10 and not self._div_armed)):
+            return False
+        cs = self.cs
+        clock = self.clock
+        until = self._run_until
+        should_stop = self._run_should_stop
+        uc.reg_write(A.UC_ARM_REG_PC, resume | 1)
+        cs.in_slice = 0
+        self.slice_end()
+        self.sync_time()
+        self.sleeping = True
+        self.sleep_kind = "wfe"
+        pc = resume
+        try:
+            while True:                       # CortexM.run's loop, asleep
+                clock.run_due()
+                if (self.stop_reason or self.powered_off
+                        or (should_stop is not None and should_stop())):
+                    return self._sleep_to_loop(uc)
+                best = self._pending_to_enter()
+                if best is not None:
+                    if 3 <= best[2] <= 6 or clock.now >= until:
+                        return self._sleep_to_loop(uc)
+                    self.exception_entry(best[2], resume)
+                    self.sleeping = False
+                    pc = uc.reg_read(A.UC_ARM_REG_PC)
+                    uc.reg_write(A.UC_ARM_REG_PC, pc | 1)   # bit 0: stay in Thumb state
+                    break
+                if self._wake_condition() or self.event_register:
+                    if clock.now >= until:
+                        return self._sleep_to_loop(uc)
+                    self.event_register = 0
+                    self.sleeping = False
+                    break
+                if clock.next_event_time() >= until:
+                    return self._sleep_to_loop(uc)
+                self._idle_to_next_event(until, StopReason.SLEEP)
+            nxt = min(clock.next_event_time(), until)
+            budget = max(1, -(-(nxt - clock.now) // self.cycle_ticks))
+            self._rebase()
+            cs.deadline = cs.cycles + budget
+            cs.stop_flag = 0
+            cs.entry_flag = 0
+            cs.reason = 0
+            self._slice_pc = pc
+            self._slice_blocks = cs.blocks
+        except BaseException as e:   # CpuHalt (lockup): raised again after the slice
+            self._halt_in_hook = e
+            return self._sleep_to_loop(uc)
+        finally:
+            cs.in_slice = 1
+        self.sleeps_in_hook += 1
+        return True
+
+    def _sleep_to_loop(self, uc) -> bool:
+        """End the slice asleep at the WFE: the run loop goes on from the top."""
+        self._trap = ("returned",)
+        uc.emu_stop()
         return True
 
     def _wfe_before(self, pc: int) -> bool:
@@ -1259,6 +1337,7 @@ class CortexM:
         uc = self.uc
         self.stop_reason = None
         self._running = True
+        self._run_until, self._run_should_stop = until, should_stop
         if self.ccr & 0x10 and not self._div_armed:
             self.arm_div_trap()
         try:
