@@ -1080,15 +1080,7 @@ class CortexM:
                 if clock.next_event_time() >= until:
                     return self._sleep_to_loop(uc)
                 self._idle_to_next_event(until, StopReason.SLEEP)
-            nxt = min(clock.next_event_time(), until)
-            budget = max(1, -(-(nxt - clock.now) // self.cycle_ticks))
-            self._rebase()
-            cs.deadline = cs.cycles + budget
-            cs.stop_flag = 0
-            cs.entry_flag = 0
-            cs.reason = 0
-            self._slice_pc = pc
-            self._slice_blocks = cs.blocks
+            self._start_slice(min(clock.next_event_time(), until), pc)
         except BaseException as e:   # CpuHalt (lockup): raised again after the slice
             self._halt_in_hook = e
             return self._sleep_to_loop(uc)
@@ -1096,6 +1088,20 @@ class CortexM:
             cs.in_slice = 1
         self.sleeps_in_hook += 1
         return True
+
+    def _start_slice(self, nxt: int, pc: int) -> None:
+        """A slice from ``pc`` until the tick ``nxt``: its cycle budget, the
+        time base, the block hook's flags and the WFE test's slice start
+        (the run loop's, and a sleep's in the hook)."""
+        cs = self.cs
+        budget = max(1, -(-(nxt - self.clock.now) // self.cycle_ticks))
+        self._rebase()
+        cs.deadline = cs.cycles + budget
+        cs.stop_flag = 0
+        cs.entry_flag = 0
+        cs.reason = 0
+        self._slice_pc = pc
+        self._slice_blocks = cs.blocks
 
     def _sleep_to_loop(self, uc) -> bool:
         """End the slice asleep at the WFE: the run loop goes on from the top."""
@@ -1370,16 +1376,9 @@ class CortexM:
                 nxt = min(clock.next_event_time(), until)
                 if 3 <= self._ipsr <= 6 and getattr(self, "_fault_handler_since", None):
                     nxt = min(nxt, self._fault_handler_since[1] + self.fault_hang_ticks)
-                budget = max(1, -(-(nxt - clock.now) // self.cycle_ticks))
-                self._rebase()
-                cs.deadline = cs.cycles + budget
-                cs.stop_flag = 0
-                cs.entry_flag = 0
-                cs.reason = 0
                 self._trap = None
                 pc = uc.reg_read(A.UC_ARM_REG_PC)
-                self._slice_pc = pc
-                self._slice_blocks = cs.blocks
+                self._start_slice(nxt, pc)
                 err = None
                 cs.in_slice = 1     # clock.now only moves with the cycles (see _mmio.c)
                 try:
