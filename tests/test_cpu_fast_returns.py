@@ -32,15 +32,20 @@ def fingerprint(m, r):
             "svc": m.cpu.svc_calls, "pc": m.cpu.pc, "accesses": m.soc.bus.accesses}
 
 
+# every run-loop shortcut's switch (CortexM's class attributes)
+FAST_PATHS = ("fast_returns", "fast_pends", "fast_wfe", "fast_entries", "fast_costing",
+              "fast_sleep")
+
+
+def set_fast_paths(mp, fast: bool, wfe_cache: bool) -> None:
+    for name in FAST_PATHS:
+        mp.setattr(cortexm.CortexM, name, fast)
+    mp.setattr(cortexm.CortexM, "wfe_cache", wfe_cache)
+
+
 def run(path, monkeypatch, fast=True, pure=False, ms=300, wfe_cache=True):
     with monkeypatch.context() as mp:
-        mp.setattr(cortexm.CortexM, "fast_returns", fast)
-        mp.setattr(cortexm.CortexM, "fast_pends", fast)
-        mp.setattr(cortexm.CortexM, "fast_wfe", fast)
-        mp.setattr(cortexm.CortexM, "fast_entries", fast)
-        mp.setattr(cortexm.CortexM, "fast_costing", fast)
-        mp.setattr(cortexm.CortexM, "fast_sleep", fast)
-        mp.setattr(cortexm.CortexM, "wfe_cache", wfe_cache)
+        set_fast_paths(mp, fast, wfe_cache)
         m = Machine(path, board="nrf52832", pure_python=pure)
         r = m.run(ms=ms)
     return m, r
@@ -291,13 +296,7 @@ def test_infinitime_same_with_and_without_fast_paths(monkeypatch):
     out = []
     for fast in (True, False):
         with monkeypatch.context() as mp:
-            mp.setattr(cortexm.CortexM, "fast_returns", fast)
-            mp.setattr(cortexm.CortexM, "fast_pends", fast)
-            mp.setattr(cortexm.CortexM, "fast_wfe", fast)
-            mp.setattr(cortexm.CortexM, "fast_entries", fast)
-            mp.setattr(cortexm.CortexM, "fast_costing", fast)
-            mp.setattr(cortexm.CortexM, "fast_sleep", fast)
-            mp.setattr(cortexm.CortexM, "wfe_cache", fast)
+            set_fast_paths(mp, fast, fast)
             m = Machine(str(IMAGE), flash_file=None)
             m.run(seconds=2.2)
             out.append((m.cpu.cycles, m.clock.now, m.cpu.tail_chains, m.soc.bus.accesses,
