@@ -122,7 +122,13 @@ def test_headless_bridge_runs_until_terminated_and_cleans_up(fw, tmp_path, image
         assert err.strip().splitlines()[-1] == said, err
         assert "Traceback" not in err
         last = vcd.read_text().rstrip().splitlines()[-1]
-        assert last.startswith("#") and int(last[1:]) > 5_000_000_000, last   # ns
+        assert last.startswith("#"), last       # the VCD was finished at the stop
+        if image == "sd_nus":
+            # it sleeps between packets, so 3 s of wall time are hundreds of
+            # emulated seconds on any host, far past the old 5 s end; the demo
+            # draws for its first emulated second, which on a loaded CI host
+            # takes longer than the 3 s (it reached 0.16 s there)
+            assert int(last[1:]) > 5_000_000_000, last   # ns
     finally:
         if run.poll() is None:
             run.kill()
