@@ -325,25 +325,32 @@ class NrfPeripheral(Peripheral):
             self.update_irq()
             return
         if offset == 0x304:
-            # INTENSET can only raise the line, through the bits it sets;
-            # INTENCLR can only lower it.  Drivers toggle these around
-            # critical reads (MicroPython's ticks_us: ~10^6 per emulated s).
-            old = self.inten
-            self.inten = old | value
-            if not self.irq_line_level and self.inten != old:
-                events = self.events
-                for off in events:
-                    if events[off] and value & (1 << ((off - 0x100) >> 2)):
-                        self._set_irq(True)
-                        break
+            self._intenset(value)
             return
         if offset == 0x308:
-            old = self.inten
-            self.inten = old & ~value
-            if self.irq_line_level and self.inten != old:
-                self.update_irq()
+            self._intenclr(value)
             return
         self.write_other(offset, value)
+
+    def _intenset(self, value: int) -> None:
+        """INTENSET: it can only raise the line, through the bits it sets.
+        Drivers toggle INTENSET/INTENCLR around critical reads (MicroPython's
+        ticks_us: ~10^6 per emulated s)."""
+        old = self.inten
+        self.inten = old | value
+        if not self.irq_line_level and self.inten != old:
+            events = self.events
+            for off in events:
+                if events[off] and value & (1 << ((off - 0x100) >> 2)):
+                    self._set_irq(True)
+                    break
+
+    def _intenclr(self, value: int) -> None:
+        """INTENCLR: it can only lower the line."""
+        old = self.inten
+        self.inten = old & ~value
+        if self.irq_line_level and self.inten != old:
+            self.update_irq()
 
     def read_other(self, offset: int) -> int:
         self.log_once(("r", offset), "read of unmodelled register +%#05x", offset)
