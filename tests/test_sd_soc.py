@@ -266,3 +266,20 @@ def test_strict_protected_write_calls_the_fault_handler(fw, caplog):
     assert m.soc.peripherals["nvmc"].values[0x504] == 0       # not written (it was 0 anyway)
     assert "softdevice_enable" in m.console_text()             # got that far, no further
     assert "PASS ppi_channel_assign 3" not in m.console_text()
+
+
+@pytest.mark.parametrize("offset", [0x304, 0x308, 0x140, 0x540], ids=hex)
+def test_protected_write_through_a_bus_op_is_guarded(sdm_machine, caplog, offset):
+    """RTC0 and TIMER0 have bus ops for INTENSET/INTENCLR and events (emu/soc/
+    ops.py); with the SoftDevice's guard installed they must go through it
+    too (before, RTC0's ops went around the guard: no log, and with strict
+    no fault)."""
+    m, sd = sdm_machine
+    enable(m, sd)
+    caplog.set_level(logging.WARNING, logger="emu.softdevice")
+    for base, label in ((0x4000B000, "RTC0"), (0x40008000, "TIMER0")):
+        m.cpu.write32(base + offset, 0)
+        m.cpu.write32(base + offset, 0)
+        msgs = [r.getMessage() for r in caplog.records
+                if f"{label} +{offset:#x}" in r.getMessage()]
+        assert len(msgs) == 1, (label, [r.getMessage() for r in caplog.records])

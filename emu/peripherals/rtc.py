@@ -165,7 +165,10 @@ class Rtc(NrfPeripheral):
 
     def write_op(self, offset: int):
         # write() below adds to the base only for INTENSET/INTENCLR (a change
-        # of TICK re-plans: slow_bits) and CC (no op: it has a write callback)
+        # of TICK re-plans: slow_bits) and CC (no op: it has a write callback);
+        # none while write() is replaced on the instance (the SoftDevice's guard)
+        if not self._own("write", Rtc):
+            return None
         if offset in (0x304, 0x308):
             return self._base_write_op(offset, slow_bits=1 << BIT_TICK)
         if offset in self.events:
