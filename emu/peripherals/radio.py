@@ -43,6 +43,8 @@ families of later chips; logged once where firmware uses them.
 """
 from __future__ import annotations
 
+import bisect
+
 from emu.air import US, Packet, crc24
 from emu.peripherals.base import RO, NrfPeripheral, Reg
 
@@ -147,8 +149,8 @@ class Radio(NrfPeripheral):
     # -- timing ------------------------------------------------------------
     def _at(self, when: int, action: str, arg=None) -> None:
         self._seq += 1
-        self._due.append((when, self._seq, action, arg))
-        self._due.sort(key=lambda d: (d[0], d[1]))
+        # in (when, seq) order: seq is unique, so the tuples never compare further
+        bisect.insort(self._due, (when, self._seq, action, arg))
         self._ev.schedule_at(self._due[0][0])
 
     def _cancel(self, *actions) -> None:

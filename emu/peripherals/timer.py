@@ -107,6 +107,17 @@ class Timer(NrfPeripheral):
             self.base_value, self.base_time = self.counter, self.clock.now
         super().write(offset, value, size)
 
+    def write_op(self, offset: int):
+        # write() above adds to the base only for MODE/BITMODE/PRESCALER, and
+        # CC has a write callback: the events and INTENSET/INTENCLR (NimBLE
+        # clears COMPARE[0] and [3] ~260 times an emulated second) are the
+        # base's ops, unless write() is replaced on the instance (a guard)
+        if not self._own("write", Timer):
+            return None
+        if offset in self.events or offset in (0x304, 0x308):
+            return self._base_write_op(offset)
+        return None
+
     def _wr_cfg(self, new, old) -> None:
         self._rearm()
 
@@ -132,19 +143,26 @@ class Timer(NrfPeripheral):
             self._ev.cancel()
             return
         ev = self._ev
-        if ev.pending and ev.when <= self.clock.now:
+        now = self.clock.now
+        when = ev.when
+        if when is not None and when <= now:
             # due but not yet processed (MMIO time runs up to a block ahead of
             # the scheduler): _on_event handles it and re-arms afterwards
             return
-        k, cur = self._count_at(self.clock.now)
+        # _count_at(now) and _tpc(), written out (~700 re-plans an emulated
+        # second while NimBLE advertises); _mask() is the nRF51's to narrow
+        values = self.values
         mask = self._mask()
-        best = None
+        tpc = HF16_TICKS << min(values[0x510] & 0xF, 9)
+        k = (now - self.base_time) // tpc
+        cur = (self.base_value + k) & mask
+        best = mask + 1
         for n in range(self.num_cc):
-            d = (self.values[0x540 + 4 * n] - cur) & mask or (mask + 1)
-            if best is None or d < best:
+            d = (values[0x540 + 4 * n] - cur) & mask or (mask + 1)
+            if d < best:
                 best = d
-        self._due = self.base_time + (k + best) * self._tpc()
-        self._ev.schedule_at(self._due)
+        self._due = due = self.base_time + (k + best) * tpc
+        ev.schedule_at(due)
 
     _due = 0
 
