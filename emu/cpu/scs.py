@@ -23,7 +23,7 @@ from typing import Optional
 from emu.cpu.cortexm import (BUSFAULT, HARDFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK,
                              USAGEFAULT, CortexM)
 
-from emu.soc.ops import R_CONST, R_CYCLES, Op
+from emu.soc.ops import R_CALL, R_CONST, R_CYCLES, Op
 
 log = logging.getLogger("emu.cpu.scs")
 
@@ -47,18 +47,23 @@ class SystemControlSpace:
         self.itm_ter = 0
         self.itm_tcr = 0
 
-    def map(self) -> None:
+    def map(self, scs_on_bus: bool = False) -> None:
         """SCS, ITM and FPB through Python callbacks; the DWT page is mapped by
-        the SoC on its peripheral bus (``self.dwt``), where CYCCNT is an op."""
+        the SoC on its peripheral bus (``self.dwt``), where CYCCNT is an op.
+        ``scs_on_bus``: the SoC maps the SCS page on its bus too (``self.page``),
+        where the NVIC's pending words and ICSR are read by ops."""
         # raw: Unicorn's (handle, offset, size[, value], user_data) are the
         # callbacks' own parameters (the handle in place of uc, unused)
-        self.cpu.map_mmio(SCS_BASE, 0x1000, "SCS", self._scs_read, self._scs_write, raw=True)
+        if not scs_on_bus:
+            self.cpu.map_mmio(SCS_BASE, 0x1000, "SCS", self._scs_read, self._scs_write,
+                              raw=True)
         self.cpu.map_mmio(ITM_BASE, 0x1000, "ITM", self._dbg_read, self._dbg_write)
         self.cpu.map_mmio(DWT_BASE + 0x1000, 0x1000, "FPB",
                           lambda uc, off, size, ud: self._dbg_read(uc, off + 0x2000, size, ud),
                           lambda uc, off, size, value, ud:
                           self._dbg_write(uc, off + 0x2000, size, value, ud))
         self.dwt = DwtPage(self)
+        self.page = ScsPage(self)
 
     def _unknown(self, base: int, off: int, what: str) -> None:
         key = (base, off)
@@ -464,6 +469,60 @@ class DwtPage:
         # stopped: the frozen value (InfiniTime's TWI driver polls it as a
         # timeout without ever starting the counter)
         return Op(R_CONST, self, (cpu._cyccnt_frozen,))
+
+    def write_op(self, offset: int):
+        return None
+
+    def ops_changed(self) -> None:
+        if self.on_ops_changed is not None:
+            self.on_ops_changed()
+
+
+class ScsPage:
+    """The SCS's 4 KiB page (0xE000E000) as a peripheral-bus model, for SoCs
+    that map it there (``SystemControlSpace.map(scs_on_bus=True)``): every
+    access goes to ``read_word``/``write_word`` (byte lanes as ``_scs_read``
+    and ``_scs_write`` give them), so behaviour is the raw mapping's; the bus
+    calls in from C (no ctypes callback) and syncs the clock as those did.
+    The NVIC's ISPR/ICPR words and ICSR are read by CALL ops straight to
+    their values, without the clock sync (they depend on the pending and
+    active state only, which only the run loop and model code change):
+    FreeRTOS's tickless idle reads ISPR[0] and ISPR[1] after every wake
+    (~900 reads an emulated second on InfiniTime) and ICSR around PendSV."""
+
+    # The bus hands sub-word writes to write_lanes (NVIC_SetPriority writes
+    # single IPR bytes: the other lanes must be left alone).
+    SUBWORD_WRITES = "lanes"
+
+    def __init__(self, scs: SystemControlSpace):
+        self.scs = scs
+        self.cpu = scs.cpu
+        self.name = "SCS"
+        self.on_ops_changed = None     # set by the bus
+
+    def read(self, offset: int, size: int = 4) -> int:
+        return self.scs.read_word(offset & ~3)
+
+    def write(self, offset: int, value: int, size: int = 4) -> None:
+        self.scs.write_word(offset & ~3, value & 0xFFFFFFFF, 0xFFFFFFFF)
+
+    def write_lanes(self, offset: int, value: int, lanes: int) -> None:
+        self.scs.write_word(offset & ~3, value & lanes, lanes)
+
+    def _rd_pending(self, offset: int) -> int:
+        return self.scs._irq_word(self.cpu.pending >> 16, offset & 0x7C)
+
+    def _rd_icsr(self, _offset: int) -> int:
+        return self.scs._icsr()
+
+    def read_op(self, offset: int):
+        if self.scs.v6m:
+            return None
+        if 0x200 <= offset < 0x300:                 # ISPR[n], ICPR[n]
+            return Op(R_CALL, self, (self._rd_pending,), timed=False)
+        if offset == 0xD04:
+            return Op(R_CALL, self, (self._rd_icsr,), timed=False)
+        return None
 
     def write_op(self, offset: int):
         return None

@@ -18,7 +18,10 @@ event registers, INTEN*, the RTC's COUNTER, an event clear.  The bus carries
 the op out instead of calling the model's ``read``/``write``; an op that
 would change an interrupt line (or whose guard says a lazy completion is
 due) bails to the model.  Everything else (no op, sub-word and unaligned
-accesses) brings the clock up to the access and calls ``read``/``write``.
+accesses) brings the clock up to the access and calls ``read``/``write``;
+a model with ``SUBWORD_WRITES = "lanes"`` gets sub-word writes as
+``write_lanes(offset, value, lanes)`` instead (the SCS page: a byte written
+to NVIC IPR leaves the other three alone).
 
 The ops run in C when the ``emu.soc._mmio`` extension is built
 (``_mmio.c``; Unicorn calls it directly, and it works on the models' own
@@ -174,13 +177,20 @@ class PeripheralBus:
             except Exception:
                 return bus._model_error(p, "read", offset)
 
+        lanes_write = getattr(p, "write_lanes", None) \
+            if getattr(p, "SUBWORD_WRITES", None) == "lanes" else None
+
         def write(offset, size, value):
             try:
                 if size == 4 and not offset & 3:
                     p.write(offset, value, 4)
                 else:
                     shift = (offset & 3) * 8
-                    p.write(offset & ~3, (value & ((1 << (size * 8)) - 1)) << shift, size)
+                    mask = (1 << (size * 8)) - 1
+                    if lanes_write is not None:     # the model keeps the other bytes
+                        lanes_write(offset & ~3, (value & mask) << shift, mask << shift)
+                    else:
+                        p.write(offset & ~3, (value & mask) << shift, size)
             except Exception:
                 bus._model_error(p, "write", offset)
 

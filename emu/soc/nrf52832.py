@@ -168,7 +168,7 @@ class Nrf52832:
         self.clock.on_earlier_deadline = self.cpu.deadline_changed
         self.irq_listeners: list = []   # fn(irq, level) on every line change (emu/vcd.py)
         self.scs = SystemControlSpace(self.cpu, has_systick=self.HAS_SYSTICK)
-        self.scs.map()
+        self.scs.map(scs_on_bus=True)     # the bus maps the SCS page (ScsPage)
         cpu = self.cpu
         cpu.map_memory(FLASH_BASE, self.FLASH_SIZE, "flash", flash=True)
         cpu.map_memory(FICR_BASE, 0x1000, "FICR", writable=False, executable=False, flash=True)
@@ -189,8 +189,9 @@ class Nrf52832:
         # force_python_counter: the whole pure-Python path (counter, bus, registers)
         self.bus = PeripheralBus(cpu, symbolize=lambda a: self.symbolize(a),
                                  native=False if force_python_counter else None)
-        from emu.cpu.scs import DWT_BASE
+        from emu.cpu.scs import DWT_BASE, SCS_BASE
         self.bus.attach(DWT_BASE, self.scs.dwt)     # CYCCNT as an op (see DwtPage)
+        self.bus.attach(SCS_BASE, self.scs.page)    # NVIC pending words as ops (ScsPage)
         self.peripherals: dict = {}
         from emu.buses import I2cBus, SpiBus
         self.spi_bus = [SpiBus(f"spi{i}") for i in range(self.NUM_SPI_BUSES)]
