@@ -329,3 +329,48 @@ def test_real_infinitime_encrypted_link_through_the_ccm(monkeypatch):
     assert len(gp.pair()) == 16
     assert gp.firmware_version() == "1.16.1" and m.phone.battery() == 66
     assert seen["encrypt"] > 0 and seen["mic ok"] > 0 and seen["mic failed"] == 0, seen
+
+
+# -- the bus keeps an op table per ENABLE value ---------------------------------------
+def _switch_and_write(fw, pure, break_select=False):
+    """AAR, CCM, AAR again, writing the offset both use (0x508: AAR IRKPTR,
+    CCM CNFPTR) each time; returns the values and the offsets resolved."""
+    from emu.peripherals.ccm_aar import CcmAar
+    m = Machine(fw("periph_ccm_aar"), board="nrf52832", pure_python=pure)
+    mux = m.soc.peripherals["ccm_aar"]
+    if break_select:
+        mux.on_ops_select = lambda key: None      # keeps the table of the last ENABLE
+    resolved = []
+    orig = CcmAar.write_op
+
+    def counting(self, offset):
+        resolved.append((self.enable, offset))
+        return orig(self, offset)
+    CcmAar.write_op = counting
+    try:
+        for enable, value in ((3, 0x20001000), (2, 0x20002000), (3, 0x20003000),
+                              (2, 0x20004000)):
+            m.cpu.write32(SLOT + 0x500, enable)
+            m.cpu.write32(SLOT + 0x508, value)
+    finally:
+        CcmAar.write_op = orig
+    return mux.variants[3].values[0x508], mux.variants[2].values[0x508], resolved
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_ops_per_enable_value_resolved_once_and_kept_apart(fw, pure):
+    """NimBLE switches CCM/AAR between AAR and off ~170 times an emulated
+    second: the bus keeps the ops resolved under each ENABLE value (Slot.select
+    in C, its Python twin) instead of resolving every offset again, and an
+    op resolved under one value never serves another."""
+    aar, ccm, resolved = _switch_and_write(fw, pure)
+    assert (aar, ccm) == (0x20003000, 0x20004000)
+    assert resolved.count((3, 0x508)) == 1 and resolved.count((2, 0x508)) == 1, resolved
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_one_table_for_every_enable_value_mixes_the_blocks(fw, pure):
+    """Companion: without the switch of tables, the CCM's CNFPTR write goes
+    through the op resolved for the AAR's IRKPTR."""
+    aar, ccm, _ = _switch_and_write(fw, pure, break_select=True)
+    assert (aar, ccm) != (0x20003000, 0x20004000)

@@ -72,6 +72,7 @@ class Peripheral:
         # the SoC's clock, as an attribute: models read clock.now on hot paths
         self.clock = getattr(soc, "clock", None)
         self.on_ops_changed = None   # set by the bus that maps this model (ops_changed)
+        self.on_ops_select = None    # and this (ops_select)
 
     def log_once(self, key, msg: str, *args, level=logging.INFO) -> None:
         if key not in self._logged:
@@ -104,6 +105,18 @@ class Peripheral:
         """Tell the bus that ``read_op``/``write_op`` answer differently now."""
         if self.on_ops_changed is not None:
             self.on_ops_changed()     # pylint: disable=not-callable
+
+    def ops_select(self, key: int) -> None:
+        """Tell the bus that ``read_op``/``write_op`` now answer as they did the
+        last time ``key`` (0..15) was selected, if they depend on nothing
+        else: the bus keeps an op table per key (the shared-ID multiplexer's
+        ENABLE; NimBLE switches CCM/AAR between AAR and off ~170 times an
+        emulated second).  Anything else that changes the answers still
+        calls ``ops_changed()``, which forgets every table."""
+        if self.on_ops_select is not None:
+            self.on_ops_select(key)     # pylint: disable=not-callable
+        else:
+            self.ops_changed()
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
         raise NotImplementedError

@@ -156,7 +156,8 @@ class SerialMux(Peripheral):
             self.shared[0x200] = old.shorts
             old._set_irq(False)
         self.active = new
-        self.ops_changed()
+        # the ops are the enabled variant's (or none): one table per ENABLE
+        self.ops_select(value)
         # the bus calls slot.read/slot.write: bind the active variant's methods
         # on the instance so an access costs one Python call, not two
         if new is not None:

@@ -358,6 +358,7 @@ enum {
 };
 enum { MODE_RW = 0, MODE_W1S = 1, MODE_W1C = 2 };
 #define NOFF 1024            /* word offsets in a 4 KiB slot */
+#define NBANK 16             /* op tables a slot keeps (Slot.select) */
 
 /* The run loop's slice time base (fields of the block hook's bh_state). */
 typedef struct {
@@ -401,6 +402,12 @@ typedef struct {
     uint64_t *stat;                    /* NOFF x 4: native reads, model reads, native writes, model writes */
     uint16_t *used;                    /* the ops resolved (index, | NOFF for writes): */
     int nused;                         /* flush and GC visit only these */
+    /* Op tables parked by select(): a model whose ops depend on one small
+     * key (the shared-ID multiplexer's ENABLE) keeps a table per key, so
+     * switching back and forth resolves nothing again.  The current table
+     * is rops/wops/used/nused above; park[cur] is unused while it is current. */
+    struct { COp *rops, *wops; uint16_t *used; int nused; } park[NBANK];
+    int cur;
 } Slot;
 
 static PyObject *str_base_ticks, *str_base_cycles, *str_now, *str_values, *str_kind,
@@ -1223,11 +1230,23 @@ static inline COp *used_op(Slot *s, int i) {
     return u & NOFF ? &s->wops[u & (NOFF - 1)] : &s->rops[u];
 }
 
+static void table_clear(COp *rops, COp *wops, uint16_t *used, int nused) {
+    for (int i = 0; i < nused; i++) {
+        int u = used[i];
+        op_clear(u & NOFF ? &wops[u & (NOFF - 1)] : &rops[u]);
+    }
+}
+
+/* Forget every op resolved, in the current table and the parked ones. */
 static void slot_flush(Slot *s) {
     if (s->rops != NULL)
-        for (int i = 0; i < s->nused; i++)
-            op_clear(used_op(s, i));
+        table_clear(s->rops, s->wops, s->used, s->nused);
     s->nused = 0;
+    for (int b = 0; b < NBANK; b++)
+        if (b != s->cur && s->park[b].rops != NULL) {
+            table_clear(s->park[b].rops, s->park[b].wops, s->park[b].used, s->park[b].nused);
+            s->park[b].nused = 0;
+        }
 }
 
 static int Slot_init(Slot *self, PyObject *args, PyObject *kwds) {
@@ -1298,6 +1317,18 @@ static int Slot_traverse(Slot *self, visitproc visit, void *arg) {
             for (int k = 0; k < 4; k++)
                 Py_VISIT(op->a[k]);
         }
+    for (int b = 0; b < NBANK; b++) {
+        if (b == self->cur || self->park[b].rops == NULL)
+            continue;
+        for (int i = 0; i < self->park[b].nused; i++) {
+            int u = self->park[b].used[i];
+            COp *op = u & NOFF ? &self->park[b].wops[u & (NOFF - 1)] : &self->park[b].rops[u];
+            Py_VISIT(op->obj);
+            Py_VISIT((PyObject *)op->cells);
+            for (int k = 0; k < 4; k++)
+                Py_VISIT(op->a[k]);
+        }
+    }
     return 0;
 }
 
@@ -1323,11 +1354,56 @@ static void Slot_dealloc(Slot *self) {
     PyMem_Free(self->wops);
     PyMem_Free(self->stat);
     PyMem_Free(self->used);
+    for (int b = 0; b < NBANK; b++)
+        if (b != self->cur) {
+            PyMem_Free(self->park[b].rops);
+            PyMem_Free(self->park[b].wops);
+            PyMem_Free(self->park[b].used);
+        }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *Slot_flush(Slot *self, PyObject *noargs) {
     slot_flush(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Slot_select(Slot *self, PyObject *arg) {
+    long b = PyLong_AsLong(arg);
+    if (b == -1 && PyErr_Occurred())
+        return NULL;
+    if (b < 0 || b >= NBANK) {
+        PyErr_Format(PyExc_ValueError, "op table %ld: 0..%d", b, NBANK - 1);
+        return NULL;
+    }
+    if (b == self->cur || self->rops == NULL)
+        Py_RETURN_NONE;
+    if (self->park[b].rops == NULL) {
+        COp *r = PyMem_Calloc(NOFF, sizeof(COp)), *w = PyMem_Calloc(NOFF, sizeof(COp));
+        uint16_t *u = PyMem_Calloc(2 * NOFF, sizeof(uint16_t));
+        if (!r || !w || !u) {
+            PyMem_Free(r);
+            PyMem_Free(w);
+            PyMem_Free(u);
+            return PyErr_NoMemory();
+        }
+        self->park[b].rops = r;
+        self->park[b].wops = w;
+        self->park[b].used = u;
+        self->park[b].nused = 0;
+    }
+    int c = self->cur;
+    self->park[c].rops = self->rops;
+    self->park[c].wops = self->wops;
+    self->park[c].used = self->used;
+    self->park[c].nused = self->nused;
+    self->rops = self->park[b].rops;
+    self->wops = self->park[b].wops;
+    self->used = self->park[b].used;
+    self->nused = self->park[b].nused;
+    self->park[b].rops = self->park[b].wops = NULL;     /* current now */
+    self->park[b].used = NULL;
+    self->cur = (int)b;
     Py_RETURN_NONE;
 }
 
@@ -1358,6 +1434,9 @@ static PyObject *Slot_stats(Slot *self, PyObject *noargs) {
 static PyMethodDef Slot_methods[] = {
     {"flush", (PyCFunction)Slot_flush, METH_NOARGS,
      "forget the ops resolved so far (the model's op table changed)"},
+    {"select", (PyCFunction)Slot_select, METH_O,
+     "select(key): use the op table kept for key (0..15), resolving anew only "
+     "offsets not yet resolved under it (the model's ops depend on key alone)"},
     {"stats", (PyCFunction)Slot_stats, METH_NOARGS,
      "{offset: (native reads, model reads, native writes, model writes)} for aligned words"},
     {NULL}

@@ -111,11 +111,13 @@ class PeripheralBus:
             self._counters.append(lambda: slot.count)
             self._stats[base] = slot.stats
             periph.on_ops_changed = slot.flush
+            periph.on_ops_select = slot.select
             self.cpu.map_mmio_native(base, size, name, slot)
         else:
-            rd, wr, stats, flush = self._ctypes_callbacks(resolve, read, write, error)
+            rd, wr, stats, flush, select = self._ctypes_callbacks(resolve, read, write, error)
             self._stats[base] = stats
             periph.on_ops_changed = flush
+            periph.on_ops_select = select
             self.cpu.map_mmio(base, size, name, rd, wr, raw=True)
 
     @property
@@ -274,12 +276,27 @@ class PeripheralBus:
         def stats():
             return {off: tuple(v) for off, v in stat.items()}
 
+        tables: dict = {}   # key -> (rops, wops) parked by select (as Slot.select)
+        current = 0
+
         def flush():
             rops.clear()
             wops.clear()
+            for r, w in tables.values():
+                r.clear()
+                w.clear()
+
+        def select(key):
+            nonlocal rops, wops, current
+            if not 0 <= key < 16:
+                raise ValueError(f"op table {key}: 0..15")
+            if key != current:
+                tables[current] = (rops, wops)
+                rops, wops = tables.pop(key, None) or ({}, {})
+                current = key
 
         self._counters.append(lambda: count)
-        return rd, wr, stats, flush
+        return rd, wr, stats, flush, select
 
     def _model_error(self, p, what: str, offset: int, exc=None) -> int:
         try:
