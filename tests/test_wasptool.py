@@ -148,19 +148,33 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
             r.stdout + r.stderr
         r = phone("--memfree")
         assert r.returncode == 0 and int(r.stdout.strip()) > 1000, r.stdout + r.stderr
+
+        def soft_reboot():
+            """Ctrl-D through the console, as a user would: a clean heap."""
+            r = subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port", str(port),
+                                "--console", "--wait", "5"], input="\x04", capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
         (tmp_path / "hello.py").write_bytes(HELLO)
         r = phone("--upload", "hello.py", "--as", "emu_hello.py")
+        if r.returncode != 0 and ("MemoryError" in r.stderr
+                                  or "bridge closed the connection" in r.stderr):
+            # The watch's heap is small and how full it is depends on when the
+            # lines arrived (wall time: the retries of answers(), the clock
+            # face redrawn between commands), as on a real watch
+            # (emu/wasptool.py); the same session run in-process on the
+            # emulated clock is deterministic.  (The watch may drop the link
+            # too.)  A user reboots and retries.
+            soft_reboot()
+            answers("3+3", "6")
+            r = phone("--upload", "hello.py", "--as", "emu_hello.py")
         assert r.returncode == 0 and f"{len(HELLO)} bytes written" in r.stdout, r.stderr
         (tmp_path / "hello.py").unlink()
         r = phone("--reset")                     # a reboot (and a clean heap for the pull)
         assert r.returncode == 0, r.stderr
         answers("4+5", "9")                      # up again after the reboot
-        # a boot leaves the heap fragmented (see emu/wasptool.py): Ctrl-D
-        # through the console, as a user would, then the pull
-        r = subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port", str(port),
-                            "--console", "--wait", "5"], input="\x04", capture_output=True,
-                           text=True, timeout=60)
-        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+        # a boot leaves the heap fragmented (see emu/wasptool.py): Ctrl-D, then the pull
+        soft_reboot()
         answers("2+2", "4")
         r = phone("--pull", "emu_hello.py")
         assert r.returncode == 0, r.stderr

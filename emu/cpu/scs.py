@@ -189,6 +189,16 @@ class SystemControlSpace:
             self._unknown(SCS_BASE, off, "write (not implemented on this Cortex-M0)")
             return
 
+        if 0x280 <= off < 0x300:
+            # ICPR first (FreeRTOS writes it ~680 times an emulated second):
+            # clear_pending changes only lines that are pending, or asserted
+            # and not active (pended again at once); mostly neither
+            bits = self._irq_bits(value, off - 0x280)
+            bits &= (cpu.pending >> 16) | (cpu.irq_level & ~(cpu.active >> 16))
+            for n in _bit_indices(bits):
+                cpu.clear_pending(16 + n)
+            return
+
         def merged(old: int) -> int:
             return (old & ~lanes) | (value & lanes)
 
@@ -219,15 +229,6 @@ class SystemControlSpace:
             bits = self._irq_bits(value, off - 0x200)
             for n in _bit_indices(bits):
                 cpu.set_pending(16 + n)
-            return
-        if 0x280 <= off < 0x300:
-            bits = self._irq_bits(value, off - 0x280)
-            # clear_pending changes only lines that are pending, or asserted
-            # and not active (pended again at once): FreeRTOS clears the FPU
-            # and RTC lines, mostly not pending, ~600 times an emulated second
-            bits &= (cpu.pending >> 16) | (cpu.irq_level & ~(cpu.active >> 16))
-            for n in _bit_indices(bits):
-                cpu.clear_pending(16 + n)
             return
         if 0x400 <= off < 0x400 + cpu.num_irq:
             for i in range(4):

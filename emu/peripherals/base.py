@@ -167,6 +167,10 @@ class NrfPeripheral(Peripheral):
                     meth = _bind_index(meth, idx)
             self._task_handlers[off] = meth
         self.event_listeners: list = []   # fn(peripheral, event_offset) (PPI)
+        # SHORTS by event: fire() visits only the event's own shortcuts, in SHORTS order
+        self._shorts_of: dict = {}        # event offset -> [(bit mask, task offset)]
+        for bit, (ev, task) in self.SHORTS.items():
+            self._shorts_of.setdefault(ev, []).append((1 << bit, task))
         self.irq_line_level = False
         self.reset()
 
@@ -205,8 +209,8 @@ class NrfPeripheral(Peripheral):
         for fn in self.event_listeners:
             fn(self, offset)
         if self.shorts:
-            for bit, (ev, task) in self.SHORTS.items():
-                if ev == offset and self.shorts & (1 << bit):
+            for bit, task in self._shorts_of.get(offset, ()):
+                if self.shorts & bit:
                     self.trigger(task)
         self.update_irq()
 
