@@ -435,7 +435,27 @@ def _bit_indices(bits: int):
         i += 1
 
 
-class DwtPage:
+class _BusPage:
+    """A 4 KiB page of the SCS's address space as a peripheral-bus model
+    (emu/soc/bus.py): the bus sets ``on_ops_changed``; no write ops."""
+
+    NAME = ""
+
+    def __init__(self, scs: SystemControlSpace):
+        self.scs = scs
+        self.cpu = scs.cpu
+        self.name = self.NAME
+        self.on_ops_changed = None     # set by the bus
+
+    def write_op(self, offset: int):
+        return None
+
+    def ops_changed(self) -> None:
+        if self.on_ops_changed is not None:
+            self.on_ops_changed()
+
+
+class DwtPage(_BusPage):
     """The DWT's 4 KiB page (0xE0001000) as a peripheral-bus model: reads and
     writes go to the SCS's ITM/DWT handlers; CYCCNT is a CYCLES op while the
     counter runs and a CONST op (its frozen value) while it is stopped
@@ -444,11 +464,7 @@ class DwtPage:
     it in C without Python.  The op's base is re-read after every DWT write
     and snapshot restore (``ops_changed``)."""
 
-    def __init__(self, scs: SystemControlSpace):
-        self.scs = scs
-        self.cpu = scs.cpu
-        self.name = "DWT"
-        self.on_ops_changed = None     # set by the bus
+    NAME = "DWT"
 
     REG_NAMES = {0x000: "CTRL", 0x004: "CYCCNT", 0x008: "CPICNT", 0x00C: "EXCCNT",
                  0x010: "SLEEPCNT", 0x014: "LSUCNT", 0x018: "FOLDCNT", 0x01C: "PCSR"}
@@ -471,15 +487,8 @@ class DwtPage:
         # timeout without ever starting the counter)
         return Op(R_CONST, self, (cpu._cyccnt_frozen,))
 
-    def write_op(self, offset: int):
-        return None
 
-    def ops_changed(self) -> None:
-        if self.on_ops_changed is not None:
-            self.on_ops_changed()
-
-
-class ScsPage:
+class ScsPage(_BusPage):
     """The SCS's 4 KiB page (0xE000E000) as a peripheral-bus model, for SoCs
     that map it there (``SystemControlSpace.map(scs_on_bus=True)``): every
     access goes to ``read_word``/``write_word`` (byte lanes as ``_scs_read``
@@ -494,12 +503,7 @@ class ScsPage:
     # The bus hands sub-word writes to write_lanes (NVIC_SetPriority writes
     # single IPR bytes: the other lanes must be left alone).
     SUBWORD_WRITES = "lanes"
-
-    def __init__(self, scs: SystemControlSpace):
-        self.scs = scs
-        self.cpu = scs.cpu
-        self.name = "SCS"
-        self.on_ops_changed = None     # set by the bus
+    NAME = "SCS"
 
     def read(self, offset: int, size: int = 4) -> int:
         return self.scs.read_word(offset & ~3)
@@ -524,10 +528,3 @@ class ScsPage:
         if offset == 0xD04:
             return Op(R_CALL, self, (self._rd_icsr,), timed=False)
         return None
-
-    def write_op(self, offset: int):
-        return None
-
-    def ops_changed(self) -> None:
-        if self.on_ops_changed is not None:
-            self.on_ops_changed()
