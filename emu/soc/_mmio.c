@@ -1225,16 +1225,26 @@ out:
     PyGILState_Release(g);
 }
 
-static inline COp *used_op(Slot *s, int i) {
-    int u = s->used[i];
-    return u & NOFF ? &s->wops[u & (NOFF - 1)] : &s->rops[u];
+/* The op a `used` entry names in a table (index, | NOFF for writes). */
+static inline COp *table_op(COp *rops, COp *wops, int u) {
+    return u & NOFF ? &wops[u & (NOFF - 1)] : &rops[u];
 }
 
 static void table_clear(COp *rops, COp *wops, uint16_t *used, int nused) {
+    for (int i = 0; i < nused; i++)
+        op_clear(table_op(rops, wops, used[i]));
+}
+
+static int table_traverse(COp *rops, COp *wops, uint16_t *used, int nused, visitproc visit,
+                          void *arg) {
     for (int i = 0; i < nused; i++) {
-        int u = used[i];
-        op_clear(u & NOFF ? &wops[u & (NOFF - 1)] : &rops[u]);
+        COp *op = table_op(rops, wops, used[i]);
+        Py_VISIT(op->obj);
+        Py_VISIT((PyObject *)op->cells);
+        for (int k = 0; k < 4; k++)
+            Py_VISIT(op->a[k]);
     }
+    return 0;
 }
 
 /* Forget every op resolved, in the current table and the parked ones. */
@@ -1309,26 +1319,15 @@ static int Slot_traverse(Slot *self, visitproc visit, void *arg) {
     Py_VISIT(self->error);
     Py_VISIT(self->cpu);
     Py_VISIT(self->clock);
-    if (self->rops != NULL)
-        for (int i = 0; i < self->nused; i++) {
-            COp *op = used_op(self, i);
-            Py_VISIT(op->obj);
-            Py_VISIT((PyObject *)op->cells);
-            for (int k = 0; k < 4; k++)
-                Py_VISIT(op->a[k]);
-        }
-    for (int b = 0; b < NBANK; b++) {
-        if (b == self->cur || self->park[b].rops == NULL)
-            continue;
-        for (int i = 0; i < self->park[b].nused; i++) {
-            int u = self->park[b].used[i];
-            COp *op = u & NOFF ? &self->park[b].wops[u & (NOFF - 1)] : &self->park[b].rops[u];
-            Py_VISIT(op->obj);
-            Py_VISIT((PyObject *)op->cells);
-            for (int k = 0; k < 4; k++)
-                Py_VISIT(op->a[k]);
-        }
-    }
+    int r;
+    if (self->rops != NULL
+        && (r = table_traverse(self->rops, self->wops, self->used, self->nused, visit, arg)))
+        return r;
+    for (int b = 0; b < NBANK; b++)
+        if (b != self->cur && self->park[b].rops != NULL
+            && (r = table_traverse(self->park[b].rops, self->park[b].wops, self->park[b].used,
+                                   self->park[b].nused, visit, arg)))
+            return r;
     return 0;
 }
 
