@@ -270,13 +270,7 @@ class Rtc(NrfPeripheral):
             # Leave it: _on_event handles that edge and re-arms afterwards;
             # rescheduling from "now" would skip a COMPARE on exactly that edge.
             return
-        # _count_at(now), written out: ~1300 re-plans an emulated second
-        base, period = self.base_time, self.period
-        if now < base + period:
-            k_now, cur = 0, self.base_value
-        else:
-            k_now = (now - base) // period
-            cur = (self.base_value + k_now) & MASK
+        k_now, cur = self._count_at(now)
         if (self.inten | self.evten) & 1:
             dk = 1
         else:
@@ -285,7 +279,7 @@ class Rtc(NrfPeripheral):
                 d = (self.values[0x540 + 4 * n] - cur) & MASK or WRAP
                 if d < dk:
                     dk = d
-        ev.schedule_at(base + (k_now + dk) * period)
+        ev.schedule_at(self.base_time + (k_now + dk) * self.period)
 
     def save_model_state(self) -> dict:
         return {"evten": self.evten, "running": self.running, "base_value": self.base_value,

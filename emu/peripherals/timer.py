@@ -149,19 +149,14 @@ class Timer(NrfPeripheral):
             # due but not yet processed (MMIO time runs up to a block ahead of
             # the scheduler): _on_event handles it and re-arms afterwards
             return
-        # _count_at(now) and _tpc(), written out (~700 re-plans an emulated
-        # second while NimBLE advertises); _mask() is the nRF51's to narrow
-        values = self.values
+        k, cur = self._count_at(now)
         mask = self._mask()
-        tpc = HF16_TICKS << min(values[0x510] & 0xF, 9)
-        k = (now - self.base_time) // tpc
-        cur = (self.base_value + k) & mask
         best = mask + 1
         for n in range(self.num_cc):
-            d = (values[0x540 + 4 * n] - cur) & mask or (mask + 1)
+            d = (self.values[0x540 + 4 * n] - cur) & mask or (mask + 1)
             if d < best:
                 best = d
-        self._due = due = self.base_time + (k + best) * tpc
+        self._due = due = self.base_time + (k + best) * self._tpc()
         ev.schedule_at(due)
 
     _due = 0
