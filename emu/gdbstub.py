@@ -637,7 +637,7 @@ class GdbStub:
         if n == REG_XPSR:
             return (uc.reg_read(A.UC_ARM_REG_XPSR) & ~0x1FF) | self.cpu.ipsr
         if n in _SPECIAL:
-            return uc.reg_read(_SPECIAL[n])
+            return self.cpu.read_special((_SPECIAL[n],))[0]   # whatever the privilege
         if REG_D0 <= n < REG_D0 + 16:
             return uc.reg_read(getattr(A, f"UC_ARM_REG_D{n - REG_D0}"))
         if n == REG_FPSCR:
@@ -655,7 +655,7 @@ class GdbStub:
         elif n == REG_XPSR:
             uc.reg_write(A.UC_ARM_REG_APSR, v & 0xF80F0000)
         elif n in _SPECIAL:
-            uc.reg_write(_SPECIAL[n], v)
+            self.cpu.write_special(((_SPECIAL[n], v),))
             self.cpu._refresh_flags()
         elif REG_D0 <= n < REG_D0 + 16:
             uc.reg_write(getattr(A, f"UC_ARM_REG_D{n - REG_D0}"), v)

@@ -531,8 +531,8 @@ def _cpu_reg_ids(cpu) -> list:
 
 
 def save_cpu_registers(cpu) -> dict:
-    uc = cpu.uc
-    return {n: uc.reg_read(rid) for n, rid in _cpu_reg_ids(cpu)}
+    names, rids = zip(*_cpu_reg_ids(cpu))
+    return dict(zip(names, cpu.read_special(rids)))   # MSP/PSP whatever the privilege
 
 
 def load_cpu_registers(cpu, regs: dict) -> None:
@@ -540,15 +540,14 @@ def load_cpu_registers(cpu, regs: dict) -> None:
     uc = cpu.uc
     ids = dict(_cpu_reg_ids(cpu))
     ipsr = cpu._ipsr
-    # mode first (IPSR, CONTROL select the banked SP), then both stack pointers
-    uc.reg_write(A.UC_ARM_REG_IPSR, ipsr)
-    uc.reg_write(A.UC_ARM_REG_CONTROL, regs["control"])
-    uc.reg_write(A.UC_ARM_REG_MSP, regs["msp"])
-    uc.reg_write(A.UC_ARM_REG_PSP, regs["psp"])
+    # the rest first (privileged: PRIMASK, BASEPRI, FAULTMASK need it), then
+    # the mode (IPSR, CONTROL select the banked SP) with both stack pointers
+    uc.reg_write(A.UC_ARM_REG_IPSR, 1)
     for name, value in regs.items():
         if name in ("xpsr", "control", "msp", "psp", "pc"):
             continue
         uc.reg_write(ids[name], value)
+    cpu._set_mode(ipsr, regs["control"], regs["msp"], regs["psp"], refresh=False)
     uc.reg_write(A.UC_ARM_REG_XPSR, (regs["xpsr"] & ~0x1FF) | ipsr)
     cpu._refresh_flags()
     # PC bit 0 sets Unicorn's Thumb state (xPSR.T) as emu_start would

@@ -23,7 +23,8 @@ from conftest import assert_firmware_passed
 # (and how long each runs, in emulated ms)
 FIRMWARE = {"cpu_fast_return": 20, "cpu_nesting": 10, "cpu_pendsv": 10, "cpu_exceptions": 10, "cpu_fpu": 10,
             "cpu_it_irq": 100, "cpu_systick": 100, "cpu_wfe_loop": 200, "cpu_wfi": 3000,
-            "cpu_svc": 10, "cpu_faults": 10, "periph_rtc_timer": 100}
+            "cpu_svc": 10, "cpu_faults": 10, "periph_rtc_timer": 100, "cpu_sev_wfe": 100,
+            "cpu_unpriv": 10}
 
 
 def fingerprint(m, r):

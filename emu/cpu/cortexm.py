@@ -72,6 +72,9 @@ _ENTRY_REGS = [A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R
                A.UC_ARM_REG_R12, A.UC_ARM_REG_LR, A.UC_ARM_REG_XPSR, A.UC_ARM_REG_CONTROL,
                A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP]
 _SP_CONTROL_REGS = [A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP, A.UC_ARM_REG_CONTROL]
+# read as 0 by Unicorn's register API in unprivileged thread mode
+_PRIVILEGED_READS = frozenset((A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP, A.UC_ARM_REG_PRIMASK,
+                               A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK))
 _FP_REGS = [A.UC_ARM_REG_S0 + i for i in range(16)] + [A.UC_ARM_REG_FPSCR]
 _UNSTACKED_REGS = (A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
                    A.UC_ARM_REG_R12, A.UC_ARM_REG_LR)
@@ -315,7 +318,7 @@ class CortexM:
         ids = _CORE_REGS + [A.UC_ARM_REG_SP, A.UC_ARM_REG_LR, A.UC_ARM_REG_PC, A.UC_ARM_REG_XPSR,
                             A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP, A.UC_ARM_REG_PRIMASK,
                             A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK, A.UC_ARM_REG_CONTROL]
-        out = {n: uc.reg_read(i) for n, i in zip(names, ids)}
+        out = dict(zip(names, self.read_special(ids)))
         out["xpsr"] = (out["xpsr"] & ~0x1FF) | self.ipsr
         return out
 
@@ -615,13 +618,71 @@ class CortexM:
         """Write IPSR/CONTROL and both stack pointers consistently
         (``refresh=False``: the caller calls _refresh_flags after its writes)."""
         write = self.uc.reg_write
-        write(A.UC_ARM_REG_IPSR, ipsr)
-        write(A.UC_ARM_REG_CONTROL, control)
-        write(A.UC_ARM_REG_MSP, msp)
-        write(A.UC_ARM_REG_PSP, psp)
+        if ipsr == 0 and control & 1:
+            # Unicorn ignores MSP/PSP/CONTROL writes in unprivileged thread
+            # mode (as an unprivileged MSR): write them while privileged
+            # (handler mode, then privileged thread for SPSEL), nPRIV last.
+            write(A.UC_ARM_REG_IPSR, 1)
+            write(A.UC_ARM_REG_CONTROL, control & ~1)
+            write(A.UC_ARM_REG_IPSR, 0)
+            write(A.UC_ARM_REG_CONTROL, control & ~1)
+            write(A.UC_ARM_REG_MSP, msp)
+            write(A.UC_ARM_REG_PSP, psp)
+            write(A.UC_ARM_REG_CONTROL, control)
+        else:
+            write(A.UC_ARM_REG_IPSR, ipsr)
+            write(A.UC_ARM_REG_CONTROL, control)
+            write(A.UC_ARM_REG_MSP, msp)
+            write(A.UC_ARM_REG_PSP, psp)
         self._ipsr = ipsr
         if refresh:
             self._refresh_flags()
+
+    def privileged(self) -> bool:
+        """Handler mode, or thread mode with CONTROL.nPRIV clear."""
+        return self._ipsr != 0 or not (self.uc.reg_read(A.UC_ARM_REG_CONTROL) & 1)
+
+    def read_special(self, ids) -> tuple:
+        """Registers read as a debugger sees them, whatever the privilege:
+        Unicorn's register API reads MSP, PSP, PRIMASK, BASEPRI and FAULTMASK
+        as 0 in unprivileged thread mode (as an unprivileged MRS), so they are
+        read from handler mode (writing IPSR swaps the banked SP back)."""
+        uc = self.uc
+        values = list(uc.reg_read_batch(ids))
+        if self._ipsr != 0 or not (uc.reg_read(A.UC_ARM_REG_CONTROL) & 1):
+            return tuple(values)
+        where = [i for i, r in enumerate(ids) if r in _PRIVILEGED_READS]
+        uc.reg_write(A.UC_ARM_REG_IPSR, 1)
+        try:
+            priv = uc.reg_read_batch([ids[i] for i in where])
+        finally:
+            uc.reg_write(A.UC_ARM_REG_IPSR, 0)
+            self._refresh_flags()
+        for i, v in zip(where, priv):
+            values[i] = v
+        return tuple(values)
+
+    def write_special(self, pairs) -> None:
+        """Register writes that hold whatever the privilege (see read_special);
+        CONTROL's own write is applied last."""
+        uc = self.uc
+        pairs = list(pairs)
+        if self._ipsr != 0 or not (uc.reg_read(A.UC_ARM_REG_CONTROL) & 1):
+            uc.reg_write_batch(pairs)
+            return
+        control = uc.reg_read(A.UC_ARM_REG_CONTROL)
+        uc.reg_write(A.UC_ARM_REG_IPSR, 1)
+        uc.reg_write(A.UC_ARM_REG_CONTROL, control & ~1)
+        uc.reg_write(A.UC_ARM_REG_IPSR, 0)
+        uc.reg_write(A.UC_ARM_REG_CONTROL, control & ~1)
+        later = [(r, v) for r, v in pairs if r == A.UC_ARM_REG_CONTROL]
+        uc.reg_write_batch([(r, v) for r, v in pairs if r != A.UC_ARM_REG_CONTROL])
+        uc.reg_write(A.UC_ARM_REG_CONTROL, later[-1][1] if later else control)
+        self._refresh_flags()
+
+    def stack_pointers(self) -> tuple:
+        """(MSP, PSP), whatever the privilege."""
+        return self.read_special((A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP))
 
     def _vector_address(self, exc: int) -> int:
         return (self.vtor + 4 * exc) & 0xFFFFFFFF
@@ -650,6 +711,8 @@ class CortexM:
         uc = self.uc
         r0, r1, r2, r3, r12, lr, xpsr, control, msp, psp = uc.reg_read_batch(_ENTRY_REGS)
         ipsr = self._ipsr
+        if ipsr == 0 and control & 1:
+            msp, psp = self.stack_pointers()
         thread = ipsr == 0
         use_psp = thread and bool(control & 2)
         fpca = self.profile == "m4" and bool(control & 4)
@@ -985,8 +1048,22 @@ class CortexM:
     WFE_AT, WFE_BEFORE, NOT_WFE = 1, 2, 0
     wfe_cache = True      # False: decide from memory every time (the slow path, for tests)
 
+    _sev_block = -1
+    _sev_at = -1
+
     def _hook_insn_invalid(self, uc, _ud):
         pc = uc.reg_read(A.UC_ARM_REG_PC)
+        if (self._sev_block == self.cs.blocks and self._sev_at < pc
+                and self._wfe_kind_at(pc - 2) == self.WFE_AT):
+            # The SEV's code hook ran earlier in this block: Unicorn reports
+            # the WFE after it with the PC already past it, even when the
+            # next instruction is a WFE too (Nordic's idle, ``sev; wfe;
+            # wfe``: that second WFE must still run, and sleep).
+            if self._wfe_in_hook(uc, pc) or self._sleep_in_hook(uc, pc):
+                return True
+            self._trap = ("wfe", pc - 2)
+            uc.emu_stop()
+            return True
         if self._wfe_kind_at(pc) == self.WFE_AT:
             if self._wfe_in_hook(uc, pc + 2) or self._sleep_in_hook(uc, pc + 2):
                 return True
@@ -1163,6 +1240,8 @@ class CortexM:
 
     def _hook_sev(self, uc, address, size, _ud):
         self.event_register = 1
+        self._sev_block = self.cs.blocks      # see _hook_insn_invalid
+        self._sev_at = address
 
     # ------------------------------------------------------------------
     # block costing

@@ -1712,6 +1712,27 @@ static PyObject *Regs_set_exc(Regs *r, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* IPSR, CONTROL and both stack pointers, as CortexM._set_mode writes them.
+ * Unicorn ignores MSP, PSP and CONTROL writes in unprivileged thread mode
+ * (an unprivileged MSR): going to thread mode with CONTROL.nPRIV set, the
+ * stack pointers and SPSEL are written while still privileged, nPRIV last. */
+static void set_mode(Regs *r, uint32_t ipsr, uint32_t control, uint32_t msp, uint32_t psp,
+                     int *err) {
+    if (ipsr == 0 && (control & 1)) {
+        xw(r, X_CONTROL, control & ~1u, err);           /* handler mode: nPRIV cleared */
+        xw(r, X_IPSR, 0, err);
+        xw(r, X_CONTROL, control & ~1u, err);           /* privileged thread: SPSEL */
+        xw(r, X_MSP, msp, err);
+        xw(r, X_PSP, psp, err);
+        xw(r, X_CONTROL, control, err);
+        return;
+    }
+    xw(r, X_IPSR, ipsr, err);
+    xw(r, X_CONTROL, control, err);
+    xw(r, X_MSP, msp, err);
+    xw(r, X_PSP, psp, err);
+}
+
 /* exc_push(return_addr, ipsr, align_enabled, m4, m0)
  *   -> (0, exc_return, msp, psp, control) with the frame pushed, or
  *      (err, newsp) when the stacking write failed (nothing else changed) */
@@ -1730,10 +1751,19 @@ static PyObject *Regs_exc_push(Regs *r, PyObject *const *a, Py_ssize_t n) {
     w[0] = xr(r, X_R0, &err); w[1] = xr(r, X_R1, &err); w[2] = xr(r, X_R2, &err);
     w[3] = xr(r, X_R3, &err); w[4] = xr(r, X_R12, &err); w[5] = xr(r, X_LR, &err);
     uint32_t xpsr = xr(r, X_XPSR, &err), control = xr(r, X_CONTROL, &err);
+    int thread = ipsr == 0;
+    /* Unprivileged thread mode (CONTROL.nPRIV): Unicorn's register API reads
+     * MSP and PSP as 0, as an unprivileged MRS would.  Handler mode is
+     * privileged: read them there (writing IPSR swaps the banked SP, as
+     * exc_enter's write does) and go back to thread mode after. */
+    int unpriv = thread && (control & 1);
+    if (unpriv)
+        xw(r, X_IPSR, 1, &err);
     uint32_t msp = xr(r, X_MSP, &err), psp = xr(r, X_PSP, &err);
+    if (unpriv)
+        xw(r, X_IPSR, 0, &err);
     if (err)
         return regs_err(r, err), NULL;
-    int thread = ipsr == 0;
     int use_psp = thread && (control & 2);
     int fpca = m4 && (control & 4);
     uint32_t sp = use_psp ? psp : msp;
@@ -1842,10 +1872,7 @@ static PyObject *Regs_exc_pop(Regs *r, PyObject *const *a, Py_ssize_t n) {
         control |= 2;
     if (fp)
         control |= 4;
-    xw(r, X_IPSR, ipsr, &err);                          /* _set_mode, refresh below */
-    xw(r, X_CONTROL, control, &err);
-    xw(r, X_MSP, msp, &err);
-    xw(r, X_PSP, psp, &err);
+    set_mode(r, ipsr, control, msp, psp, &err);        /* _set_mode, refresh below */
     xw(r, X_R0, w[0], &err); xw(r, X_R1, w[1], &err); xw(r, X_R2, w[2], &err);
     xw(r, X_R3, w[3], &err); xw(r, X_R12, w[4], &err); xw(r, X_LR, w[5], &err);
     if (fp) {
