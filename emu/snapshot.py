@@ -111,7 +111,8 @@ VALUE_CLASSES = {"emu.softdevice.Attribute"}
 # Attributes that are structure, not state, even though they hold plain data.
 SKIP_ATTRS = {
     "emu.cpu.cortexm.CortexM": {"regions", "_flash_regions", "_div_hooks", "_div_armed", "_sev_hooks",
-                                "_wfe_kinds", "_halt_in_hook",
+                                "_wfe_kinds", "_halt_in_hook", "_msr_hooks", "_sev_block",
+                                "_sev_at",
                                 # statistics of the run loop's shortcuts (a restored
                                 # machine re-costs its blocks: not state)
                                 "returns_in_hook", "wfe_in_hook", "entries_in_hook",
@@ -121,6 +122,9 @@ SKIP_ATTRS = {
                                 # the engine's uc_mem_read/write and their buffer
                                 "_uch", "_c_mem_read", "_c_mem_write", "_membuf",
                                 "_xregs"},   # exception entry/return in C (structure)
+    # the MPU: its registers through save_state/load_state, the rest derived
+    "emu.cpu.mpu.Mpu": {"cpu", "ctrl", "rnr", "rbar", "rasr", "_installed", "_prot", "_mixed",
+                        "_cache", "_applied", "_pages", "_base", "_config"},
     "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file
     "emu.board.pinetime.PineTime": {"flash_path", "options"},
     "emu.board.base.Board": {"options"},

@@ -14,8 +14,7 @@ event, a WFI/WFE, an SVC/BKPT/exception return, a fault, or a flag that an
 MMIO access raised; Python then fires due events, takes pending exceptions
 and resumes.  Cycles are counted per basic block (``cycles.py``).
 
-Not modelled: the MPU (MemManage faults only come from executing
-never-execute regions), lazy FP state preservation (FPCCR.LSPEN is stored; FP
+The MPU is emu/cpu/mpu.py's.  Not modelled: lazy FP state preservation (FPCCR.LSPEN is stored; FP
 context is always stacked eagerly when CONTROL.FPCA is set, which is
 functionally the same), unaligned-access traps (CCR.UNALIGN_TRP), CPACR
 access checks (NOCP), the debug monitor exception, and bus-fault imprecision
@@ -163,6 +162,7 @@ class CortexM:
         self._div_hooks: dict = {}    # SDIV/UDIV address -> divisor register (hooked)
         self._div_armed = False       # hooks on divisions exist (CCR.DIV_0_TRP was set)
         self._sev_hooks: dict = {}
+        self._msr_hooks: set = set()
         self._wfe_kinds: dict = {}    # pc in flash -> WFE_AT / WFE_BEFORE / NOT_WFE
         self._cycle_base_ticks = 0
         self._cycle_base = 0
@@ -182,6 +182,9 @@ class CortexM:
         self._raw_hook(UC_HOOK_INSN_INVALID, "HOOK_INSN_INVALID_CFUNC", self._hook_insn_invalid,
                        False)
         self.systick = SysTick(self)
+        from emu.cpu.mpu import Mpu
+        self.mpu_dirty = False        # MPU registers written: re-applied at the next boundary
+        self.mpu = Mpu(self) if profile == "m4" else None
         self.reset_state()
 
     # ------------------------------------------------------------------
@@ -379,6 +382,8 @@ class CortexM:
         self.cfsr = 0
         self.hfsr = 0
         self.mmfar = 0
+        if getattr(self, "mpu", None) is not None:
+            self.mpu.reset()
         self.bfar = 0
         self.cpacr = 0
         self.fpccr = 0xC0000000   # ASPEN | LSPEN
@@ -695,6 +700,57 @@ class CortexM:
 
     def exception_entry(self, exc: int, return_addr: int) -> None:
         """Push a frame and enter ``exc`` (ARMv7-M B1.5.6 ExceptionEntry)."""
+        mpu = self.mpu
+        if mpu is not None and mpu._installed:
+            if not mpu.off_now() and self._stacking_violation(exc, return_addr):
+                return
+            self._exception_entry(exc, return_addr)
+            mpu.sync()
+            return
+        self._exception_entry(exc, return_addr)
+
+    def _stacking_violation(self, exc: int, return_addr: int) -> bool:
+        """MSTKERR: the frame would go where the MPU forbids writes.  The
+        frame is not written, the stack pointer moves, and MemManage (or
+        HardFault) is entered as a derived exception; ``exc`` stays pending."""
+        uc = self.uc
+        control = uc.reg_read(A.UC_ARM_REG_CONTROL)
+        msp, psp = self.stack_pointers()
+        thread = self._ipsr == 0
+        use_psp = thread and bool(control & 2)
+        privileged = not thread or not (control & 1)
+        fpca = bool(control & 4)
+        sp = psp if use_psp else msp
+        framesize = 0x68 if fpca else 0x20
+        newsp = ((sp - framesize) & ~4) & 0xFFFFFFFF
+        if self.mpu.allows(newsp, framesize, 2, privileged):
+            return False
+        if use_psp:
+            psp = newsp
+        else:
+            msp = newsp
+        exc_return = (0xFFFFFFE1 if fpca else 0xFFFFFFF1) | (0x8 if thread else 0) \
+            | (0x4 if use_psp else 0)
+        self.cfsr |= 1 << 4                          # MMFSR.MSTKERR
+        target = MEMMANAGE
+        if (exc in (MEMMANAGE, HARDFAULT) or not self.exc_enabled(MEMMANAGE)
+                or self.group_prio(self.prio[MEMMANAGE]) >= self.execution_priority()):
+            target = HARDFAULT
+            self.hfsr |= HFSR_FORCED
+            if exc == HARDFAULT or self.execution_priority() < 0:
+                self._lockup(f"stacking into a region the MPU forbids while entering "
+                             f"{self.exc_name(exc)} (SP={newsp:#010x})")
+                return True
+        log.warning("%s: stacking for %s at SP=%#010x forbidden by the MPU (MSTKERR)",
+                    self.exc_name(target), self.exc_name(exc), newsp)
+        self.pending |= 1 << exc
+        self.pending &= ~(1 << target)
+        self.active |= 1 << target
+        self._enter(target, exc_return, msp, psp, control)
+        self.mpu.sync()
+        return True
+
+    def _exception_entry(self, exc: int, return_addr: int) -> None:
         x = self._xregs
         if x is not None:
             r = x.exc_push(return_addr, self._ipsr, self.ccr & 0x200, self.profile == "m4",
@@ -786,6 +842,12 @@ class CortexM:
 
     def exception_return(self, exc_return: int) -> None:
         """ARMv7-M B1.5.8 ExceptionReturn, with tail-chaining."""
+        mpu = self.mpu
+        self._exception_return(exc_return)
+        if mpu is not None and mpu._installed:
+            mpu.sync()
+
+    def _exception_return(self, exc_return: int) -> None:
         uc = self.uc
         cur = self._ipsr
         if exc_return not in VALID_EXC_RETURN or cur == 0:
@@ -1014,6 +1076,9 @@ class CortexM:
                                     (n.values[c] & 3) == 1)
         if self._flash_guard is not None:
             self._flash_guard.set_source(nvmc, config_offset, self._first_ignored_flash_write)
+            ram = [s for (s, _e, k, _n) in self.regions if k == "ram"]
+            if ram:
+                self._flash_guard.set_below(min(ram))   # RAM stores: the MPU's (Python)
 
     @property
     def ignored_flash_writes(self) -> int:
@@ -1028,6 +1093,9 @@ class CortexM:
                  self.symbolize(pc))
 
     def _hook_write_prot(self, uc, access, address, size, value, _ud):
+        mpu = self.mpu
+        if mpu is not None and mpu._installed and (address & ~1023) in mpu._prot:
+            return mpu._hook_prot(uc, access, address, size, value, _ud)
         wen = self.flash_write_enabled
         if wen is not None and not wen(address):
             # Writes to read-only flash are ignored by the silicon: returning
@@ -1263,7 +1331,8 @@ class CortexM:
             code = bytes(self.uc.mem_read(addr, size))
         except UcError:
             return False
-        if b"\x40\xbf" in code or (self.profile == "m4" and code and self._has_div(code)):
+        if b"\x40\xbf" in code or (self.profile == "m4" and code and (
+                self._has_div(code) or b"\x14\x88" in code)):     # SEV, SDIV/UDIV, MSR CONTROL
             return False
         try:
             self.counter.insert(addr, size, self.cost_model.block_cost(code, addr))
@@ -1283,7 +1352,8 @@ class CortexM:
         cost = self.cost_model.block_cost(code, addr)
         self.counter.insert(addr, size, cost)
         # Instructions that need a selective hook (zero cost elsewhere).
-        if b"\x40\xbf" in code or (self.profile == "m4" and code and self._has_div(code)):
+        if b"\x40\xbf" in code or (self.profile == "m4" and code and (
+                self._has_div(code) or b"\x14\x88" in code)):     # SEV, SDIV/UDIV, MSR CONTROL
             self._special_hooks(code, addr, size)
 
     @staticmethod
@@ -1311,6 +1381,12 @@ class CortexM:
             # after a store in their block are hooked (the store may be the
             # one that sets it, and the block runs on before arm_div_trap's
             # stop); arm_div_trap() then re-translates everything.
+            elif (mn == "msr" and insn.op_str.startswith("control")
+                  and insn.address + insn.size not in self._msr_hooks):
+                # the MSR may drop the thread's privilege: the MPU looks again
+                self._msr_hooks.add(insn.address + insn.size)
+                self.mpu.hook_after_msr_control(insn.address + insn.size)
+                added = True
             elif (mn in ("sdiv", "udiv") and (self._div_armed or stored)
                   and insn.address not in self._div_hooks):
                 rm = insn.operands[-1].reg
@@ -1456,6 +1532,8 @@ class CortexM:
                 if 3 <= self._ipsr <= 6 and getattr(self, "_fault_handler_since", None):
                     nxt = min(nxt, self._fault_handler_since[1] + self.fault_hang_ticks)
                 self._trap = None
+                if self.mpu_dirty:
+                    self.mpu.sync()
                 pc = uc.reg_read(A.UC_ARM_REG_PC)
                 self._start_slice(nxt, pc)
                 err = None
@@ -1515,6 +1593,17 @@ class CortexM:
                 self._handle_flash_write(address, pc, size)
             elif kind == "returned":
                 pass        # an exception return done in the INTR hook (_return_in_hook)
+            elif kind == "mpu":
+                _, what, address, pc = trap
+                if what == 4:
+                    self.take_fault(MEMMANAGE, MMFSR_IACCVIOL, pc, "instruction fetch the MPU "
+                                    f"forbids at {address:#010x}")
+                else:
+                    self.take_fault(MEMMANAGE, MMFSR_DACCVIOL | MMFSR_MMARVALID, pc,
+                                    f"{'write to' if what == 2 else 'read of'} {address:#010x} "
+                                    "forbidden by the MPU", fault_addr=address)
+            elif kind == "mpu_sync":
+                self.mpu.sync()
             elif kind == "wfe":
                 if self.event_register:
                     self.event_register = 0

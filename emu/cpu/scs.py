@@ -12,8 +12,8 @@ NVIC and SHPR registers require.
 
 Not modelled: DWT comparators (the GDB stub implements watchpoints itself),
 the FPB (stored only), ITM timestamps and trace packets, the debug halting
-control registers (DHCSR reads as "no debugger"), MPU registers (stored,
-with TYPE = 0: no MPU regions).
+control registers (DHCSR reads as "no debugger").  The MPU's registers
+(0xD90-0xDB8) are emu/cpu/mpu.py's.
 """
 from __future__ import annotations
 
@@ -160,8 +160,8 @@ class SystemControlSpace:
             return cpu.bfar
         if off == 0xD88:
             return cpu.cpacr if m4 else 0
-        if off == 0xD90:
-            return 0  # MPU_TYPE: no MPU regions
+        if 0xD90 <= off <= 0xDB8:
+            return cpu.mpu.read(off) if cpu.mpu is not None else 0   # emu/cpu/mpu.py
         if off == 0xDF0:
             return 0  # DHCSR: no debugger
         if off == 0xDFC:
@@ -299,6 +299,9 @@ class SystemControlSpace:
             return
         if off == 0xDFC:
             cpu.demcr = merged(cpu.demcr)
+            return
+        if 0xD90 <= off <= 0xDB8 and cpu.mpu is not None:
+            cpu.mpu.write(off, merged(cpu.mpu.read(off)))
             return
         if off == 0xF00:
             n = value & 0x1FF

@@ -1941,12 +1941,16 @@ typedef struct {
     PyObject *key;      /* CONFIG's offset */
     PyObject *first;    /* first(address) */
     unsigned long long count;
+    uint64_t below;     /* only stores below this address are flash's (set_below);
+                         * RAM pages write-protected by the MPU go to Python */
 } FlashGuard;
 
 static int guard_hook(void *uc, int type, uint64_t address, int size, int64_t value,
                       void *user_data) {
     FlashGuard *g = (FlashGuard *)user_data;
     int drop = 0;
+    if (g->below && address >= g->below)
+        return 0;
     PyGILState_STATE st = PyGILState_Ensure();
     if (g->obj != NULL) {
         PyObject *d = NULL, *x = NULL;
@@ -2010,7 +2014,17 @@ static void FlashGuard_dealloc(FlashGuard *g) {
     Py_TYPE(g)->tp_free((PyObject *)g);
 }
 
+static PyObject *FlashGuard_set_below(FlashGuard *g, PyObject *args) {
+    unsigned long long below;
+    if (!PyArg_ParseTuple(args, "K", &below))
+        return NULL;
+    g->below = below;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef FlashGuard_methods[] = {
+    {"set_below", (PyCFunction)FlashGuard_set_below, METH_VARARGS,
+     "set_below(address): only stores below address are looked at (0: all)"},
     {"install", (PyCFunction)FlashGuard_install, METH_VARARGS,
      "install(uc_hook_add_address, uc_handle, UC_HOOK_MEM_WRITE_PROT) -> uc_err "
      "(keep the guard alive as long as the engine)"},

@@ -1,0 +1,306 @@
+"""The Cortex-M4's Memory Protection Unit (ARMv7-M ARM B3.5, PMSAv7): 8 regions.
+
+Registers (SCS offsets): TYPE 0xD90 (DREGION = 8), CTRL 0xD94 (ENABLE,
+HFNMIENA, PRIVDEFENA), RNR 0xD98, RBAR 0xD9C (ADDR, VALID, REGION), RASR 0xDA0
+(XN, AP, TEX/S/C/B, SRD, SIZE, ENABLE) and the aliases RBAR_A1..A3 /
+RASR_A1..A3 at 0xDA4-0xDB8.  The highest-numbered enabled region that holds
+an address decides (a disabled subregion lets lower regions decide); no
+region: the default map for privileged code when PRIVDEFENA is set, a fault
+otherwise.  AP as in table B3-15, execution needs read access and XN clear.
+In HardFault, NMI and with FAULTMASK set the MPU is off unless HFNMIENA.
+
+Enforced on flash and RAM, through Unicorn's page protections (1 KiB pages):
+whenever the configuration or the privilege changes (MPU register writes,
+take effect at the next block boundary, as after the DSB/ISB the
+architecture asks for; exception entry and return; ``MSR CONTROL``) each
+page gets the access every byte of it allows.  A page a region boundary cuts
+through ("mixed") gets what all of it allows, and the protection faults of
+its other accesses are decided here byte-exactly: an allowed store is done
+here, an allowed load or fetch goes on.  A forbidden data access raises
+MemManage with DACCVIOL and MMFAR (MMARVALID); a forbidden fetch IACCVIOL;
+exception stacking into a forbidden region MSTKERR (the frame is not
+written, the stack pointer moves as on silicon, MemManage is entered as a
+derived exception and the original one stays pending); MemManage escalates to HardFault when it is disabled or cannot
+preempt.  Firmware that never enables the MPU pays nothing: no hook exists
+until CTRL.ENABLE is first set.
+
+Not modelled: unstacking checks (MUNSTKERR: a frame is popped from where
+it was pushed), MPU checks of peripheral and system space (0x40000000 and up:
+the default map applies there), lazy FP stacking (MLSPERR: FP context is
+stacked eagerly and a violation there is an MSTKERR), the memory attributes
+(TEX, C, B, S are stored), and byte-exact checks of loads and fetches in a
+mixed page after the first allowed one in the same translation block (the
+engine caches the page's read access until the block ends).
+"""
+from __future__ import annotations
+
+import logging
+
+from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_READ_PROT
+
+log = logging.getLogger("emu.cpu.mpu")
+
+R, W, X = 1, 2, 4
+PAGE = 1024                      # Unicorn's ARM page
+NUM_REGIONS = 8
+# AP field -> (privileged, unprivileged) data access (ARMv7-M ARM table B3-15)
+_AP = {0: (0, 0), 1: (R | W, 0), 2: (R | W, R), 3: (R | W, R | W), 4: (0, 0),
+       5: (R, 0), 6: (R, R), 7: (R, R)}
+OFFSETS = range(0xD90, 0xDBC, 4)
+
+
+class Mpu:
+    def __init__(self, cpu):
+        self.cpu = cpu
+        self._installed = False
+        self._prot: dict = {}
+        self.reset()
+
+    # -- state -----------------------------------------------------------------
+    def reset(self) -> None:
+        if self._installed:
+            self._restore_all()
+        self.ctrl = 0
+        self.rnr = 0
+        self.rbar = [0] * NUM_REGIONS
+        self.rasr = [0] * NUM_REGIONS
+        self._config = 0              # bumped on every change of the regions or CTRL
+        self._applied = None          # (config, privileged, off) the pages were set for
+        self._prot: dict = {}         # page -> protection set (only pages changed)
+        self._mixed: frozenset = frozenset()
+        self._cache: dict = {}
+
+    def save_state(self) -> dict:
+        return {"ctrl": self.ctrl, "rnr": self.rnr, "rbar": list(self.rbar),
+                "rasr": list(self.rasr)}
+
+    def load_state(self, st: dict) -> None:
+        self.reset()
+        self.ctrl, self.rnr = st["ctrl"], st["rnr"]
+        self.rbar, self.rasr = list(st["rbar"]), list(st["rasr"])
+        self._changed()                  # pages follow before the next slice
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.ctrl & 1)
+
+    # -- registers ---------------------------------------------------------------
+    def read(self, off: int) -> int:
+        if off == 0xD90:
+            return NUM_REGIONS << 8               # TYPE: DREGION=8, IREGION=0, SEPARATE=0
+        if off == 0xD94:
+            return self.ctrl
+        if off == 0xD98:
+            return self.rnr
+        if off in (0xD9C, 0xDA4, 0xDAC, 0xDB4):
+            return (self.rbar[self.rnr] & ~0x1F) | self.rnr
+        if off in (0xDA0, 0xDA8, 0xDB0, 0xDB8):
+            return self.rasr[self.rnr]
+        return 0
+
+    def write(self, off: int, value: int) -> None:
+        value &= 0xFFFFFFFF
+        if off == 0xD94:
+            self.ctrl = value & 7
+        elif off == 0xD98:
+            self.rnr = value & 0xFF
+            if self.rnr >= NUM_REGIONS:
+                log.warning("MPU_RNR = %d: only %d regions", self.rnr, NUM_REGIONS)
+                self.rnr &= NUM_REGIONS - 1
+            return
+        elif off in (0xD9C, 0xDA4, 0xDAC, 0xDB4):
+            if value & 0x10:                          # VALID: REGION selects RNR
+                self.rnr = value & (NUM_REGIONS - 1)
+            self.rbar[self.rnr] = value & ~0x1F
+        elif off in (0xDA0, 0xDA8, 0xDB0, 0xDB8):
+            self.rasr[self.rnr] = value & 0x173FFF3F
+        else:
+            return
+        self._changed()
+
+    def _changed(self) -> None:
+        self._config += 1
+        self._cache.clear()
+        if self.ctrl & 1:
+            self._install()
+        cpu = self.cpu
+        cpu.mpu_dirty = True
+        cpu.request_stop()                            # applied at the next block boundary
+
+    # -- the access an address allows ------------------------------------------------
+    def off_now(self) -> bool:
+        """MPU not in force for the current execution priority."""
+        if not (self.ctrl & 1):
+            return True
+        if self.ctrl & 2:                             # HFNMIENA
+            return False
+        return self.cpu.execution_priority() < 0     # HardFault, NMI, FAULTMASK
+
+    def access(self, addr: int, privileged: bool) -> int:
+        """R|W|X the regions allow at ``addr`` (flash and RAM: default map RWX)."""
+        for i in range(NUM_REGIONS - 1, -1, -1):
+            rasr = self.rasr[i]
+            if not rasr & 1:
+                continue
+            size_log = ((rasr >> 1) & 0x1F) + 1
+            if size_log < 5:
+                continue                               # UNPREDICTABLE: ignored
+            base = self.rbar[i] & ~((1 << size_log) - 1) & 0xFFFFFFFF
+            if not base <= addr < base + (1 << size_log):
+                continue
+            if size_log >= 8 and (rasr >> (8 + ((addr - base) >> (size_log - 3)))) & 1:
+                continue                               # subregion disabled
+            data = _AP[(rasr >> 24) & 7][0 if privileged else 1]
+            if data & R and not rasr & (1 << 28):
+                data |= X
+            return data
+        if privileged and self.ctrl & 4:               # PRIVDEFENA: the default map
+            return R | W | X
+        return 0
+
+    def allows(self, addr: int, size: int, what: int, privileged: bool) -> bool:
+        for a in range(addr & ~31, addr + size, 32):
+            if self.access(a, privileged) & what != what:
+                return False
+        return True
+
+    # -- enforcement -------------------------------------------------------------------
+    def _install(self) -> None:
+        if self._installed:
+            return
+        self._installed = True
+        uc = self.cpu.uc
+        self._pages = []                               # (page, base protection)
+        for (start, end, kind, _name) in self.cpu.regions:
+            if kind in ("ram", "flash") and start < 0x40000000:
+                from unicorn import UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE
+                base = UC_PROT_READ | UC_PROT_EXEC | (UC_PROT_WRITE if kind == "ram" else 0)
+                for p in range(start, end, PAGE):
+                    self._pages.append((p, base))
+        self._pages.sort()
+        self._base = dict(self._pages)
+        # stores: CortexM._hook_write_prot hands the MPU's pages to _hook_prot
+        uc.hook_add(UC_HOOK_MEM_READ_PROT | UC_HOOK_MEM_FETCH_PROT, self._hook_prot)
+        log.info("MPU enabled: enforced on flash and RAM through page protections "
+                 "(peripheral space uses the default map)")
+
+    def privileged_now(self) -> bool:
+        return self.cpu.privileged()
+
+    def sync(self) -> None:
+        """Page protections for the current configuration and privilege."""
+        cpu = self.cpu
+        cpu.mpu_dirty = False
+        if not self._installed:
+            return
+        off = self.off_now()
+        priv = self.privileged_now()
+        key = (self._config, priv, off)
+        if key == self._applied:
+            return
+        self._applied = key
+        if off:
+            self._restore_all()
+            return
+        ckey = (self.ctrl, tuple(self.rbar), tuple(self.rasr), priv)
+        got = self._cache.get(ckey)
+        if got is None:
+            if len(self._cache) >= 64:
+                self._cache.clear()
+            got = self._cache[ckey] = self._page_map(priv)
+        want, self._mixed = got
+        self._set(want)
+
+    def _restore_all(self) -> None:
+        self._mixed = frozenset()
+        self._set({})
+
+    def _set(self, want: dict) -> None:
+        """Apply page -> protection (pages absent: their base protection),
+        one mem_protect a run of pages that change to the same protection."""
+        uc = self.cpu.uc
+        cur, base = self._prot, self._base
+        changes = []
+        for page in set(cur) | set(want):
+            prot = want.get(page, base[page])
+            if cur.get(page, base[page]) != prot:
+                changes.append((page, prot))
+        changes.sort()
+        i = 0
+        while i < len(changes):
+            start, prot = changes[i]
+            j = i + 1
+            while j < len(changes) and changes[j] == (start + (j - i) * PAGE, prot):
+                j += 1
+            uc.mem_protect(start, (j - i) * PAGE, prot)
+            i = j
+        self._prot = want
+
+    def _page_map(self, priv: bool) -> tuple:
+        """(page -> protection for the pages that differ from their base,
+        the frozenset of mixed pages)."""
+        # the answer can change only at region (and subregion) edges
+        edges = {0}
+        for i in range(NUM_REGIONS):
+            rasr = self.rasr[i]
+            if not rasr & 1:
+                continue
+            size_log = ((rasr >> 1) & 0x1F) + 1
+            if size_log < 5:
+                continue
+            base = self.rbar[i] & ~((1 << size_log) - 1) & 0xFFFFFFFF
+            step = (1 << (size_log - 3)) if size_log >= 8 else (1 << size_log)
+            edges.update(range(base, base + (1 << size_log) + 1, step))
+        points = sorted(e for e in edges if e < (1 << 32))
+        values = [self.access(p, priv) for p in points]
+        want, mixed = {}, set()
+        k = 0
+        for page, base in self._pages:             # in address order
+            while k + 1 < len(points) and points[k + 1] <= page:
+                k += 1
+            allowed = union = values[k]
+            j = k + 1
+            while j < len(points) and points[j] < page + PAGE:
+                allowed &= values[j]
+                union |= values[j]
+                j += 1
+            if union != allowed:
+                mixed.add(page)
+            prot = base & allowed
+            if prot != base:
+                want[page] = prot
+        return want, frozenset(mixed)
+
+    def _hook_prot(self, uc, access, address, size, value, _ud):
+        """A protection fault on flash or RAM: decide it byte-exactly."""
+        from unicorn import UC_MEM_FETCH_PROT, UC_MEM_WRITE_PROT
+        cpu = self.cpu
+        page = address & ~(PAGE - 1)
+        if page not in self._prot:
+            return False                              # not the MPU's (flash stores, ...)
+        what = W if access == UC_MEM_WRITE_PROT else X if access == UC_MEM_FETCH_PROT else R
+        base = self._base.get(page, 0)
+        if not (base & what):
+            return False                              # the memory itself forbids it
+        # the registers as they are now: a change made earlier in this block
+        # (the pages follow at its end) already counts here
+        if self.off_now() or self.allows(address, size, what, self.privileged_now()):
+            if what == W:
+                uc.mem_write(address, (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little"))
+            return True
+        pc = uc.reg_read(__import__("unicorn").arm_const.UC_ARM_REG_PC)
+        cpu._trap = ("mpu", what, address, pc)
+        return False
+
+    # -- MSR CONTROL ------------------------------------------------------------------
+    def hook_after_msr_control(self, addr: int) -> None:
+        """A code hook on the instruction after an ``MSR CONTROL`` (which
+        may drop the thread's privilege): the run loop re-applies."""
+        self.cpu.uc.hook_add(UC_HOOK_CODE, self._hook_after_msr, begin=addr, end=addr)
+
+    def _hook_after_msr(self, uc, address, size, _ud):
+        if self._installed and self._applied is not None \
+                and self._applied[1] != self.privileged_now():
+            self.cpu.mpu_dirty = True
+            self.cpu._trap = ("mpu_sync",)
+            uc.emu_stop()
