@@ -219,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  "(pinetime-emu phone --help)", add_help=False)
     sub.add_parser("test", help="run scenario files against a firmware "
                                 "(pinetime-emu test --help)", add_help=False)
+    sub.add_parser("twister-serial", help="Zephyr twister's --device-serial-pty program "
+                   "(see README, Zephyr)", add_help=False)
+    sub.add_parser("twister-flash", help="what scripts/twister/west runs for twister's "
+                   "--west-flash", add_help=False)
     return p
 
 
@@ -239,6 +243,10 @@ def main(argv: Optional[list] = None) -> int:
             _error("the phone client is not available in this build")
             return EXIT_USAGE
         return phone_client_main(argv[1:])
+    if argv and argv[0] in ("twister-flash", "twister-serial"):
+        from emu import twister
+        return (twister.flash_main if argv[0] == "twister-flash"
+                else twister.serial_main)(argv[1:])
     if argv and argv[0] == "test":
         try:
             from emu.scenario import main as scenario_main
