@@ -1,0 +1,2 @@
+#define GUARD_HOT 1
+#include "bench_mpu.c"
