@@ -63,3 +63,12 @@ def test_snapshot_keeps_the_mpu(run_firmware, tmp_path):
     assert m2.cpu.mpu.save_state() == regs
     r2 = m2.run(ms=50)
     assert_firmware_passed(m2, r2, min_passes=10)
+
+
+def test_privilege_drop_by_msr_is_seen_at_once(run_firmware, monkeypatch):
+    """Companion: without the hook after ``MSR CONTROL`` the pages keep the
+    privileged view after the thread drops its privilege, and its first
+    forbidden reads go through."""
+    monkeypatch.setattr(mpu_mod.Mpu, "hook_after_msr_control", lambda self, addr: None)
+    m, r = run_firmware("cpu_mpu", ms=50)
+    assert "FAIL user reads of kernel data and the stack fault" in m.console_text()

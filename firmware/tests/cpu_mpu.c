@@ -22,6 +22,9 @@ static uint32_t guarded_stack[64] __attribute__((aligned(256)));   /* guard: fir
 static uint32_t user_buf[64] __attribute__((aligned(256)));
 static uint32_t sub_buf[64] __attribute__((aligned(256)));
 static volatile uint32_t kernel_word = 0x600D;
+/* a page of kernel data no region boundary cuts: its protection comes from
+ * the page alone, so a privilege drop must change the page at once */
+static volatile uint32_t kernel_page[256] __attribute__((aligned(1024)));
 static uint16_t ram_code[4] __attribute__((aligned(4)));
 static volatile uint32_t faults, last_cfsr, last_mmfar, last_hfsr, hardfaults, recovered;
 static uint32_t recover_frame[8] __attribute__((aligned(8)));
@@ -135,11 +138,12 @@ int main(void) {
     user_buf[0] = 5;                                          /* allowed */
     uint32_t k = ld16(&kernel_word);                          /* priv-only RAM */
     uint32_t g = ld16(&guarded_stack[8]);                     /* priv-only too */
+    uint32_t kp = ld16(&kernel_page[5]);                      /* a whole priv-only page */
     __asm volatile("svc #9" ::: "memory");                    /* back to privileged */
     CHECK_EQ("user write to its buffer", user_buf[0], 5);
-    CHECK_EQ("user reads of kernel data and the stack fault", faults, before + 2);
-    CHECK_EQ("the loads did not happen", k + g, 2 * 0xBAD);
-    CHECK_EQ("user MMFAR", last_mmfar, (uint32_t)&guarded_stack[8]);
+    CHECK_EQ("user reads of kernel data and the stack fault", faults, before + 3);
+    CHECK_EQ("the loads did not happen", k + g + kp, 3 * 0xBAD);
+    CHECK_EQ("user MMFAR", last_mmfar, (uint32_t)&kernel_page[5]);
     CHECK_EQ("privileged again", get_control() & 1, 0);
 
     /* MemManage disabled: escalation to HardFault (FORCED) */
