@@ -36,7 +36,7 @@ line names the boards to choose from with ``--board``).
 Then the board, for an nRF52 image: named evidence (strings in the image
 or its symbol and debug source names: "pinetime", "InfiniTime", "wasp-os",
 "nrf52dk", "PCA10040"; Zephyr's pin control tables, which hold each
-board's console UART, I2C and SPI pins, e.g. the DK's UART TX P0.06 /
+board's console UART, I2C and SPI pins (the default state's array), e.g. the DK's UART TX P0.06 /
 RX P0.08 / RTS P0.05 / CTS P0.07 and the PineTime's TX P0.11 / RX P0.30)
 decides; else the layout (an application at 0x26000 for the S132
 SoftDevice as wasp-os builds it, an MCUBoot image as InfiniTime ships)
@@ -120,7 +120,8 @@ def _psel(fun: int, pin: int, low_power: int) -> int:
 UART_TX, UART_RX, UART_RTS, UART_CTS, SPIM_SCK, SPIM_MOSI, SPIM_MISO = 0, 1, 2, 3, 4, 5, 6
 TWIM_SCL, TWIM_SDA = 11, 12
 # Zephyr 3.1's boards/arm/<board>/<board>-pinctrl.dtsi: each state's pins are
-# one uint32_t array in the image, in this order, for each device in use
+# one uint32_t array in the image, in this order, for each device in use (the
+# console UART's in nearly every image)
 ZEPHYR_PINCTRL = {
     "pinetime": (("console UART TX P0.11, RX P0.30", ((UART_TX, 11), (UART_RX, 30))),
                  ("I2C SDA P0.06, SCL P0.07", ((TWIM_SDA, 6), (TWIM_SCL, 7))),
@@ -385,15 +386,23 @@ def _memory_evidence(img: FirmwareImage, flash: list, elf: Optional[_ElfFacts]) 
 
 
 def _symbol_evidence(img: FirmwareImage) -> list:
+    """Symbols naming one family decide; an image whose symbols name both
+    (a library with code for either) only leans to the one named more."""
     named = {NRF51: [], NRF52: []}
     for name in img.symbols.by_name:
         m = FAMILY_SYMBOL.search(name)
         if m:
             named[NRF51 if m.group(1) == "1" else NRF52].append(name)
-    return [Evidence(chip, DECISIVE, f"symbols naming the {CHIP_NAMES[chip][:5]} family "
-                                     f"({', '.join(sorted(names)[:3])}"
-                                     f"{', ...' if len(names) > 3 else ''})")
-            for chip, names in named.items() if names]
+    both = all(named.values())
+    if both and len(named[NRF51]) == len(named[NRF52]):
+        return []
+    chips = [max(named, key=lambda c: len(named[c]))] if both else [c for c in named
+                                                                    if named[c]]
+    return [Evidence(c, SUPPORTING if both else DECISIVE,
+                     f"{len(named[c])} symbols naming the {CHIP_NAMES[c][:5]} family "
+                     f"({', '.join(sorted(named[c])[:3])}{', ...' if len(named[c]) > 3 else ''})"
+                     + (f", {len(named[NRF51 if c == NRF52 else NRF52])} the other" if both
+                        else "")) for c in chips]
 
 
 def _debug_source_evidence(elf: _ElfFacts) -> tuple:
@@ -447,6 +456,10 @@ def _vector_evidence(img: FirmwareImage, flash: list) -> list:
     if table <= n < 16 + IRQS[NRF52] and last < table:
         return [Evidence(NRF51, SUPPORTING, f"vector table at {vt:#x} ends after {table} "
                                             "entries (16 + the nRF51's 32 interrupts)")]
+    if 16 + 16 <= n < table:          # Zephyr's nRF51 tables stop at its last IRQ (26)
+        return [Evidence(NRF51, SUPPORTING, f"vector table at {vt:#x} ends after {n} "
+                                            f"entries (16 + {n - 16} interrupts; an "
+                                            "nRF52832's has 16 + 39)")]
     return []
 
 
@@ -561,15 +574,25 @@ def _context(text: bytes, i: int, n: int) -> str:
 
 
 def _pinctrl_evidence(flash: list) -> list:
+    """A board's pin control array (its default state; the sleep state is
+    only built with device power management) at a word-aligned address."""
     out = []
     for board, groups in ZEPHYR_PINCTRL.items():
         for what, pins in groups:
-            default = b"".join(struct.pack("<I", _psel(f, p, 0)) for f, p in pins)
-            sleep = b"".join(struct.pack("<I", _psel(f, p, 1)) for f, p in pins)
-            if any(default in d for _a, d in flash) and any(sleep in d for _a, d in flash):
-                out.append(Evidence(board, DECISIVE, f"Zephyr pin control tables: {what}"))
+            words = b"".join(struct.pack("<I", _psel(f, p, 0)) for f, p in pins)
+            if any(_find_aligned(d, words, a) for a, d in flash):
+                out.append(Evidence(board, DECISIVE, f"Zephyr pin control table: {what}"))
                 break
     return out
+
+
+def _find_aligned(data: bytes, needle: bytes, base: int) -> bool:
+    i = data.find(needle)
+    while i >= 0:
+        if (base + i) % 4 == 0:
+            return True
+        i = data.find(needle, i + 1)
+    return False
 
 
 def _layout_evidence(img: FirmwareImage) -> list:
