@@ -33,16 +33,19 @@ refused, as it is when only weak evidence is left: :func:`detect_board`
 raises :class:`BoardDetectionError` (a :class:`FirmwareError`, whose one
 line names the boards to choose from with ``--board``).
 
-Then the board, for an nRF52 image: named evidence (strings in the image
-or its symbol and debug source names: "pinetime", "InfiniTime", "wasp-os",
-"nrf52dk", "PCA10040"; Zephyr's pin control tables, which hold each
-board's console UART, I2C and SPI pins (the default state's array), e.g. the DK's UART TX P0.06 /
-RX P0.08 / RTS P0.05 / CTS P0.07 and the PineTime's TX P0.11 / RX P0.30)
-decides; else the layout (an application at 0x26000 for the S132
-SoftDevice as wasp-os builds it, an MCUBoot image as InfiniTime ships)
-says PineTime; else the image is a generic nRF52 one and runs on the
-PineTime, the default board, with a note (:attr:`Detection.note`) naming
-``--board nrf52832`` and ``--board nrf52dk``.  Boards named in the image
+Then the board, for an nRF52 image, again by strength: decisive are names
+in the image's text or symbols ("pinetime", "InfiniTime", "wasp-os",
+"nrf52dk", "PCA10040", Zephyr's CONFIG_BOARD_* and board directory) and
+Zephyr's pin control tables, which hold each board's console UART, I2C
+and SPI pins (the default state's array), e.g. the DK's UART TX P0.06 /
+RX P0.08 / RTS P0.05 / CTS P0.07 and the PineTime's TX P0.11 / RX P0.30;
+supporting are debug source names (pinetime.h; not the nRF5 SDK's
+pca10040.h, which InfiniTime compiles in too); weak is the layout (an
+application at 0x26000 for the S132 SoftDevice as wasp-os builds it, an
+MCUBoot image as InfiniTime ships: the PineTime).  Without any, the image
+is a generic nRF52 one and runs on the PineTime, the default board, with a
+note (:attr:`Detection.note`) naming ``--board nrf52832`` and
+``--board nrf52dk``.  Boards named in the image
 that do not fit its chip are listed and ignored.  An nRF51 image runs on
 the micro:bit, the only nRF51 board.
 
@@ -99,6 +102,10 @@ BOARD_WORDS = ((b"pinetime", "pinetime"), (b"infinitime", "pinetime"),
                (b"wasp-os", "pinetime"), (b"nrf52dk", "nrf52dk"), (b"nrf52-dk", "nrf52dk"),
                (b"pca10040", "nrf52dk"), (b"micro:bit", "microbit"),
                (b"microbit", "microbit"))
+# In source file names only the PineTime's and the micro:bit's: the nRF5
+# SDK's pca10040.h (the nRF52 DK's pins) is compiled into PineTime firmware
+# too (InfiniTime builds the SDK's board support with NRF_BOARD pca10040).
+SOURCE_BOARD_WORDS = ((b"pinetime", "pinetime"), (b"microbit", "microbit"))
 PART_NUMBERS = ((b"nrf51822", NRF51), (b"nrf51422", NRF51), (b"nrf52832", NRF52))
 FAMILY_SYMBOL = re.compile(r"nrf5([12])", re.I)
 # the MDK's and nrfx's per-chip sources (nrf52.h, nrf52_bitfields.h,
@@ -261,7 +268,7 @@ def _decide(d: Detection) -> None:
                     ")" + _misplaced(d.image)
         return
     fits = [e for e in d.board_evidence if BOARD_CHIP.get(e.points_to) == d.chip]
-    for level in (DECISIVE, SUPPORTING):
+    for level in (DECISIVE, SUPPORTING, WEAK):
         boards = _unique(e.points_to for e in fits if e.strength == level)
         if len(boards) > 1:
             d.problem = "it names more than one board: " + "; ".join(
@@ -413,16 +420,17 @@ def _debug_source_evidence(elf: _ElfFacts) -> tuple:
         if fam:
             chip.setdefault(NRF51 if fam.group(1) == b"1" else NRF52, name.decode())
         low = name.lower()
-        for word, b in BOARD_WORDS:
+        for word, b in SOURCE_BOARD_WORDS:
             if word in low:
-                board.setdefault(b, name.decode())
+                board.setdefault(b, (SUPPORTING, name.decode()))
     for m in ZEPHYR_BOARD_DIR.finditer(elf.debug):
         low = m.group(1).lower()
         for word, b in BOARD_WORDS:
             if word in low:
-                board.setdefault(b, f"boards/arm/{m.group(1).decode()}")
+                board[b] = (DECISIVE, f"boards/arm/{m.group(1).decode()}")
     return ([Evidence(c, DECISIVE, f"debug info: compiled from {n}") for c, n in chip.items()],
-            [Evidence(b, DECISIVE, f"debug info: compiled from {n}") for b, n in board.items()])
+            [Evidence(b, level, f"debug info: compiled from {n}")
+             for b, (level, n) in board.items()])
 
 
 def _vector_table(img: FirmwareImage, flash: list) -> tuple:
@@ -597,10 +605,10 @@ def _find_aligned(data: bytes, needle: bytes, base: int) -> bool:
 
 def _layout_evidence(img: FirmwareImage) -> list:
     if img.mcuboot is not None or img.vector_table in MCUBOOT_VECTORS:
-        return [Evidence("pinetime", SUPPORTING, "an MCUBoot application image, as InfiniTime "
+        return [Evidence("pinetime", WEAK, "an MCUBoot application image, as InfiniTime "
                                                  "ships for the PineTime")]
     if img.vector_table == APP_BASE_S132:
-        return [Evidence("pinetime", SUPPORTING, "an application at 0x26000 for the S132 "
+        return [Evidence("pinetime", WEAK, "an application at 0x26000 for the S132 "
                                                  "SoftDevice, as wasp-os builds for the "
                                                  "PineTime")]
     return []

@@ -334,6 +334,30 @@ def test_zephyr_pin_control_tables_name_the_board(fw, tmp_path, board, words):
     assert detect(str(p)).guessed
 
 
+def test_sdk_board_header_for_the_dk_is_not_evidence(firmware_dir, tmp_path):
+    """PineTime firmware built on the nRF5 SDK (InfiniTime) compiles the SDK's
+    board support for the DK (pca10040.h): that header name says nothing of
+    the board the image runs on.  A pinetime-named header does."""
+    fwdir = TESTS.parent
+    for header, board, guessed in (("pca10040.h", "pinetime", True),
+                                   ("pinetime_board.h", "pinetime", False)):
+        (tmp_path / header).write_text("#define LED_1 17\n")
+        out = tmp_path / f"{header}.elf"
+        r = subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb",
+                            "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O1", "-g3",
+                            "-ffunction-sections", "-fdata-sections", "-Icommon",
+                            "-std=gnu11", "-ffreestanding", "-include", str(tmp_path / header),
+                            "-nostartfiles", "-Wl,--gc-sections", "-Lcommon",
+                            "-Tcommon/nrf52832.ld", "--specs=nano.specs", "--specs=nosys.specs",
+                            "-o", str(out), "tests/cpu_exceptions.c", "common/startup.c",
+                            "common/harness.c", "-lm"], cwd=fwdir, capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+        d = detect(str(out))
+        assert (d.board, d.guessed) == (board, guessed), [str(e) for e in d.evidence]
+        assert not any(e.points_to == "nrf52dk" for e in d.board_evidence)
+
+
 def test_info_shows_board_and_evidence(fw, tmp_path):
     r = run_cli("info", fw("pinetime_demo"))
     assert r.returncode == 0, r.stderr
