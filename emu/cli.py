@@ -380,13 +380,13 @@ def cmd_info(args) -> int:
 
 def _print_detection(img) -> None:
     """The board 'run' picks for the image (emu.detect) and why."""
-    from emu.detect import BOARD_NAMES, CHIP_NAMES, detect
+    from emu.detect import BOARD_NAMES, CHIP_NAMES, CORES, detect
     d = detect(img)
     if d.board is None:
         print(f"board:         undecided: {d.problem}")
     else:
         why = " (no board named in the image: the default)" if d.guessed else ""
-        print(f"chip:          {CHIP_NAMES[d.chip]}")
+        print(f"chip:          {CHIP_NAMES[d.chip]} ({CORES[d.chip]})")
         print(f"board:         {d.board}, {BOARD_NAMES[d.board]}{why}")
     for e in d.evidence:
         print(f"evidence:      {e}")

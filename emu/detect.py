@@ -45,9 +45,9 @@ application at 0x26000 for the S132 SoftDevice as wasp-os builds it, an
 MCUBoot image as InfiniTime ships: the PineTime).  Without any, the image
 is a generic nRF52 one and runs on the PineTime, the default board, with a
 note (:attr:`Detection.note`) naming ``--board nrf52832`` and
-``--board nrf52dk``.  Boards named in the image
-that do not fit its chip are listed and ignored.  An nRF51 image runs on
-the micro:bit, the only nRF51 board.
+``--board nrf52dk``.  Boards named in the image that do not fit its chip
+are listed and ignored.  An nRF51 image runs on the micro:bit, the only
+nRF51 board.
 
 A raw binary is judged by its vector table, its size and its code (it has
 no symbols or attributes); an Intel HEX the same way.
@@ -58,7 +58,6 @@ variants with 32 KiB of RAM) are taken for the family's emulated chip.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import struct
 from dataclasses import dataclass, field
@@ -70,6 +69,7 @@ log = logging.getLogger("emu.detect")
 
 NRF51, NRF52, OTHER = "nrf51", "nrf52", "other"
 CHIP_NAMES = {NRF51: "nRF51822", NRF52: "nRF52832", OTHER: "neither chip"}
+CORES = {NRF51: "Cortex-M0", NRF52: "Cortex-M4F"}
 BOARD_CHIP = {"pinetime": NRF52, "nrf52dk": NRF52, "nrf52832": NRF52, "microbit": NRF51}
 BOARD_NAMES = {"pinetime": "the PineTime", "nrf52dk": "the nRF52 DK",
                "nrf52832": "the bare nRF52832", "microbit": "the micro:bit"}
@@ -96,8 +96,8 @@ FP_ARCH = {1: "VFPv1", 2: "VFPv2", 3: "VFPv3", 4: "VFPv3-D16", 5: "VFPv4", 6: "V
            "(FPv4-SP)", 7: "ARMv8 FP", 8: "ARMv8.1 FP"}
 EF_ARM_ABI_FLOAT_HARD = 0x400
 
-# Strings (lower case) that name a board, in the image's data, its symbol
-# names and its debug source names.
+# Strings (lower case) that name a board, in the image's data and its symbol
+# names (and Zephyr's boards/arm/<board> in its debug information).
 BOARD_WORDS = ((b"pinetime", "pinetime"), (b"infinitime", "pinetime"),
                (b"wasp-os", "pinetime"), (b"nrf52dk", "nrf52dk"), (b"nrf52-dk", "nrf52dk"),
                (b"pca10040", "nrf52dk"), (b"micro:bit", "microbit"),
@@ -118,10 +118,10 @@ SOURCE_NAME = re.compile(rb"(?<=[\x00/])([A-Za-z0-9_+.-]{1,80}\.(?:c|h|cc|cpp|cx
 ZEPHYR_BOARD_DIR = re.compile(rb"boards/arm/([a-z0-9_]+)")
 
 
-def _psel(fun: int, pin: int, low_power: int) -> int:
-    """Zephyr's nRF pin control word (NRF_PSEL: function << 16 | pin, with
-    NRF_LP_ENABLE at bit 12 in the sleep state)."""
-    return fun << 16 | low_power << 12 | pin
+def _psel(fun: int, pin: int) -> int:
+    """Zephyr's nRF pin control word, NRF_PSEL(fun, 0, pin), as the default
+    state holds it (no pull, standard drive, not low-power)."""
+    return fun << 16 | pin
 
 
 UART_TX, UART_RX, UART_RTS, UART_CTS, SPIM_SCK, SPIM_MOSI, SPIM_MISO = 0, 1, 2, 3, 4, 5, 6
@@ -312,7 +312,6 @@ class _ElfFacts:
 
 def _elf_facts(path: str) -> Optional[_ElfFacts]:
     import io
-    from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import ARMAttributesSection
     try:
@@ -332,8 +331,8 @@ def _elf_facts(path: str) -> Optional[_ElfFacts]:
             elif sec.name in (".debug_line", ".debug_line_str"):
                 debug.append(sec.data())
         return _ElfFacts(elf["e_flags"], attributes, sections, b"\0".join(debug))
-    except (OSError, ELFError, struct.error, ValueError, KeyError, IndexError) as e:
-        log.info("%s: ELF details unreadable (%s)", path, e)
+    except Exception as e:            # a damaged ELF: judged by its loaded image alone
+        log.info("%s: ELF details unreadable (%s: %s)", path, type(e).__name__, e)
         return None
 
 
@@ -538,10 +537,11 @@ def _code_evidence(img: FirmwareImage, flash: list) -> list:
     if len(wide) >= 4 and share >= THUMB2_DECISIVE:
         fpu = [i for i in wide if i.mnemonic.startswith("v")]
         ex = (fpu or wide)[0]
+        kind = "Thumb-2 or FPU" if fpu else "Thumb-2"
         return [Evidence(NRF52, DECISIVE, f"code: {len(wide)} of {decoded} instructions "
-                                          f"decoded from the vectors are Thumb-2{' or FPU' if fpu else ''} "
-                                          f"(e.g. {ex.mnemonic} {ex.op_str[:24]} at "
-                                          f"{ex.address:#x}), which a Cortex-M0 lacks")]
+                                          f"decoded from the vectors are {kind} (e.g. "
+                                          f"{ex.mnemonic} {ex.op_str[:24]} at {ex.address:#x}),"
+                                          " which a Cortex-M0 lacks")]
     if share <= THUMB2_NONE:
         return [Evidence(NRF51, SUPPORTING, f"code: {decoded} instructions decoded from the "
                                             f"vectors, {len(wide)} of them Thumb-2 (code for "
@@ -553,8 +553,7 @@ def _code_evidence(img: FirmwareImage, flash: list) -> list:
 # board evidence
 # ----------------------------------------------------------------------
 def _board_word_evidence(img: FirmwareImage, text: bytes) -> list:
-    names = "\0".join(img.symbols.by_name)
-    low_names = names.lower().encode("utf-8", "replace")
+    names = "\0".join(img.symbols.by_name).lower()
     out = {}
     for word, board in BOARD_WORDS:
         if board in out:
@@ -562,12 +561,9 @@ def _board_word_evidence(img: FirmwareImage, text: bytes) -> list:
         i = text.find(word)
         if i >= 0:
             out[board] = f"the text {_context(text, i, len(word))!r} in the image"
-            continue
-        i = low_names.find(word)
-        if i >= 0:
-            start = low_names.rfind(b"\0", 0, i) + 1
-            end = low_names.find(b"\0", i)
-            out[board] = f"symbol {names.encode('utf-8', 'replace')[start:end if end >= 0 else None].decode('utf-8', 'replace')}"
+        elif word.decode() in names:
+            out[board] = "symbol " + next(n for n in img.symbols.by_name
+                                          if word.decode() in n.lower())
     return [Evidence(b, DECISIVE, what) for b, what in out.items()]
 
 
@@ -587,7 +583,7 @@ def _pinctrl_evidence(flash: list) -> list:
     out = []
     for board, groups in ZEPHYR_PINCTRL.items():
         for what, pins in groups:
-            words = b"".join(struct.pack("<I", _psel(f, p, 0)) for f, p in pins)
+            words = b"".join(struct.pack("<I", _psel(f, p)) for f, p in pins)
             if any(_find_aligned(d, words, a) for a, d in flash):
                 out.append(Evidence(board, DECISIVE, f"Zephyr pin control table: {what}"))
                 break
