@@ -378,10 +378,12 @@ def test_debian_microbit_micropython_is_a_microbit():
 
 
 def _zephyr_images():
+    """(path, board) for every zephyr.{elf,hex,bin} under <board>/ (a copied
+    image, <sample>/zephyr.elf, or a whole build dir, .../zephyr/zephyr.elf)."""
     found = []
     for sub, board in ZEPHYR_BOARDS.items():
         for ext in ("elf", "hex", "bin"):
-            found += [(p, board) for p in sorted((ZEPHYR_DIR / sub).glob(f"*/zephyr.{ext}"))]
+            found += [(p, board) for p in sorted((ZEPHYR_DIR / sub).rglob(f"zephyr.{ext}"))]
     return found
 
 
@@ -390,7 +392,7 @@ def _zephyr_images():
         reason=f"no Zephyr builds in {ZEPHYR_DIR} (<board>/<sample>/zephyr.elf for "
                f"{', '.join(ZEPHYR_BOARDS)}; set PINETIME_EMU_ZEPHYR_DIR; see the shared "
                "ZEPHYR-BUILD.md)"))],
-    ids=lambda v: f"{v.parts[-3]}/{v.parts[-2]}/{v.name}" if isinstance(v, Path) else None)
+    ids=lambda v: str(v.relative_to(ZEPHYR_DIR)) if isinstance(v, Path) else None)
 def test_zephyr_build_is_its_chip_and_board(path, board):
     chip = BOARD_CHIP[board]
     d = detect(str(path))
