@@ -138,9 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="firmware file: .elf, .hex, raw .bin, 512 KiB flash dump, MCUBoot "
                         "image, DFU .zip")
     r.add_argument("--board", default=None,
-                   help="board to emulate: pinetime (default), microbit (BBC micro:bit v1, "
-                        "nRF51822; chosen automatically for an nRF51 image), nrf52832 "
-                        "(bare chip)")
+                   help="board to emulate: pinetime, nrf52dk (Nordic's nRF52 DK), nrf52832 "
+                        "(bare chip), microbit (BBC micro:bit v1, nRF51822); default: the "
+                        "one the image was built for, from its build attributes, symbols, "
+                        "vector table and code ('info' shows the evidence; a generic nRF52 "
+                        "image runs on the PineTime)")
     r.add_argument("--base", type=_address, default=None, metavar="ADDR",
                    help="load address of a raw .bin or DFU .zip (default: 0x26000 when a "
                         ".bin's vector table points there or for a .zip, else 0), or the "
@@ -275,9 +277,20 @@ def _error(msg: str) -> None:
 
 def _make_machine(args):
     from emu.loader import FirmwareError
-    from emu.machine import BOARDS, Machine, detect_board
+    from emu.machine import BOARDS, Machine
+    firmware = args.firmware
     if args.board is None:
-        args.board = detect_board(args.firmware, base=args.base)
+        from emu.detect import detect
+        try:
+            detection = detect(args.firmware, base=args.base)
+            args.board = detection.require_board()      # BoardDetectionError: one line
+        except FirmwareError as e:
+            _error(str(e))
+            return None
+        if detection.note:
+            print(f"pinetime-emu: note: {detection.note}", file=sys.stderr)
+        if detection.chip == "nrf52":
+            firmware = detection.image        # loaded already, in the nRF52832's layout
     if args.board not in BOARDS:
         _error(f"unknown board {args.board!r} (known: {', '.join(sorted(BOARDS))})")
         return None
@@ -288,8 +301,12 @@ def _make_machine(args):
     elif flash_file is not None and flash_file.lower() != "none":
         _error(f"--flash-file: the {args.board} board has no external SPI flash")
         return None
+    if getattr(args, "softdevice_hex", None) is not None and args.board == "microbit":
+        _error(f"--softdevice-hex: an S132 SoftDevice runs on the nRF52832, and "
+               f"{args.firmware} is for the nRF51822 (micro:bit)")
+        return None
     try:
-        return Machine(args.firmware, board=args.board, base=args.base,
+        return Machine(firmware, board=args.board, base=args.base,
                        pure_python=getattr(args, "pure_python", False),
                        softdevice_hex=getattr(args, "softdevice_hex", None), **opts)
     except FirmwareError as e:
@@ -365,7 +382,22 @@ def cmd_info(args) -> int:
         print("SoftDevice:    not in image")
     for n in img.notes:
         print(f"note:          {n}")
+    _print_detection(img)
     return EXIT_OK
+
+
+def _print_detection(img) -> None:
+    """The board 'run' picks for the image (emu.detect) and why."""
+    from emu.detect import BOARD_NAMES, CHIP_NAMES, CORES, detect
+    d = detect(img)
+    if d.board is None:
+        print(f"board:         undecided: {d.problem}")
+    else:
+        why = " (no board named in the image: the default)" if d.guessed else ""
+        print(f"chip:          {CHIP_NAMES[d.chip]} ({CORES[d.chip]})")
+        print(f"board:         {d.board}, {BOARD_NAMES[d.board]}{why}")
+    for e in d.evidence:
+        print(f"evidence:      {e}")
 
 
 def report_stop(machine, result, out=sys.stderr) -> None:

@@ -1,7 +1,7 @@
 """The public face: a whole emulated device built from a firmware file.
 
     from emu import Machine
-    m = Machine("firmware/build/hello.elf")          # PineTime board by default
+    m = Machine("firmware/build/hello.elf")          # the board the image was built for
     m.run(ms=100)
     print(m.console_text())
 
@@ -21,7 +21,8 @@ from typing import Callable, Optional, Union
 
 from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US, Clock
 from emu.cpu.cortexm import StopReason
-from emu.loader import FirmwareError, FirmwareImage, SymbolTable, load_firmware
+from emu.loader import (FirmwareError, FirmwareImage, MemoryLayout, SymbolTable,
+                        load_firmware)
 
 log = logging.getLogger("emu.machine")
 
@@ -37,21 +38,13 @@ BOARDS = {
 
 
 def detect_board(firmware, base: Optional[int] = None) -> str:
-    """The board an image was built for, from its vector table: an initial
-    stack pointer at or below 0x20004000 (the top of the nRF51822's 16 KiB
-    RAM) with a reset handler inside 256 KiB is a micro:bit v1 image;
-    anything else (or an unreadable file) is taken for the PineTime."""
-    try:
-        img = firmware if isinstance(firmware, FirmwareImage) else load_firmware(firmware,
-                                                                                 base=base)
-        vt = img.vector_table or 0
-        sp, reset = img.word_at(vt), img.word_at(vt + 4)
-    except (FirmwareError, OSError):
-        return "pinetime"
-    if sp is not None and reset is not None and 0x20000000 < sp <= 0x20004000 \
-            and reset < 0x40000:
-        return "microbit"
-    return "pinetime"
+    """The board an image was built for, from what the image says about
+    itself (emu.detect: build attributes, symbols, vector table, code,
+    strings; the initial SP is weak evidence).  Raises
+    emu.detect.BoardDetectionError (a FirmwareError) when the image does not
+    tell, FirmwareError when it cannot be loaded."""
+    from emu.detect import detect_board as detect
+    return detect(firmware, base=base)
 
 
 class RunResult:
@@ -78,7 +71,7 @@ class RunResult:
 
 class Machine:
     def __init__(self, firmware: Union[str, FirmwareImage, None] = None, *,
-                 board: str = "pinetime", base: Optional[int] = None,
+                 board: Optional[str] = None, base: Optional[int] = None,
                  pure_python: bool = False, softdevice_hex: Optional[str] = None,
                  **board_options):
         self.clock = Clock()
@@ -87,6 +80,16 @@ class Machine:
         self.softdevice_hex = softdevice_hex
         self.image: Optional[FirmwareImage] = None
         self.symbols = SymbolTable()
+        # board=None: the one the image was built for (emu.detect), the
+        # PineTime without an image; BoardDetectionError if the image does not tell
+        self.detection = None
+        if board is None and firmware is not None:
+            from emu.detect import detect
+            self.detection = detect(firmware, base=base)
+            board = self.detection.require_board()
+            if self.detection.note:
+                log.info("%s", self.detection.note)
+        board = board or "pinetime"
         self.board_name = board
         if board not in BOARDS:
             raise ValueError(f"unknown board {board!r} (known: {', '.join(sorted(BOARDS))})")
@@ -110,6 +113,8 @@ class Machine:
         self.breakpoint_handler: Optional[Callable[[int, int], bool]] = None
         self.halt_requested = False
         if firmware is not None:
+            if self.detection is not None and self.board.memory_layout() == MemoryLayout():
+                firmware = self.detection.image      # loaded for this layout already
             self.load(firmware, base=base)
 
     # ------------------------------------------------------------------

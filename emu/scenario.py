@@ -855,7 +855,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--firmware", "-f", required=True,
                    help="ELF, Intel HEX, raw .bin, flash dump or DFU .zip")
     p.add_argument("--board", default=None,
-                   help="board (default: the scenario's 'board', else pinetime)")
+                   help="board (default: the scenario's 'board', else the one the "
+                        "firmware was built for, as 'run' picks it)")
     p.add_argument("--junit", metavar="OUT.xml",
                    help="write a JUnit XML report (its directory must exist)")
     p.add_argument("--snapshot", metavar="FILE", default=None,
@@ -895,8 +896,17 @@ def main(argv: Optional[list] = None, out=None) -> int:
         if problem is not None:
             return _usage_error(f"--junit {args.junit}: {problem}")
     from emu.snapshot import SnapshotError
+    detected = None
     for sc in scenarios:
-        board = args.board or sc.board or "pinetime"
+        board = args.board or sc.board
+        if board is None:                 # the board the image was built for (emu.detect)
+            if detected is None:
+                from emu.detect import detect_board
+                try:
+                    detected = detect_board(args.firmware)
+                except FirmwareError as e:
+                    return _usage_error(str(e))
+            board = detected
         print(f"scenario {sc.name} ({sc.path}) on {board}", file=out)
         try:
             # hermetic: the PineTime's NOR flash starts blank in memory, no file

@@ -27,14 +27,24 @@ IRQ(25) IRQ(26) IRQ(27) IRQ(28) IRQ(29) IRQ(30) IRQ(31) IRQ(32) IRQ(33) IRQ(34) 
 IRQ(37) IRQ(38)
 #define V(n) IRQ##n##_Handler,
 
+/* The nRF52832 has 39 interrupts; the nRF51822 (Cortex-M0 builds) has 32, and
+ * its vector table ends there, as the nRF51 MDK's does. */
+#if defined(__ARM_ARCH_6M__)
+#define NUM_IRQS 32
+#else
+#define NUM_IRQS 39
+#endif
+
 __attribute__((section(".isr_vector"), used))
-void (*const vector_table[16 + 39])(void) = {
+void (*const vector_table[16 + NUM_IRQS])(void) = {
     (void (*)(void))&_estack, Reset_Handler, NMI_Handler, HardFault_Handler, MemManage_Handler,
     BusFault_Handler, UsageFault_Handler, 0, 0, 0, 0, SVC_Handler, DebugMon_Handler, 0,
     PendSV_Handler, SysTick_Handler,
     V(0) V(1) V(2) V(3) V(4) V(5) V(6) V(7) V(8) V(9) V(10) V(11) V(12) V(13) V(14) V(15) V(16)
     V(17) V(18) V(19) V(20) V(21) V(22) V(23) V(24) V(25) V(26) V(27) V(28) V(29) V(30) V(31)
+#if NUM_IRQS > 32
     V(32) V(33) V(34) V(35) V(36) V(37) V(38)
+#endif
 };
 
 void Reset_Handler(void) {
