@@ -119,8 +119,7 @@ class Mpu:
         self._changed()
 
     def _changed(self) -> None:
-        self._config += 1
-        self._cache.clear()
+        self._config += 1            # (the page maps are cached by content: kept)
         if self.ctrl & 1:
             self._install()
         cpu = self.cpu
