@@ -8,6 +8,8 @@ it, each either driving it high, low, or not driving it (``None``).  The
 resolved level is the single driver's level, else the pull resistor, else
 low (a floating input reads 0 here; silicon is undefined).  Two drivers with
 different levels are contention: it is logged once and the last writer wins.
+A pin may also carry a serial line (``Pin.serial``): whole UART frames
+stand in for its waveform.
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ class Pin:
     """One GPIO pad with tri-state drivers and a pull resistor."""
 
     __slots__ = ("name", "number", "drivers", "pull", "level", "_listeners", "_contention_logged",
-                 "_was_driven")
+                 "_was_driven", "serial", "serial_listeners")
 
     def __init__(self, name: str, number: int = -1):
         self.name = name
@@ -51,6 +53,15 @@ class Pin:
         self._listeners: list = []
         self._contention_logged = False
         self._was_driven = False
+        # UART frames stand in for the waveform on a serial line: ``serial`` is
+        # the device wired to this pin that speaks UART (a terminal, see
+        # emu/devices/terminal.py); the chip's UART hands it the bytes it sends
+        # on the pin (``serial.frame(pin, byte)``) and takes the bytes it has for
+        # the chip here (``has_data(pin)``, ``take(pin)``).  The device calls
+        # :meth:`serial_data` when it has new bytes, which tells the receivers
+        # in ``serial_listeners`` (fn(pin number)).
+        self.serial = None
+        self.serial_listeners: list = []
 
     def on_change(self, fn: Callable[[bool], None]) -> None:
         self._listeners.append(fn)
@@ -91,6 +102,11 @@ class Pin:
             self.level = new
             for fn in self._listeners:
                 fn(new)
+
+    def serial_data(self) -> None:
+        """The serial device on this pin has new bytes for the chip."""
+        for fn in self.serial_listeners:
+            fn(self.number)
 
     @property
     def driven(self) -> bool:

@@ -1,8 +1,11 @@
 """UART/UARTE: baud-timed bytes, host byte streams, RX FIFO, EasyDMA."""
 from emu.soc.nrf52832 import Nrf52832
 
-B115200 = 0x01D7E000
-BYTE = 10 * ((32 << 32) // B115200)     # ticks per 10-bit frame
+# nRF52832 PS v1.4 BAUDRATE tables: Baud115200 is 0x01D7E000 on the UART, an
+# actual 115 942 baud, and 0x01D60000 on the UARTE, 115 108 baud
+B115200 = {4: 0x01D7E000, 8: 0x01D60000}
+BYTE = 10 * round(512_000_000 / 115942)      # ticks per 10-bit UART frame (44 160)
+EBYTE = 10 * round(512_000_000 / 115108)     # UARTE (44 480)
 RAM = 0x20004000
 
 
@@ -12,7 +15,7 @@ TXD_PIN = 6
 def make(enable, txd_pin=TXD_PIN):
     soc = Nrf52832()
     u = soc.uart0
-    u.write(0x524, B115200)
+    u.write(0x524, B115200[enable])
     u.write(0x50C, txd_pin)              # PSELTXD / PSEL.TXD: bytes leave on this pin
     u.write(0x500, enable)
     return soc, u
@@ -63,7 +66,7 @@ def test_uarte_transfer_started_while_txd_disconnected_is_not_seen():
     u.write(0x544, RAM); u.write(0x548, 2)
     u.write(0x008, 1)                    # STARTTX with PSEL.TXD disconnected
     u.write(0x50C, TXD_PIN)
-    soc.clock.advance_to(soc.clock.now + 2 * BYTE)
+    soc.clock.advance_to(soc.clock.now + 2 * EBYTE)
     assert u.read(0x120) == 1 and u.read(0x54C) == 2     # ENDTX, both bytes clocked out
     assert bytes(u.host_output) == b""
 
@@ -95,14 +98,14 @@ def test_uarte_echo_dma():
     assert u.read(0x14C) == 1            # RXSTARTED
     u.host_send(b"ping")
     t0 = soc.clock.now
-    soc.clock.advance_to(t0 + 4 * BYTE - 1)
+    soc.clock.advance_to(t0 + 4 * EBYTE - 1)
     assert u.read(0x110) == 0
-    soc.clock.advance_to(t0 + 4 * BYTE)
+    soc.clock.advance_to(t0 + 4 * EBYTE)
     assert u.read(0x110) == 1 and u.read(0x144) == 1    # ENDRX, RXTO through the short
     assert soc.cpu.read_mem(RAM, 4) == b"ping" and u.read(0x53C) == 4
     u.write(0x544, RAM); u.write(0x548, 4)
     u.write(0x008, 1)
-    soc.clock.advance_to(soc.clock.now + 4 * BYTE)
+    soc.clock.advance_to(soc.clock.now + 4 * EBYTE)
     assert u.read(0x120) == 1 and bytes(u.host_output) == b"ping" and u.read(0x54C) == 4
 
 
@@ -118,7 +121,7 @@ def test_firmware_uart_echo(fw):
     from conftest import assert_firmware_passed
     from emu import Machine
     m = Machine(fw("periph_uart"), board="nrf52832")
-    m.soc.uart0.host_send(b"echo")
+    m.soc.uart0.host_send(b"ech\n")
     r = m.run(ms=50)
     assert_firmware_passed(m, r, min_passes=3)
-    assert bytes(m.soc.uart0.host_output) == b"hi\necho"
+    assert bytes(m.soc.uart0.host_output) == b"hi\nech\n"

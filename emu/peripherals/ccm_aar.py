@@ -397,12 +397,9 @@ class CcmAar(SerialMux):
     def __init__(self, soc, base: int, name=None):
         Peripheral.__init__(self, soc, base, name)
         self.irq = (base >> 12) & 0xFF
-        self.event_listeners: list = []      # PPI; the blocks' events come through here
-        self.variants = {val: cls(soc, base, f"{self.name}.{cls.NAME.lower()}", self.irq)
-                         for val, cls in self._variant_classes().items()}
-        for v in self.variants.values():
-            v.mux = self
-            v.event_listeners.append(self._forward_event)
+        # the blocks' events reach the slot's event_listeners (PPI): SerialMux.adopt
+        self.adopt({val: cls(soc, base, f"{self.name}.{cls.NAME.lower()}", self.irq)
+                    for val, cls in self._variant_classes().items()})
         self.reset()
 
     def _variant_classes(self) -> dict:
@@ -432,16 +429,3 @@ class CcmAar(SerialMux):
         if w is not None and getattr(w, "__self__", None) is not self:
             return None                        # every write through the wrapper
         return super().write_op(offset)
-
-    def trigger(self, offset: int) -> None:
-        """A task through PPI: the enabled block's."""
-        a = self.active
-        if a is None:
-            self.log_once(("task-off", offset), "task +%#x while CCM/AAR is disabled ignored",
-                          offset)
-            return
-        a.trigger(offset)
-
-    def _forward_event(self, periph, offset: int) -> None:
-        for fn in self.event_listeners:
-            fn(periph, offset)

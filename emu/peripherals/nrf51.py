@@ -152,7 +152,7 @@ class Uart51(Uart0):
     def __init__(self, soc, base, name=None):
         super().__init__(soc, base, name)
         self.variants = {4: UartLegacy51(soc, base, f"{self.name}.uart51", self.irq, self.link)}
-        self._mux.variants = self.variants
+        self._mux.adopt(self.variants)
         self._mux.reset()
 
     _power = 1

@@ -9,6 +9,14 @@ the same addresses, so a register written while the slot is disabled (PSEL,
 FREQUENCY, ADDRESS, pointers...) is seen by whichever variant is enabled
 next: the multiplexer keeps that shared storage and hands it on at ENABLE.
 
+PPI (PS 21) sees the slot as one peripheral: the variants share the slot's
+``event_listeners`` list, so an event of the enabled variant reaches the
+PPI at the slot's address, and :meth:`SerialMux.trigger` (a PPI task at the
+slot) goes to the enabled variant's task, as a CPU write would (nothing
+while the slot is disabled, logged once).  The UART0/UARTE0 slot
+(emu/peripherals/uart.py) and CCM/AAR (emu/peripherals/ccm_aar.py) reuse
+this.
+
 Not modelled: the SPIS and TWIS slaves (register storage, logged once);
 pin-level SCK/MOSI/SDA/SCL waveforms (bytes go through the SpiBus/I2cBus).
 """
@@ -65,14 +73,24 @@ class SerialMux(Peripheral):
         self.i2c_bus = (soc.i2c_bus[self.instance]
                         if self.HAS_TWI and hasattr(soc, "i2c_bus")
                         and self.instance < len(soc.i2c_bus) else None)
-        self.variants: dict = {}
+        variants: dict = {}
         for val, c in self._variant_classes().items():
             v = c(soc, base, f"{self.name}.{c.NAME.lower()}", self.irq)
             v.spi_bus = self.spi_bus
             v.i2c_bus = self.i2c_bus
-            v.mux = self
-            self.variants[val] = v
+            variants[val] = v
+        self.adopt(variants)
         self.reset()
+
+    def adopt(self, variants: dict) -> None:
+        """Make ``variants`` (ENABLE value -> model) this slot's: their events
+        go to the slot's ``event_listeners`` (PPI), one list shared by all."""
+        self.variants = variants
+        if not hasattr(self, "event_listeners"):
+            self.event_listeners: list = []   # PPI subscribes here, for every variant
+        for v in variants.values():
+            v.mux = self
+            v.event_listeners = self.event_listeners
 
     def _variant_classes(self) -> dict:
         """ENABLE value -> the variant's class, for this slot."""
@@ -93,6 +111,15 @@ class SerialMux(Peripheral):
 
     def variant(self, enable_value: int):
         return self.variants.get(enable_value)
+
+    def trigger(self, offset: int) -> None:
+        """A task through PPI: the enabled variant's, as a CPU write of 1."""
+        a = self.active
+        if a is None:
+            self.log_once(("task-off", offset), "task +%#x while the slot is disabled ignored",
+                          offset)
+            return
+        a.trigger(offset)
 
     # -- bus -----------------------------------------------------------
     def read(self, offset: int, size: int = 4) -> int:

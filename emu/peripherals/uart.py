@@ -1,17 +1,29 @@
 """UART0 / UARTE0 at 0x40002000 (IRQ 2), nRF52832 PS v1.4 sections 35 "UARTE"
 and 36 "UART"; ENABLE (+0x500) selects the legacy UART (4) or UARTE (8).
 
-Bytes take 10 bit times (start + 8 data + stop) of BAUDRATE (f = value *
-16 MHz / 2^32, so Baud115200 = 0x01D7E000 is 115 108 baud as on silicon).
+Bytes take 10 bit times (start + 8 data + stop).  A bit lasts 1 / the
+"actual rate" the PS gives for the BAUDRATE value in its UART (36.x) and
+UARTE (35.x) register tables (:data:`BAUD_TABLE`, declared once): the two
+blocks divide the 16 MHz clock differently, so Baud115200 is 0x01D7E000 =
+115 942 baud on the UART and 0x01D60000 = 115 108 baud on the UARTE, not
+the 115 203 / 114 743 of value x 16 MHz / 2^32.  A value outside the table
+falls back to that formula (logged once).  The nRF51's UART uses the UART
+column (the nRF51 reference manual gives the same values, without rates).
 
-Host side, deterministic: ``host_output`` collects every byte the firmware
-sent (listeners via ``on_tx(fn)``); ``host_send(data)`` queues bytes that
-arrive one per byte time while the receiver is started (the first one a
-byte time after STARTRX or after the call, whichever is later).
+The wire is a device on pins (PS 35.x/36.x "pin configuration"): a byte
+leaves on the pin PSELTXD (PSEL.TXD) selected when it was written to TXD
+(UARTE: at STARTTX) and goes to the device wired to that pin
+(``Pin.serial``, e.g. emu/devices/terminal.py), as a whole frame at the
+end of its byte time; the receiver takes bytes from the device on the pin
+PSELRXD selects, one per byte time while it is started (the first a byte
+time after STARTRX or after the device had something to send, whichever is
+later).  MicroPython on the micro:bit writes TXD=0 before it connects
+P0.24, and that byte goes nowhere on silicon.
 
-A byte reaches the host only if PSELTXD (PSEL.TXD) selected a pin when it
-was written to TXD (UARTE: at STARTTX): MicroPython on the micro:bit writes
-TXD=0 before it connects P0.24, and that byte goes nowhere on silicon.
+Host probe on the instance, whatever the pins (tests): ``host_output``
+collects every byte sent on a pin (listeners via ``on_tx(fn)``);
+``host_send(data)`` queues bytes that the receiver takes before those of
+the device on its pin.
 
 Legacy UART: TXD starts a byte after STARTTX (TXDRDY when sent); received
 bytes go through a 6-byte RX FIFO, RXDRDY when one is placed in RXD; a
@@ -19,16 +31,21 @@ byte arriving with the FIFO full is lost and sets ERRORSRC.OVERRUN +
 ERROR.  STOPRX gives RXTO.  UARTE: STARTTX sends TXD.MAXCNT bytes from RAM
 (TXSTARTED, TXDRDY per byte, ENDTX); STARTRX fills RXD.MAXCNT bytes
 (RXSTARTED, RXDRDY per byte, ENDRX; SHORTS ENDRX_STARTRX/ENDRX_STOPRX);
-STOPTX gives TXSTOPPED, STOPRX gives ENDRX then RXTO.
+STOPTX gives TXSTOPPED, STOPRX gives ENDRX then RXTO.  The slot is a
+shared-ID multiplexer (emu/peripherals/serial.py): the enabled block's
+events reach PPI and PPI tasks reach the enabled block (Zephyr's UARTE
+driver stops TX from ENDTX through PPI and waits for TXSTOPPED).
 
 Not modelled: hardware flow control (CTS/NCTS events never fire, RTS not
-driven), parity and framing/break errors, the TXD/RXD pin levels, UARTE
-FLUSHRX.  Logged once where a firmware uses them.
+driven), parity and framing/break errors, the TXD/RXD pin levels (a frame
+is handed over whole), UARTE FLUSHRX.  Logged once where a firmware uses
+them.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from emu.clock import TICKS_PER_SECOND
 from emu.peripherals.base import NrfPeripheral, Peripheral, Reg, RO, W1C
 from emu.peripherals.serial import ticks_per_bit
 from emu.peripherals.spim import in_ram
@@ -38,7 +55,41 @@ T_STARTRX, T_STOPRX, T_STARTTX, T_STOPTX, T_SUSPEND, T_FLUSHRX = (
 E_CTS, E_NCTS, E_RXDRDY, E_ENDRX, E_TXDRDY, E_ENDTX, E_ERROR, E_RXTO = (
     0x100, 0x104, 0x108, 0x110, 0x11C, 0x120, 0x124, 0x144)
 E_RXSTARTED, E_TXSTARTED, E_TXSTOPPED = 0x14C, 0x150, 0x158
-ERRORSRC, PSELTXD, BAUDRATE = 0x480, 0x50C, 0x524
+ERRORSRC, PSELTXD, PSELRXD, BAUDRATE = 0x480, 0x50C, 0x514, 0x524
+DISCONNECTED = 0x80000000          # PSEL.CONNECT (the nRF51's 0xFFFFFFFF has it too)
+
+# nRF52832 PS v1.4 BAUDRATE tables: nominal -> (UART value, its actual rate,
+# UARTE value, its actual rate); the PS gives no "actual rate" for 31250,
+# 250000 and 1M, which are exact.
+BAUD_TABLE = {
+    1200: (0x0004F000, 1205, 0x0004F000, 1205),
+    2400: (0x0009D000, 2396, 0x0009D000, 2396),
+    4800: (0x0013B000, 4808, 0x0013B000, 4808),
+    9600: (0x00275000, 9598, 0x00275000, 9598),
+    14400: (0x003B0000, 14414, 0x003AF000, 14401),
+    19200: (0x004EA000, 19208, 0x004EA000, 19208),
+    28800: (0x0075F000, 28829, 0x0075C000, 28777),
+    31250: (0x00800000, 31250, 0x00800000, 31250),
+    38400: (0x009D5000, 38462, 0x009D0000, 38369),
+    56000: (0x00E50000, 55944, 0x00E50000, 55944),
+    57600: (0x00EBF000, 57762, 0x00EB0000, 57554),
+    76800: (0x013A9000, 76923, 0x013A9000, 76923),
+    115200: (0x01D7E000, 115942, 0x01D60000, 115108),
+    230400: (0x03AFB000, 231884, 0x03B00000, 231884),
+    250000: (0x04000000, 250000, 0x04000000, 250000),
+    460800: (0x075F7000, 470588, 0x07400000, 457143),
+    921600: (0x0EBED000, 941176, 0x0F000000, 941176),
+    1000000: (0x10000000, 1000000, 0x10000000, 1000000),
+}
+UART_RATES = {row[0]: row[1] for row in BAUD_TABLE.values()}     # BAUDRATE -> actual baud
+UARTE_RATES = {row[2]: row[3] for row in BAUD_TABLE.values()}
+
+
+def bit_ticks(rates: dict, value: int) -> int:
+    """512 MHz ticks per bit for BAUDRATE ``value`` from a table of actual rates
+    (None when the value is not in it)."""
+    baud = rates.get(value)
+    return None if baud is None else (TICKS_PER_SECOND + baud // 2) // baud
 
 
 class HostLink:
@@ -51,6 +102,8 @@ class HostLink:
 
 
 class _UartBase(NrfPeripheral):
+    RATES: dict = UART_RATES          # BAUDRATE -> actual baud (the PS's table)
+
     def __init__(self, soc, base, name, irq, link):
         self.link = link
         self._tx_ev = soc.clock.event(f"{name}.tx", self._tx_done)
@@ -70,24 +123,62 @@ class _UartBase(NrfPeripheral):
         self.rx_on = self.tx_on = False
 
     def byte_ticks(self) -> int:
-        return 10 * ticks_per_bit(self.values[BAUDRATE])
+        """Ticks of one 10-bit frame at BAUDRATE."""
+        v = self.values[BAUDRATE]
+        t = bit_ticks(self.RATES, v)
+        if t is None:
+            self.log_once(("baud", v), "BAUDRATE %#010x is not in the PS's table: "
+                          "value x 16 MHz / 2^32", v)
+            t = ticks_per_bit(v)
+        return 10 * t
+
+    def txd_pin(self):
+        """The pin PSELTXD (PSEL.TXD) selects, or None (CONNECT, bit 31, set)."""
+        v = self.values[PSELTXD]
+        return None if v & DISCONNECTED else v & 0x1F
 
     def txd_connected(self) -> bool:
-        """PSELTXD selects a pin: CONNECT (bit 31) clear; the nRF51's
-        disconnected value 0xFFFFFFFF has it set too."""
-        return not self.values[PSELTXD] & 0x80000000
+        return self.txd_pin() is not None
 
-    def _emit(self, b: int) -> None:
+    def _emit(self, b: int, pin) -> None:
+        """A frame left on ``pin`` (None: on no pin, nobody sees it)."""
+        if pin is None:
+            return
         self.link.output.append(b)
         for fn in self.link.listeners:
             fn(b)
+        dev = self.soc.pins[pin].serial
+        if dev is not None:
+            dev.frame(pin, b)
+
+    # -- what the receiver takes: the host probe's bytes, then the pin's device
+    def _rx_device(self):
+        v = self.values[PSELRXD]
+        if v & DISCONNECTED:
+            return None, None
+        pin = v & 0x1F
+        return self.soc.pins[pin].serial, pin
+
+    def _rx_waiting(self) -> bool:
+        if self.link.rx_queue:
+            return True
+        dev, pin = self._rx_device()
+        return dev is not None and dev.has_data(pin)
+
+    def _rx_take(self):
+        """The next byte on the RXD line, or None."""
+        q = self.link.rx_queue
+        if q:
+            return q.pop(0)
+        dev, pin = self._rx_device()
+        return dev.take(pin) if dev is not None else None
 
     def host_data_arrived(self) -> None:
-        if self.rx_on and not self._rx_ev.pending and self.link.rx_queue:
+        if self.rx_on and not self._rx_ev.pending and self._rx_waiting():
             self._rx_ev.schedule_in(self.byte_ticks())
 
     def _rx_next(self) -> None:
-        if self.rx_on and self.link.rx_queue:
+        if self.rx_on and self._rx_waiting():
             self._rx_ev.schedule_in(self.byte_ticks())
 
 
@@ -115,8 +206,8 @@ class Uart(_UartBase):
         self.fifo: list = []
         self._tx_busy = False
         self._tx_pending = None
-        self._tx_pending_connected = False
-        self._tx_connected = False       # PSELTXD when the byte in flight was written
+        self._tx_pending_pin = None
+        self._tx_pin = None              # PSELTXD's pin when the byte in flight was written
 
     def _write_config(self, v, old):
         if v:
@@ -126,7 +217,7 @@ class Uart(_UartBase):
         self.tx_on = True
         if self._tx_pending is not None and not self._tx_busy:
             b, self._tx_pending = self._tx_pending, None
-            self._send(b, self._tx_pending_connected)
+            self._send(b, self._tx_pending_pin)
 
     def task_STOPTX(self) -> None:
         self.tx_on = False
@@ -146,33 +237,31 @@ class Uart(_UartBase):
         self._rx_ev.cancel()
 
     def _write_txd(self, v, old) -> None:
-        connected = self.txd_connected()
+        pin = self.txd_pin()
         if self.tx_on and not self._tx_busy:
-            self._send(v & 0xFF, connected)
+            self._send(v & 0xFF, pin)
         else:
             self._tx_pending = v & 0xFF
-            self._tx_pending_connected = connected
+            self._tx_pending_pin = pin
 
-    def _send(self, b: int, connected: bool) -> None:
+    def _send(self, b: int, pin) -> None:
         self._tx_busy = True
         self._tx_byte = b
-        self._tx_connected = connected
+        self._tx_pin = pin
         self._tx_ev.schedule_in(self.byte_ticks())
 
     def _tx_done(self) -> None:
         self._tx_busy = False
-        if self._tx_connected:
-            self._emit(self._tx_byte)
+        self._emit(self._tx_byte, self._tx_pin)
         self.fire(E_TXDRDY)
         if self._tx_pending is not None and self.tx_on:
             b, self._tx_pending = self._tx_pending, None
-            self._send(b, self._tx_pending_connected)
+            self._send(b, self._tx_pending_pin)
 
     def _rx_arrive(self) -> None:
-        q = self.link.rx_queue
-        if not q:
+        b = self._rx_take()
+        if b is None:
             return
-        b = q.pop(0)
         if len(self.fifo) >= 6:
             self.values[ERRORSRC] |= 1      # OVERRUN
             self.fire(E_ERROR)
@@ -193,6 +282,7 @@ class Uart(_UartBase):
 
 class Uarte(_UartBase):
     NAME = "UARTE"
+    RATES = UARTE_RATES
     TASKS = {T_STARTRX: "STARTRX", T_STOPRX: "STOPRX", T_STARTTX: "STARTTX",
              T_STOPTX: "STOPTX", T_FLUSHRX: "FLUSHRX"}
     EVENTS = {E_CTS: "CTS", E_NCTS: "NCTS", E_RXDRDY: "RXDRDY", E_ENDRX: "ENDRX",
@@ -216,7 +306,7 @@ class Uarte(_UartBase):
         super().reset()
         self._tx = b""
         self._tx_i = 0
-        self._tx_connected = False       # PSEL.TXD at STARTTX
+        self._tx_pin = None              # PSEL.TXD's pin at STARTTX
         self._rx_ptr = 0
         self._rx_max = 0
         self._rx_n = 0
@@ -230,7 +320,7 @@ class Uarte(_UartBase):
             n = 0
         self._tx = self.soc.cpu.read_mem(ptr, n) if n else b""
         self._tx_i = 0
-        self._tx_connected = self.txd_connected()
+        self._tx_pin = self.txd_pin()
         self.tx_on = True
         v[0x54C] = 0
         self.fire(E_TXSTARTED)
@@ -240,8 +330,7 @@ class Uarte(_UartBase):
             self.fire(E_ENDTX)
 
     def _tx_done(self) -> None:
-        if self._tx_connected:
-            self._emit(self._tx[self._tx_i])
+        self._emit(self._tx[self._tx_i], self._tx_pin)
         self._tx_i += 1
         self.values[0x54C] = self._tx_i
         self.fire(E_TXDRDY)
@@ -267,10 +356,11 @@ class Uarte(_UartBase):
         self.host_data_arrived()
 
     def _rx_arrive(self) -> None:
-        q = self.link.rx_queue
-        if not q or not self.rx_on:
+        if not self.rx_on:
             return
-        b = q.pop(0)
+        b = self._rx_take()
+        if b is None:
+            return
         if self._rx_n < self._rx_max and in_ram(self._rx_ptr + self._rx_n, 1):
             self.soc.cpu.write_mem(self._rx_ptr + self._rx_n, bytes([b]))
             self._rx_n += 1
@@ -313,8 +403,12 @@ class Uart0(Peripheral):
         from emu.peripherals.serial import SerialMux
         self._mux = SerialMux.__new__(SerialMux)   # reuse the ENABLE/shared-storage logic
         Peripheral.__init__(self._mux, soc, base, self.name)
-        self._mux.variants = self.variants
+        self._mux.adopt(self.variants)
+        self.event_listeners = self._mux.event_listeners   # PPI: the enabled block's events
         self._mux.reset()
+        # a device on a pin has bytes for the chip: the receiver looks if it listens there
+        for pin in getattr(soc, "pins", ()):
+            pin.serial_listeners.append(self._pin_has_data)
 
     # -- host API ------------------------------------------------------------
     @property
@@ -329,6 +423,15 @@ class Uart0(Peripheral):
         a = self._mux.active
         if a is not None:
             a.host_data_arrived()
+
+    def _pin_has_data(self, pin: int) -> None:
+        a = self._mux.active
+        if a is not None:
+            a.host_data_arrived()
+
+    def trigger(self, offset: int) -> None:
+        """A task through PPI: the enabled block's."""
+        self._mux.trigger(offset)
 
     # -- bus -----------------------------------------------------------------
     def read(self, offset: int, size: int = 4) -> int:
