@@ -110,7 +110,7 @@ HOST_EVENTS = "host."      # clock events of host devices: neither saved nor res
 VALUE_CLASSES = {"emu.softdevice.Attribute"}
 # Attributes that are structure, not state, even though they hold plain data.
 SKIP_ATTRS = {
-    "emu.cpu.cortexm.CortexM": {"regions", "_flash_regions", "_div_hooks", "_div_armed", "_sev_hooks",
+    "emu.cpu.cortexm.CortexM": {"regions", "ram_host", "_flash_regions", "_div_hooks", "_div_armed", "_sev_hooks",
                                 "_wfe_kinds", "_halt_in_hook", "_msr_hooks", "_sev_block",
                                 "_sev_at",
                                 # statistics of the run loop's shortcuts (a restored
@@ -124,7 +124,7 @@ SKIP_ATTRS = {
                                 "_xregs"},   # exception entry/return in C (structure)
     # the MPU: its registers through save_state/load_state, the rest derived
     "emu.cpu.mpu.Mpu": {"cpu", "ctrl", "rnr", "rbar", "rasr", "_installed", "_prot", "_mixed",
-                        "_cache", "_applied", "_pages", "_base", "_config"},
+                        "_cache", "_applied", "_pages", "_base", "_config", "_ram", "_perms"},
     "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file
     "emu.board.pinetime.PineTime": {"flash_path", "options"},
     "emu.board.base.Board": {"options"},

@@ -150,6 +150,7 @@ class CortexM:
         self.cs.cost_cb = self._cost_in_hook
         self.cost_model = cyc.CostModel(profile)
         self.regions: list = []         # (start, end, kind, name)
+        self.ram_host: dict = {}        # RAM base -> (size, ctypes buffer, host address)
         self._mmio_cfuncs: list = []
         self._flash_regions: list = []  # (start, end)
         self.flash_write_handler: Optional[Callable[[int, bytes, bytes], bytes]] = None
@@ -198,7 +199,14 @@ class CortexM:
             perms |= 2  # UC_PROT_WRITE
         if executable:
             perms |= UC_PROT_EXEC
-        self.uc.mem_map(base, size, perms)
+        if flash or not writable:
+            self.uc.mem_map(base, size, perms)
+        else:
+            # RAM in our own host memory: the MPU's allowed stores into pages
+            # a region boundary cuts through are written there directly
+            buf = ctypes.create_string_buffer(size)
+            self.uc.mem_map_ptr(base, size, perms, ctypes.addressof(buf))
+            self.ram_host[base] = (size, buf, ctypes.addressof(buf))
         self.regions.append((base, base + size, "flash" if flash else "ram", name))
         if flash:
             self._flash_regions.append((base, base + size))

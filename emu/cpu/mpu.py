@@ -34,6 +34,7 @@ engine caches the page's read access until the block ends).
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 
 from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_READ_PROT
@@ -54,6 +55,8 @@ class Mpu:
         self.cpu = cpu
         self._installed = False
         self._prot: dict = {}
+        self._ram = None
+        self._perms = None
         self.reset()
 
     # -- state -----------------------------------------------------------------
@@ -178,6 +181,11 @@ class Mpu:
                     self._pages.append((p, base))
         self._pages.sort()
         self._base = dict(self._pages)
+        ram = self.cpu.ram_host
+        self._ram = None
+        if len(ram) == 1:
+            rbase, (rsize, _buf, host) = next(iter(ram.items()))
+            self._ram = (rbase, rsize, host)
         # stores: CortexM._hook_write_prot hands the MPU's pages to _hook_prot
         uc.hook_add(UC_HOOK_MEM_READ_PROT | UC_HOOK_MEM_FETCH_PROT, self._hook_prot)
         log.info("MPU enabled: enforced on flash and RAM through page protections "
@@ -207,12 +215,23 @@ class Mpu:
             if len(self._cache) >= 64:
                 self._cache.clear()
             got = self._cache[ckey] = self._page_map(priv)
-        want, self._mixed = got
+        want, self._mixed, perms = got
         self._set(want)
+        self._set_guard(perms)
 
     def _restore_all(self) -> None:
         self._mixed = frozenset()
         self._set({})
+        self._set_guard(None)
+
+    def _set_guard(self, perms) -> None:
+        """Hand the RAM's granule access table to the native store hook."""
+        self._perms = perms
+        g = self.cpu._flash_guard
+        if g is None or self._ram is None:
+            return
+        base, size, host = self._ram
+        g.set_mpu(host, base, size, perms)
 
     def _set(self, want: dict) -> None:
         """Apply page -> protection (pages absent: their base protection),
@@ -268,7 +287,18 @@ class Mpu:
             prot = base & allowed
             if prot != base:
                 want[page] = prot
-        return want, frozenset(mixed)
+        perms = None
+        if self._ram is not None:                   # access per 32-byte granule of RAM
+            rbase, rsize, _host = self._ram
+            table = bytearray(rsize // 32)
+            k = 0
+            for g in range(len(table)):
+                a = rbase + 32 * g
+                while k + 1 < len(points) and points[k + 1] <= a:
+                    k += 1
+                table[g] = values[k]
+            perms = bytes(table)
+        return want, frozenset(mixed), perms
 
     def _hook_prot(self, uc, access, address, size, value, _ud):
         """A protection fault on flash or RAM: decide it byte-exactly."""
@@ -285,7 +315,12 @@ class Mpu:
         # (the pages follow at its end) already counts here
         if self.off_now() or self.allows(address, size, what, self.privileged_now()):
             if what == W:
-                uc.mem_write(address, (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little"))
+                data = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+                ram = self._ram
+                if ram is not None and ram[0] <= address and address + size <= ram[0] + ram[1]:
+                    ctypes.memmove(ram[2] + address - ram[0], data, size)   # host memory
+                else:
+                    uc.mem_write(address, data)
             return True
         pc = uc.reg_read(__import__("unicorn").arm_const.UC_ARM_REG_PC)
         cpu._trap = ("mpu", what, address, pc)

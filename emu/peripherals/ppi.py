@@ -125,8 +125,9 @@ class Ppi(NrfPeripheral):
     # until an endpoint (EEP, TEP, FORK.TEP) changes.
     memo = True       # False: build the map on every change (the slow path, for tests)
 
-    def _rebuild(self) -> None:
-        self._attach()
+    def _rebuild(self, attach: bool = True) -> None:
+        if attach:
+            self._attach()
         chen = self.values[0x500]
         self._chen = chen
         m = self._maps.get(chen)
@@ -187,6 +188,12 @@ class Ppi(NrfPeripheral):
         finally:
             self._depth -= 1
 
+    def save_model_state(self) -> dict:
+        return {"attached": bool(self._attached)}
+
     def load_model_state(self, state: dict) -> None:
+        # listen to the events only if the saved machine did: the shared-ID
+        # slots' variants share their slot's listener list, and a listener
+        # there changes how the legacy SPI streams (see Spi)
         self._maps = {}
-        self._rebuild()
+        self._rebuild(attach=state.get("attached", True))

@@ -1943,14 +1943,34 @@ typedef struct {
     unsigned long long count;
     uint64_t below;     /* only stores below this address are flash's (set_below);
                          * RAM pages write-protected by the MPU go to Python */
+    /* the MPU's stores into RAM pages a region boundary cuts through
+     * (set_mpu): one byte of access bits (R=1, W=2, X=4) per 32-byte granule
+     * of RAM, for the current privilege; an allowed store is done here into
+     * the RAM's host memory, any other goes on to Python (a fault) */
+    PyObject *mpu_perm; /* bytes, or NULL */
+    unsigned char *mpu_host;
+    uint64_t mpu_base, mpu_size;
+    unsigned long long mpu_stores;
 } FlashGuard;
 
 static int guard_hook(void *uc, int type, uint64_t address, int size, int64_t value,
                       void *user_data) {
     FlashGuard *g = (FlashGuard *)user_data;
     int drop = 0;
-    if (g->below && address >= g->below)
-        return 0;
+    if (g->below && address >= g->below) {
+        if (g->mpu_perm == NULL || size <= 0 || address < g->mpu_base
+            || address + (uint64_t)size > g->mpu_base + g->mpu_size)
+            return 0;
+        const unsigned char *perm = (const unsigned char *)PyBytes_AS_STRING(g->mpu_perm);
+        uint64_t off = address - g->mpu_base;
+        for (uint64_t k = off >> 5; k <= (off + (uint64_t)size - 1) >> 5; k++)
+            if (!(perm[k] & 2))
+                return 0;                               /* forbidden: Python faults */
+        for (int i = 0; i < size; i++)                  /* little-endian store */
+            g->mpu_host[off + i] = (unsigned char)((uint64_t)value >> (8 * i));
+        g->mpu_stores++;
+        return 1;
+    }
     PyGILState_STATE st = PyGILState_Ensure();
     if (g->obj != NULL) {
         PyObject *d = NULL, *x = NULL;
@@ -1994,7 +2014,29 @@ static PyObject *FlashGuard_set_source(FlashGuard *g, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *FlashGuard_set_mpu(FlashGuard *g, PyObject *args) {
+    unsigned long long host, base, size;
+    PyObject *perm;
+    if (!PyArg_ParseTuple(args, "KKKO", &host, &base, &size, &perm))
+        return NULL;
+    if (perm == Py_None) {
+        Py_CLEAR(g->mpu_perm);
+        Py_RETURN_NONE;
+    }
+    if (!PyBytes_Check(perm) || (uint64_t)PyBytes_GET_SIZE(perm) < (size + 31) / 32) {
+        PyErr_SetString(PyExc_ValueError, "set_mpu needs bytes: one per 32-byte granule");
+        return NULL;
+    }
+    Py_INCREF(perm);
+    Py_XSETREF(g->mpu_perm, perm);
+    g->mpu_host = (unsigned char *)(uintptr_t)host;
+    g->mpu_base = base;
+    g->mpu_size = size;
+    Py_RETURN_NONE;
+}
+
 static int FlashGuard_traverse(FlashGuard *g, visitproc visit, void *arg) {
+    Py_VISIT(g->mpu_perm);
     Py_VISIT(g->obj);
     Py_VISIT(g->key);
     Py_VISIT(g->first);
@@ -2002,6 +2044,7 @@ static int FlashGuard_traverse(FlashGuard *g, visitproc visit, void *arg) {
 }
 
 static int FlashGuard_clear(FlashGuard *g) {
+    Py_CLEAR(g->mpu_perm);
     Py_CLEAR(g->obj);
     Py_CLEAR(g->key);
     Py_CLEAR(g->first);
@@ -2023,6 +2066,8 @@ static PyObject *FlashGuard_set_below(FlashGuard *g, PyObject *args) {
 }
 
 static PyMethodDef FlashGuard_methods[] = {
+    {"set_mpu", (PyCFunction)FlashGuard_set_mpu, METH_VARARGS,
+     "set_mpu(host_address, ram_base, ram_size, perms|None): the MPU's RAM stores in C"},
     {"set_below", (PyCFunction)FlashGuard_set_below, METH_VARARGS,
      "set_below(address): only stores below address are looked at (0: all)"},
     {"install", (PyCFunction)FlashGuard_install, METH_VARARGS,
@@ -2035,6 +2080,8 @@ static PyMethodDef FlashGuard_methods[] = {
 
 static PyMemberDef FlashGuard_members[] = {
     {"count", T_ULONGLONG, offsetof(FlashGuard, count), 0, "stores dropped so far"},
+    {"mpu_stores", T_ULONGLONG, offsetof(FlashGuard, mpu_stores), 0,
+     "stores into MPU-cut RAM pages done in C"},
     {NULL}
 };
 
