@@ -55,6 +55,7 @@ class Mpu:
         self.cpu = cpu
         self._installed = False
         self._prot: dict = {}
+        self._prot_key = None
         self._ram = None
         self._perms = None
         self.reset()
@@ -72,6 +73,7 @@ class Mpu:
         self._prot: dict = {}         # page -> protection set (only pages changed)
         self._mixed: frozenset = frozenset()
         self._cache: dict = {}
+        self._transitions: dict = {}   # (from map key, to map key) -> mem_protect runs
 
     def save_state(self) -> dict:
         return {"ctrl": self.ctrl, "rnr": self.rnr, "rbar": list(self.rbar),
@@ -119,15 +121,21 @@ class Mpu:
             self.rasr[self.rnr] = value & 0x173FFF3F
         else:
             return
-        self._changed()
+        # CTRL applies at the next block boundary; region writes at the next
+        # slice boundary, exception entry or return, or privilege change (an
+        # RTOS reprograms regions, several writes each, at every context
+        # switch, in a handler: each write ending the slice cost more than the
+        # switch).  The fault hooks read the registers as they are.
+        self._changed(stop=off == 0xD94)
 
-    def _changed(self) -> None:
+    def _changed(self, stop: bool = True) -> None:
         self._config += 1            # (the page maps are cached by content: kept)
         if self.ctrl & 1:
             self._install()
         cpu = self.cpu
         cpu.mpu_dirty = True
-        cpu.request_stop()                            # applied at the next block boundary
+        if stop:
+            cpu.request_stop()                        # applied at the next block boundary
 
     # -- the access an address allows ------------------------------------------------
     def off_now(self) -> bool:
@@ -216,12 +224,12 @@ class Mpu:
                 self._cache.clear()
             got = self._cache[ckey] = self._page_map(priv)
         want, self._mixed, perms = got
-        self._set(want)
+        self._set(want, ckey)
         self._set_guard(perms)
 
     def _restore_all(self) -> None:
         self._mixed = frozenset()
-        self._set({})
+        self._set({}, None)
         self._set_guard(None)
 
     def _set_guard(self, perms) -> None:
@@ -233,10 +241,21 @@ class Mpu:
         base, size, host = self._ram
         g.set_mpu(host, base, size, perms)
 
-    def _set(self, want: dict) -> None:
+    def _set(self, want: dict, key) -> None:
         """Apply page -> protection (pages absent: their base protection),
-        one mem_protect a run of pages that change to the same protection."""
+        one mem_protect a run of pages that change to the same protection.
+        ``key`` names ``want`` (None: every page at its base); the runs
+        between two named maps are remembered (an RTOS goes back and forth
+        between a few)."""
         uc = self.cpu.uc
+        tkey = (self._prot_key, key)
+        runs = self._transitions.get(tkey) if key is not None or self._prot_key is not None \
+            else None
+        if runs is not None:
+            for start, size, prot in runs:
+                uc.mem_protect(start, size, prot)
+            self._prot, self._prot_key = want, key
+            return
         cur, base = self._prot, self._base
         changes = []
         for page in set(cur) | set(want):
@@ -244,15 +263,21 @@ class Mpu:
             if cur.get(page, base[page]) != prot:
                 changes.append((page, prot))
         changes.sort()
+        runs = []
         i = 0
         while i < len(changes):
             start, prot = changes[i]
             j = i + 1
             while j < len(changes) and changes[j] == (start + (j - i) * PAGE, prot):
                 j += 1
+            runs.append((start, (j - i) * PAGE, prot))
             uc.mem_protect(start, (j - i) * PAGE, prot)
             i = j
-        self._prot = want
+        if self._prot_key is not None or key is not None:
+            if len(self._transitions) >= 256:
+                self._transitions.clear()
+            self._transitions[tkey] = tuple(runs)
+        self._prot, self._prot_key = want, key
 
     def _page_map(self, priv: bool) -> tuple:
         """(page -> protection for the pages that differ from their base,
