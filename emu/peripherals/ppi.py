@@ -73,6 +73,7 @@ class Ppi(NrfPeripheral):
     def reset(self) -> None:
         super().reset()
         self._map: dict = {}      # event address -> [task addresses]
+        self._slots: set = set()  # the slots of the events in _map
         self._chen = 0            # the CHEN value _map was built for
         self._maps: dict = {}     # CHEN -> its _map, while the endpoints stay as they are
 
@@ -88,6 +89,14 @@ class Ppi(NrfPeripheral):
         return super().write_op(offset)
 
     # -- public --------------------------------------------------------
+    def routes_from(self, base: int) -> bool:
+        """An enabled channel starts at an event of the slot at ``base``: the
+        peripheral there must fire its events when they happen (the legacy
+        SPI completes bytes lazily otherwise)."""
+        if self.values[0x500] != self._chen:
+            self._rebuild()
+        return base in self._slots
+
     def endpoints(self, ch: int):
         """(EEP, TEP) of channel ``ch`` (0-31)."""
         if ch in FIXED:
@@ -137,6 +146,7 @@ class Ppi(NrfPeripheral):
                     self._maps.clear()
                 self._maps[chen] = m
         self._map = m
+        self._slots = {eep & ~0xFFF for eep in m}
 
     def _build(self, chen: int) -> dict:
         m: dict = {}
