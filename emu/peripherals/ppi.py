@@ -14,7 +14,12 @@ The PPI subscribes to every peripheral's ``event_listeners``; when an event
 at address EEP fires on an enabled channel it triggers the task at TEP (and
 FORK.TEP) through ``soc.peripheral_at(addr).trigger(addr & 0xFFF)``, the
 same path as a CPU write of 1 to the task register.  Only enabled channels
-are in the event map, so an idle PPI costs one dict lookup per event.
+are in the event map, so an idle PPI costs one dict lookup per event.  A
+shared-ID slot (UART0/UARTE0, the serial slots, CCM/AAR) is one peripheral
+here: its enabled block's events arrive at the slot's address and a task at
+the slot goes to its enabled block (emu/peripherals/serial.py).
+:meth:`Ppi.routes_from` tells a block whether an enabled channel starts at
+its slot (the legacy SPI completes polled bytes lazily when none does).
 
 Not modelled: the one-cycle PCLK16M propagation delay (tasks trigger in the
 same instant as the event); event-to-task loops are cut at depth 16 (logged).
