@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="firmware file: .elf, .hex, raw .bin, 512 KiB flash dump, MCUBoot "
                         "image, DFU .zip")
     r.add_argument("--board", default=None,
-                   help="board to emulate: pinetime, nrf52dk (Nordic's nRF52 DK), nrf52832 "
+                   help="board to emulate: pinetime, nrf52dk (Nordic's nRF52 DK, PCA10040: 4 LEDs, 4 buttons, UART console), nrf52832 "
                         "(bare chip), microbit (BBC micro:bit v1, nRF51822); default: the "
                         "one the image was built for, from its build attributes, symbols, "
                         "vector table and code ('info' shows the evidence; a generic nRF52 "
@@ -169,8 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "an existing directory, or a 4 MiB flash image (default: a per-user "
                         "data file; 'none' keeps it in memory)")
     r.add_argument("--bridge", type=_port, default=None, metavar="PORT",
-                   help="serve the BLE Nordic UART byte stream (micro:bit: the UART "
-                        "console) on HOST:PORT (raw TCP; 0 = any free port)")
+                   help="serve a byte stream on HOST:PORT (raw TCP; 0 = any free port): "
+                        "the PineTime's BLE Nordic UART; on microbit, nrf52dk and nrf52832 the "
+                        "UART console")
     r.add_argument("--bridge-host", default="127.0.0.1", metavar="HOST",
                    help="bridge address (127.0.0.1)")
     r.add_argument("--gdb", type=_port, default=None, metavar="PORT",
@@ -180,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--gdb-wait", action="store_true",
                    help="with --gdb: halt at reset until GDB continues")
     r.add_argument("--console", choices=["stdout", "none"], default="stdout",
-                   help="where the firmware's debug text (semihosting, ITM, UART) goes")
+                   help="where the firmware's debug text (semihosting, ITM) and the board's "
+                        "UART console go; with stdout, stdin is typed into the UART console "
+                        "(a terminal is taken over on microbit and nrf52dk only)")
     r.add_argument("--snapshot", metavar="FILE", default=None,
                    help="start from a machine snapshot taken on this firmware and board "
                         "(the NOR flash comes from the snapshot unless --flash-file is given)")
@@ -489,35 +492,49 @@ def cmd_run(args) -> int:
             _error(f"--record: {e}")
             return EXIT_USAGE
         closers.append(rec.close)
-    uart_board = hasattr(machine.board, "uart_send")       # a UART console (micro:bit)
+    # Every board has a UART console: a terminal on the pins its UART0 console
+    # uses (emu/devices/terminal.py).  Its output reaches stdout through the
+    # machine console; stdin is typed into it.  A terminal on stdin is taken
+    # over (raw mode, real-time pacing, run until stopped) only on boards whose
+    # console is the way in (micro:bit, nRF52 DK); elsewhere stdin is read when
+    # it is a pipe or a file.
+    board = machine.board
+    uart_board = hasattr(board, "uart_send")
     if uart_board and args.console == "stdout" and sys.stdin is not None:
         from emu.serial_console import StdinConsole
-        console = StdinConsole(machine)
-        pollers.append(console.poll)
-        closers.append(console.close)
-        args.interactive_console = console.interactive
+        try:
+            console = StdinConsole(machine, take_terminal=getattr(board, "console_is_main",
+                                                                  False))
+        except (OSError, ValueError):
+            console = None                        # no usable stdin (closed)
+        if console is not None:
+            pollers.append(console.poll)
+            closers.append(console.close)
+            args.interactive_console = console.interactive
     try:
-        if args.bridge is not None and uart_board:
-            from emu.serial_console import UartTcpServer
-            server = UartTcpServer(machine, args.bridge_host, args.bridge)
-            pollers.append(server.poll)
-            closers.append(server.close)
-            print(f"pinetime-emu: UART console on {args.bridge_host}:{server.port}",
-                  file=sys.stderr)
-        elif args.bridge is not None and getattr(machine, "phone", None) is None:
-            _error(f"--bridge: the {args.board or machine.board_name} board has no Bluetooth "
-                   f"phone (no emulated SoftDevice, no radio link, no UART console); "
-                   f"use --board pinetime")
-            for c in closers:
-                c()
-            return EXIT_USAGE
-        elif args.bridge is not None:
+        if args.bridge is not None and getattr(machine, "phone", None) is not None:
+            # the PineTime: the phone's Nordic UART (BLE), as before; its UART
+            # console stays on stdin/stdout
             from emu.bridge import BridgeServer
             bridge = BridgeServer(machine, args.bridge_host, args.bridge)
             pollers.append(bridge.poll)
             closers.append(bridge.close)
             print(f"pinetime-emu: bridge listening on {args.bridge_host}:{bridge.port}",
                   file=sys.stderr)
+        elif args.bridge is not None and uart_board:
+            from emu.serial_console import UartTcpServer
+            server = UartTcpServer(machine, args.bridge_host, args.bridge)
+            pollers.append(server.poll)
+            closers.append(server.close)
+            print(f"pinetime-emu: UART console on {args.bridge_host}:{server.port}",
+                  file=sys.stderr)
+        elif args.bridge is not None:
+            _error(f"--bridge: the {args.board or machine.board_name} board has no Bluetooth "
+                   f"phone (no emulated SoftDevice, no radio link, no UART console); "
+                   f"use --board pinetime")
+            for c in closers:
+                c()
+            return EXIT_USAGE
         stub = None
         if args.gdb is not None:
             from emu.gdbstub import GdbStub

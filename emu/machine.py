@@ -33,6 +33,7 @@ ADP_STOPPED_APPLICATION_EXIT = 0x20026
 BOARDS = {
     "pinetime": ("emu.board.pinetime", "PineTime"),
     "nrf52832": ("emu.board.bare", "BareNrf52832"),
+    "nrf52dk": ("emu.board.nrf52dk", "Nrf52dk"),
     "microbit": ("emu.board.microbit", "Microbit"),
 }
 

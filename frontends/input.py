@@ -47,6 +47,7 @@ HELP = [
     ("mouse click", "tap"), ("double click", "double tap"),
     ("hold mouse", "long press"), ("drag / arrows", "swipe"),
     ("space / B (hold)", "side button"),
+    ("1-4 / click (hold)", "nRF52 DK buttons 1-4"),
     ("C", "incoming call (edit name, number)"), ("E", "end call"),
     ("N", "notification (edit title, body)"), ("M", "music info + play/pause"),
     ("K", "phone connect / disconnect"), ("T", "set time from host clock"),

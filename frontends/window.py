@@ -11,6 +11,13 @@ time, backlight level, battery, charger, heart rate, steps, motor) and a log
 of what the phone sent and what the watch answered (``phone.messages``).
 Input mapping lives in :mod:`frontends.input` (pure, unit-tested).
 
+A board without a touch screen may draw its own panel: the micro:bit's LED
+matrix, the nRF52 DK's four LEDs and four buttons (``board.screen()``).  A
+board with ``buttons`` takes keys 1-4 for them, and one with ``button_at(x,
+y)`` (the DK) presses the button drawn under a mouse click on the panel,
+held while the key or mouse button is down (at least one slice, as the side
+button).
+
 Pacing: the machine runs in slices of 1/60 s of emulated time.  In real-time
 mode emulated time never runs ahead of the wall clock (the loop sleeps when
 ahead, and re-anchors when the emulator cannot keep up rather than racing to
@@ -122,6 +129,9 @@ class Window:
         self._playing = False
         self._button_held = False
         self._release_pending = False
+        self._held: dict = {}                   # board button index -> slices since press
+        self._release_soon: set = set()         # released within their first slice
+        self._mouse_board_button = None
         self._slices_since_press = 0
         self._call = ["Alice", "+1 555 0100"]
         self._note = ["Hello", "Sent from the emulator"]
@@ -166,7 +176,10 @@ class Window:
         elif ev.type == pg.KEYDOWN:
             self._key_down(pg.key.name(ev.key), getattr(ev, "unicode", ""), ev.mod)
         elif ev.type == pg.KEYUP:
-            if key_action(pg.key.name(ev.key)) == "button" and self.dialog is None:
+            name = pg.key.name(ev.key)
+            if self.dialog is None and self._board_button_key(name) is not None:
+                self._board_button(self._board_button_key(name), False)
+            elif key_action(name) == "button" and self.dialog is None:
                 self._button(False)
         elif ev.type == pg.MOUSEBUTTONDOWN and ev.button == 1:
             if self.dialog is not None:
@@ -178,11 +191,21 @@ class Window:
                 self._mouse_button = True
                 self._button(True)
                 return
-            self.gestures.down(self.layout.window_to_panel(*ev.pos), self.wall())
+            at = getattr(self.board, "button_at", None)
+            pos = self.layout.window_to_panel(*ev.pos)
+            if at is not None and pos is not None and at(*pos) is not None:
+                self._mouse_board_button = at(*pos)
+                self._board_button(self._mouse_board_button, True)
+                return
+            self.gestures.down(pos, self.wall())
         elif ev.type == pg.MOUSEMOTION:
             if self.gestures.held:
                 self.gestures.motion(self.layout.window_to_panel(*ev.pos, clamp=True))
         elif ev.type == pg.MOUSEBUTTONUP and ev.button == 1:
+            if self._mouse_board_button is not None:
+                self._board_button(self._mouse_board_button, False)
+                self._mouse_board_button = None
+                return
             if getattr(self, "_mouse_button", False):
                 self._mouse_button = False
                 self._button(False)
@@ -197,6 +220,9 @@ class Window:
                 d, self.dialog = self.dialog, None
                 if d.accepted:
                     self._dialog_done(d)
+            return
+        if self._board_button_key(name) is not None:
+            self._board_button(self._board_button_key(name), True)
             return
         action = key_action(name) or key_action(text or "")
         if action is None:
@@ -235,6 +261,29 @@ class Window:
                 self._release_pending = True
             else:
                 self._button_held = False
+                b.release()
+
+    def _board_button_key(self, name: str):
+        """Keys 1-4 (main row or keypad): the board's buttons, when it has them."""
+        buttons = getattr(self.board, "buttons", None)
+        n = name.strip("[]")
+        if buttons is None or len(n) != 1 or not n.isdigit():
+            return None
+        i = int(n) - 1
+        return i if 0 <= i < len(buttons) else None
+
+    def _board_button(self, i: int, down: bool) -> None:
+        """One of the board's buttons, held like the side button (at least one slice)."""
+        b = self.board.buttons[i]
+        if down and i not in self._held:
+            self._held[i] = 0
+            self._release_soon.discard(i)
+            b.press()
+        elif not down and i in self._held:
+            if self._held[i] == 0:
+                self._release_soon.add(i)
+            else:
+                del self._held[i]
                 b.release()
 
     # --- key actions -------------------------------------------------
@@ -442,6 +491,11 @@ class Window:
         if self._release_pending:
             self._release_pending = False
             self._button(False)
+        for i in list(self._held):
+            self._held[i] += 1
+        for i in sorted(self._release_soon):
+            self._release_soon.discard(i)
+            self._board_button(i, False)
         if self._end_tick is not None and (self._emu_ticks() >= self._end_tick
                                            or self.stopped is not None):
             self.closed = True                  # --seconds elapsed, or the run is over
@@ -558,6 +612,9 @@ class Window:
         bl = self._part("backlight")
         if bl is not None:
             parts.append(f"backlight {bl.level}/3")
+        leds = self._part("leds")
+        if leds is not None:
+            parts.append("LED1-4 " + "".join("*" if on else "." for on in leds))
         bat = self._part("battery")
         if bat is not None:
             parts.append(f"bat {battery_percent(bat.voltage)}% {bat.voltage:.2f}V"

@@ -141,3 +141,30 @@ def test_value_outside_the_table_uses_the_register_formula():
     assert r(soc, U + 0x11C) == 0
     soc.clock.advance_to(t0 + 10 * 8192)
     assert r(soc, U + 0x11C) == 1
+
+
+def test_legacy_spi_ready_through_ppi_at_its_time_and_lazy_otherwise():
+    """The legacy SPI completes polled bytes lazily; a PPI in use for other
+    slots leaves it so, a channel from its READY makes it fire on time."""
+    soc = Nrf52832()
+    spi = soc.peripheral_at(SPIM0).variant(1)
+    w(soc, PPI + 0x510, 0x40008140)              # CH[0]: TIMER0 COMPARE[0] -> EGU0 TRIGGER[1]
+    w(soc, PPI + 0x514, EGU0 + 4)
+    w(soc, PPI + 0x504, 1)
+    w(soc, SPIM0 + 0x524, 0x80000000)            # 8 MHz: a byte in 1 us
+    w(soc, SPIM0 + 0x500, 1)                     # legacy SPI
+    w(soc, SPIM0 + 0x51C, 0xA5)
+    assert not spi._done.pending                 # lazy: PPI routes nothing from this slot
+    soc.clock.advance_to(soc.clock.now + 2 * 512)
+    r(soc, SPIM0 + 0x518)                        # RXD: READY seen, FIFO emptied
+    w(soc, SPIM0 + 0x108, 0)
+    w(soc, PPI + 0x518, SPIM0 + 0x108)           # CH[1]: SPI READY -> EGU0 TRIGGER[0]
+    w(soc, PPI + 0x51C, EGU0)
+    w(soc, PPI + 0x504, 2)
+    t0 = soc.clock.now
+    w(soc, SPIM0 + 0x51C, 0x5A)
+    assert spi._done.pending
+    soc.clock.advance_to(t0 + 512 - 1)           # one tick short of the byte
+    assert r(soc, EGU0 + 0x100) == 0
+    soc.clock.advance_to(t0 + 512)               # no SPI access: READY reaches PPI on time
+    assert r(soc, EGU0 + 0x100) == 1

@@ -15,7 +15,8 @@ Wiring (micro:bit v1.3/1.5 schematic, as the DAL and MicroPython drive it):
   active high).  Both TWI instances reach this one bus (PSELSCL/PSELSDA are
   not checked against the wiring).
 * UART: TX P0.24, RX P0.25, 115200 baud, the USB serial console through the
-  interface chip; its bytes also go to ``machine.console``.
+  interface chip: a terminal on those pins (``console``,
+  emu/devices/terminal.py); its bytes also go to ``machine.console``.
 * Edge connector: pins 0, 1, 2 (P0.03, P0.02, P0.01 = AIN4, AIN3, AIN2)
   take analogue voltages with ``edge_voltage``; ``EDGE_PINS`` lists the
   rest (``soc.pins[n]`` for digital use).
@@ -44,6 +45,7 @@ from emu.clock import TICKS_PER_MS
 from emu.devices.mag3110 import ADDRESS as MAG_ADDRESS, Mag3110
 from emu.devices.mma8653 import ADDRESS as ACCEL_ADDRESS, Mma8653
 from emu.devices.simple import PushButton
+from emu.devices.terminal import SerialTerminal
 from emu.png import write_png
 from emu.soc.nrf51822 import Nrf51822
 
@@ -190,6 +192,7 @@ class LedMatrix:
 
 class Microbit(Board):
     name = "microbit"
+    console_is_main = True          # the CLI gives its console the terminal (emu/cli.py)
 
     def __init__(self, machine, pure_python: bool = False, **options):
         super().__init__(machine, **options)
@@ -198,7 +201,8 @@ class Microbit(Board):
         clock = soc.clock
         pins = soc.pins
         self.uart = soc.peripherals["uart0"]
-        self.uart.on_tx(lambda b: machine._emit(bytes([b])))
+        self.console = SerialTerminal(pins[UART_TX], pins[UART_RX])
+        self.console.on_output(lambda b: machine._emit(bytes([b])))
         self.button_a = Button(clock, pins[BUTTON_PINS["a"]], "button_a")
         self.button_b = Button(clock, pins[BUTTON_PINS["b"]], "button_b")
         self.button = self.button_a         # the window's one button
@@ -215,10 +219,10 @@ class Microbit(Board):
     # ------------------------------------------------------------------ API
     def uart_send(self, data: bytes) -> None:
         """Bytes typed on the USB serial console (arrive at 115200 baud)."""
-        self.uart.host_send(bytes(data))
+        self.console.send(bytes(data))
 
     def uart_output(self) -> bytes:
-        return bytes(self.uart.host_output)
+        return bytes(self.console.output)
 
     def set_acceleration(self, x_mg: float, y_mg: float, z_mg: float) -> None:
         """Acceleration in milli-g in the micro:bit's frame (what the DAL and

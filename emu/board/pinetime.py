@@ -6,7 +6,10 @@ RST P0.26) and XT25F32B NOR flash (CS P0.05).  TWI1 (SDA P0.06, SCL P0.07):
 CST816S touch 0x15 (INT P0.28, RST P0.10), BMA421 0x18, HRS3300 0x44.
 Backlight P0.14/P0.22/P0.23 (active low), motor P0.16 (active low), button
 P0.13 with BUTTON_EN P0.15, CHARGING P0.12, POWER_PRESENT P0.19, battery
-on AIN7 (P0.31) through a 1:2 divider.
+on AIN7 (P0.31) through a 1:2 divider.  The UART console of the
+development kit (Zephyr's ``pinetime_devkit0``: TX P0.11, RX P0.30, 115200
+baud) is a terminal on those pins (``console``, emu/devices/terminal.py;
+``uart_send``/``uart_output``), its bytes also in ``machine.console``.
 
 The wiring is declared in one table (``WIRING``) and validated when the
 board is built: no two peripherals on one address slot, each IRQ number
@@ -47,7 +50,9 @@ WIRING = {
     18: ("LCD D/C", False), 19: ("POWER_PRESENT", True), 22: ("LCD_BACKLIGHT_MID", False),
     23: ("LCD_BACKLIGHT_HIGH", False), 25: ("LCD CS", False), 26: ("LCD RST", False),
     28: ("TP INT", True), 31: ("BATTERY AIN7", False),
+    11: ("UART TX (console)", False), 30: ("UART RX (console)", False),
 }
+CONSOLE_PINS = (11, 30)                                       # chip TX, RX
 SPI_DEVICES = {"display": 25, "flash": 5}                     # device -> CS pin on SPI0
 I2C_DEVICES = {"touch": 0x15, "accel": 0x18, "heart_rate": 0x44}   # on TWI1
 
@@ -65,6 +70,7 @@ def default_flash_path() -> str:
 class PineTime(BareNrf52832):
     name = "pinetime"
     softdevice = "s132"      # emulated S132 API (emu/softdevice), machine.phone
+    CONSOLE_PINS = CONSOLE_PINS
     _DEFAULT = object()
 
     def __init__(self, machine, pure_python: bool = False, flash_file=_DEFAULT,

@@ -14,7 +14,12 @@ The PPI subscribes to every peripheral's ``event_listeners``; when an event
 at address EEP fires on an enabled channel it triggers the task at TEP (and
 FORK.TEP) through ``soc.peripheral_at(addr).trigger(addr & 0xFFF)``, the
 same path as a CPU write of 1 to the task register.  Only enabled channels
-are in the event map, so an idle PPI costs one dict lookup per event.
+are in the event map, so an idle PPI costs one dict lookup per event.  A
+shared-ID slot (UART0/UARTE0, the serial slots, CCM/AAR) is one peripheral
+here: its enabled block's events arrive at the slot's address and a task at
+the slot goes to its enabled block (emu/peripherals/serial.py).
+:meth:`Ppi.routes_from` tells a block whether an enabled channel starts at
+its slot (the legacy SPI completes polled bytes lazily when none does).
 
 Not modelled: the one-cycle PCLK16M propagation delay (tasks trigger in the
 same instant as the event); event-to-task loops are cut at depth 16 (logged).
@@ -73,6 +78,7 @@ class Ppi(NrfPeripheral):
     def reset(self) -> None:
         super().reset()
         self._map: dict = {}      # event address -> [task addresses]
+        self._slots: set = set()  # the slots of the events in _map
         self._chen = 0            # the CHEN value _map was built for
         self._maps: dict = {}     # CHEN -> its _map, while the endpoints stay as they are
 
@@ -88,6 +94,14 @@ class Ppi(NrfPeripheral):
         return super().write_op(offset)
 
     # -- public --------------------------------------------------------
+    def routes_from(self, base: int) -> bool:
+        """An enabled channel starts at an event of the slot at ``base``: the
+        peripheral there must fire its events when they happen (the legacy
+        SPI completes bytes lazily otherwise)."""
+        if self.values[0x500] != self._chen:
+            self._rebuild()
+        return base in self._slots
+
     def endpoints(self, ch: int):
         """(EEP, TEP) of channel ``ch`` (0-31)."""
         if ch in FIXED:
@@ -138,6 +152,7 @@ class Ppi(NrfPeripheral):
                     self._maps.clear()
                 self._maps[chen] = m
         self._map = m
+        self._slots = {eep & ~0xFFF for eep in m}
 
     def _build(self, chen: int) -> dict:
         m: dict = {}

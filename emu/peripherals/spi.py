@@ -11,14 +11,17 @@ lazily: the byte is finished when the CPU next reads the block at or after
 its completion tick (every MMIO access brings the clock up to the CPU), so
 no clock event and no Unicorn stop is needed per byte.  A clock event is
 armed only when something must see READY asynchronously: INTEN.READY set
-or a PPI listener attached.
+or the PPI routing an event of this slot (a PPI in use for other blocks,
+NimBLE's radio timing, leaves the SPI lazy: :meth:`Spi._watched`).
 
 Not modelled: the SCK/MOSI/MISO pin waveforms and CONFIG (ORDER/CPHA/CPOL
 are stored; the byte is handed to the device as written); the stall when
 the RXD FIFO is full (the oldest byte is overwritten instead, logged once);
 with READY polled (no interrupt, no PPI) a completed byte reaches the device
 at the next access to this block, so a firmware that releases chip select
-without ever reading READY/RXD after the last byte would lose that byte.
+without ever reading READY/RXD after the last byte would lose that byte; a
+PPI channel from READY enabled through CHENSET while a byte shifts takes
+effect from the next access to this block.
 Measured: a 115 200-byte polled frame costs ~2.9 s of host CPU (lazy) vs
 ~4.0 s with one clock event per byte; the CPU's READY polling (~15 MMIO
 reads per byte at 8 MHz) is the rest.
@@ -142,7 +145,7 @@ class Spi(NrfPeripheral):
         no READY interrupt, no PPI, and a device that takes a byte stream with
         answers known in advance (checked again at every Python access)."""
         bus = self.spi_bus
-        if self._streams is None or self.inten or self.event_listeners or bus is None:
+        if self._streams is None or self.inten or self._watched() or bus is None:
             self._streaming = 0
             return
         mode = bus.streamable()
@@ -218,8 +221,17 @@ class Spi(NrfPeripheral):
     def _start(self, byte: int, start: int) -> None:
         self._shifting = byte
         self._due = start + self._byte_time()
-        if self.inten or self.event_listeners:
+        if self.inten or self._watched():
             self._done.schedule_at(self._due)
+
+    def _watched(self) -> bool:
+        """A listener must see READY when it happens: one that is not the PPI,
+        or the PPI while an enabled channel starts at this slot (routes_from)."""
+        for fn in self.event_listeners:
+            routes = getattr(getattr(fn, "__self__", None), "routes_from", None)
+            if routes is None or routes(self.base):
+                return True
+        return False
 
     def _byte_done(self) -> None:
         byte = self._shifting
