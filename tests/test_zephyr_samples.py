@@ -91,8 +91,6 @@ def test_synchronization_threads_take_turns():
     assert len(who) >= 4 and who[:4] == ["thread_a", "thread_b", "thread_a", "thread_b"], lines
 
 
-@pytest.mark.xfail(reason="z_arm_mpu_init asserts at boot (K_ERR_KERNEL_PANIC before the "
-                          "console starts): needs the Cortex-M4 MPU model", strict=False)
 def test_philosophers_print_their_states():
     m = boot("nrf52dk_nrf52832", "philosophers", "nrf52dk")
     m.run(seconds=3)
