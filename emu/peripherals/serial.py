@@ -9,11 +9,25 @@ the same addresses, so a register written while the slot is disabled (PSEL,
 FREQUENCY, ADDRESS, pointers...) is seen by whichever variant is enabled
 next: the multiplexer keeps that shared storage and hands it on at ENABLE.
 
+Pins (:class:`PinSignals`): the enabled variant takes the pins its PSEL
+registers select, and nothing else.  Its output signals are selected in
+GPIO (``Gpio.select``: the peripheral, not GPIO OUT, controls them; SPI SCK
+idles at CONFIG.CPOL and MOSI low, UART TXD idles high and RTS low; TWI SCL
+and SDA are open-drain lines left released), and its bus is the board's bus
+on those pins (``soc.buses``, emu/buses.py): SPI0, SPIM1 or SPIM2 reach the
+PineTime's display alike when their SCK/MOSI/MISO are P0.02/03/04, and an
+instance whose pins point elsewhere reaches nothing.  Both are worked out
+when ENABLE, a PSEL register or CONFIG changes, never per byte.
+
 Not modelled: the SPIS and TWIS slaves (register storage, logged once);
-pin-level SCK/MOSI/SDA/SCL waveforms (bytes go through the SpiBus/I2cBus).
+pin-level SCK/MOSI/SDA/SCL waveforms (bytes go through the SpiBus/I2cBus;
+the pins show the idle levels above).
 """
 from __future__ import annotations
 
+from typing import Optional
+
+from emu.buses import psel_pin
 from emu.peripherals.base import NrfPeripheral, Peripheral
 
 ENABLE = 0x500
@@ -31,6 +45,91 @@ def ticks_per_bit(freq_reg: int) -> int:
     if freq_reg <= 0:
         return 1 << 40          # no clock: nothing completes
     return max(1, (32 << 32) // freq_reg)
+
+
+class PinSignals:
+    """Mixin for a serial peripheral's pins (SPI/SPIM, TWI/TWIM, UART/UARTE).
+
+    ``SIGNALS``: (name, PSEL offset, kind) with kind "out" (an output: the
+    peripheral's idle level, :meth:`idle_level`, direction from GPIO DIR),
+    "od" (an open-drain line the peripheral drives itself: released) or
+    "in" (an input: not selected).  ``BUS``: "spi", "i2c" or None.  The
+    slot calls :meth:`connect_pins` when the variant is enabled and
+    :meth:`disconnect_pins` when it is not; PSEL and CONFIG writes call
+    :meth:`_pins_changed`."""
+
+    SIGNALS: tuple = ()
+    BUS: Optional[str] = None
+    spi_bus = None            # the SpiBus this master reaches (None: none)
+    i2c_bus = None            # the I2cBus this master reaches
+    miso_on_bus = False       # SPI: MISO is the reached bus's MISO pin
+    pins_live = False         # enabled: the pins are selected
+    _miso_pin = None
+    _pins_applied: dict = {}  # owner -> pin selected in GPIO
+
+    def idle_level(self, signal: str) -> Optional[bool]:
+        """The level an output signal holds on its pin (no waveforms)."""
+        return None
+
+    def signal_pins(self) -> dict:
+        """signal name -> the pin its PSEL register selects, or None."""
+        v = self.values
+        return {name: psel_pin(v[off]) for name, off, _kind in self.SIGNALS}
+
+    def connect_pins(self) -> None:
+        """Enabled: select the output pins, reach the bus on the pins."""
+        pins = self.signal_pins()
+        gpio = self.soc.peripherals.get("gpio")
+        want = {}
+        for name, _off, kind in self.SIGNALS:
+            n = pins[name]
+            if n is None or kind == "in":
+                continue
+            level = None if kind == "od" else self.idle_level(name)
+            want[f"{self.name}.{name}"] = (n, level, kind == "od")
+        applied = dict(self._pins_applied)
+        if gpio is not None:
+            for owner, n in applied.items():
+                if want.get(owner, (None,))[0] != n:
+                    gpio.deselect(n, owner)
+            for owner, (n, level, own_dir) in want.items():
+                gpio.select(n, owner, level, own_dir)
+        self._pins_applied = {owner: w[0] for owner, w in want.items()}
+        self.pins_live = True
+        buses = getattr(self.soc, "buses", None)
+        if self.BUS == "spi":
+            self._miso_pin = pins["MISO"]
+            self.spi_bus, self.miso_on_bus = (buses.route_spi(
+                self.name, pins["SCK"], pins["MOSI"], pins["MISO"]) if buses is not None
+                else (None, False))
+        elif self.BUS == "i2c":
+            self.i2c_bus = (buses.route_i2c(self.name, pins["SCL"], pins["SDA"])
+                            if buses is not None else None)
+
+    def disconnect_pins(self) -> None:
+        """Disabled: the pins go back to GPIO, no bus is reached."""
+        gpio = self.soc.peripherals.get("gpio") if self.soc is not None else None
+        if gpio is not None:
+            for owner, n in self._pins_applied.items():
+                gpio.deselect(n, owner)
+        self._pins_applied = {}
+        self.pins_live = False
+        self.spi_bus = self.i2c_bus = None
+        self.miso_on_bus = False
+        buses = getattr(self.soc, "buses", None)
+        if buses is not None:
+            buses.drop(self.name)
+
+    def _pins_changed(self, new: int = 0, old: int = 0) -> None:
+        """A PSEL (or CONFIG) register was written: while enabled, again."""
+        if self.pins_live:
+            self.connect_pins()
+
+    def miso_byte(self) -> int:
+        """What the master shifts in when its MISO is not on the bus it
+        reaches: its MISO pin's level for all 8 bits (0x00 disconnected)."""
+        n = self._miso_pin
+        return 0xFF if n is not None and self.soc.pins[n].level else 0x00
 
 
 class Spis(NrfPeripheral):
@@ -61,18 +160,15 @@ class SerialMux(Peripheral):
         super().__init__(soc, base, name)
         self.instance = int(self.name[-1]) if self.name[-1].isdigit() else 0
         self.irq = (base >> 12) & 0xFF
-        self.spi_bus = soc.spi_bus[self.instance] if hasattr(soc, "spi_bus") else None
-        self.i2c_bus = (soc.i2c_bus[self.instance]
-                        if self.HAS_TWI and hasattr(soc, "i2c_bus")
-                        and self.instance < len(soc.i2c_bus) else None)
         self.variants: dict = {}
         for val, c in self._variant_classes().items():
             v = c(soc, base, f"{self.name}.{c.NAME.lower()}", self.irq)
-            v.spi_bus = self.spi_bus
-            v.i2c_bus = self.i2c_bus
             v.mux = self
             self.variants[val] = v
         self.reset()
+        buses = getattr(soc, "buses", None)
+        if buses is not None:       # a bus added after ENABLE: route again
+            buses.route_listeners.append(self.reconnect)
 
     def _variant_classes(self) -> dict:
         """ENABLE value -> the variant's class, for this slot."""
@@ -90,6 +186,14 @@ class SerialMux(Peripheral):
         self.shared: dict = {}       # offset -> last value written while disabled
         for v in getattr(self, "variants", {}).values():
             v.reset()
+            if isinstance(v, PinSignals):
+                v.disconnect_pins()
+
+    def reconnect(self) -> None:
+        """Select the enabled variant's pins and route its bus again."""
+        a = self.active
+        if isinstance(a, PinSignals):
+            a.connect_pins()
 
     def variant(self, enable_value: int):
         return self.variants.get(enable_value)
@@ -149,6 +253,8 @@ class SerialMux(Peripheral):
             return
         if old is not None:
             old.disable()
+            if isinstance(old, PinSignals):
+                old.disconnect_pins()
             # registers written while enabled remain in the shared address space
             for off, val in old.values.items():
                 self.shared[off] = val
@@ -176,6 +282,8 @@ class SerialMux(Peripheral):
             new.update_irq()
             if getattr(new, "STORAGE_ONLY", False):
                 new.log_once("nm", "%s is register storage only (not modelled)", new.NAME)
+            if isinstance(new, PinSignals):
+                new.connect_pins()
 
     def save_state(self) -> dict:
         return {"enable": self.enable, "shared": dict(self.shared),
@@ -190,6 +298,10 @@ class SerialMux(Peripheral):
         self.ops_changed()
         if self.active is not None:
             self.read, self.write = self.active.read, self._write_enabled
+        for v in self.variants.values():
+            if v is not self.active and isinstance(v, PinSignals):
+                v.disconnect_pins()
+        self.reconnect()
 
 
 class SerialMuxSpiOnly(SerialMux):
