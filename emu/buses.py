@@ -249,6 +249,7 @@ class PinBuses:
         self.spi: list = []
         self.i2c: list = []
         self.routes: dict = {}       # master name -> the bus it reaches
+        self._at: dict = {}          # ("spi", SCK, MOSI) / ("i2c", SCL, SDA) -> bus
         # fn() for each master, called when a bus is added (masters enabled
         # before the board finished wiring route again); wiring, not state
         self.route_listeners: list = []
@@ -258,16 +259,16 @@ class PinBuses:
     def add_spi(self, name: str, sck: int, mosi: int, miso: Optional[int]) -> SpiBus:
         """A new SPI bus on these pins (a pin belongs to one bus)."""
         bus = SpiBus(name, sck, mosi, miso)
-        self._add(self.spi, bus, (sck, mosi, miso))
+        self._add(self.spi, bus, (sck, mosi, miso), ("spi", sck, mosi))
         return bus
 
     def add_i2c(self, name: str, scl: int, sda: int) -> I2cBus:
         """A new I2C bus on these pins (a pin belongs to one bus)."""
         bus = I2cBus(name, scl, sda)
-        self._add(self.i2c, bus, (scl, sda))
+        self._add(self.i2c, bus, (scl, sda), ("i2c", scl, sda))
         return bus
 
-    def _add(self, where: list, bus, pins: tuple) -> None:
+    def _add(self, where: list, bus, pins: tuple, key: tuple) -> None:
         pins = [p for p in pins if p is not None]
         if len(set(pins)) != len(pins):
             raise ValueError(f"bus {bus.name}: a pin used for two signals")
@@ -279,6 +280,7 @@ class PinBuses:
                 raise ValueError(f"bus {bus.name}: P0.{min(shared):02d} is already "
                                  f"bus {other.name}'s")
         where.append(bus)
+        self._at[key] = bus
         for fn in list(self.route_listeners):
             fn()
 
@@ -291,53 +293,54 @@ class PinBuses:
     # -- the masters -------------------------------------------------------
     def route_spi(self, master: str, sck, mosi, miso) -> tuple:
         """(bus or None, MISO on the bus) for a master enabled on these pins."""
-        bus = None
-        if sck is not None and mosi is not None:
-            bus = next((b for b in self.spi if b.sck == sck and b.mosi == mosi), None)
-        miso_ok = bus is not None and miso is not None and miso == bus.miso
-        self._set(master, bus, sck=sck, mosi=mosi, miso=miso)
-        if bus is not None and not miso_ok:
+        bus = self._at.get(("spi", sck, mosi))
+        if bus is None:
+            self._unrouted(master, sck=sck, mosi=mosi, miso=miso)
+            return None, False
+        self._set(master, bus)
+        miso_ok = miso is not None and miso == bus.miso
+        if not miso_ok:
             self._log_once(("miso", master, miso), logging.INFO,
-                           "%s: MISO %s is not bus %s's (P0.%02d): it reads its MISO pin, "
-                           "not the devices", master,
-                           "disconnected" if miso is None else f"P0.{miso:02d}", bus.name,
-                           bus.miso if bus.miso is not None else -1)
+                           "%s: MISO %s is not bus %s's: it reads its MISO pin, not the "
+                           "devices", master,
+                           "disconnected" if miso is None else f"P0.{miso:02d}", bus.name)
         return bus, miso_ok
 
     def route_i2c(self, master: str, scl, sda):
         """The bus a master enabled on these pins reaches, or None."""
-        bus = None
-        if scl is not None and sda is not None:
-            bus = next((b for b in self.i2c if b.scl == scl and b.sda == sda), None)
-        self._set(master, bus, scl=scl, sda=sda)
+        bus = self._at.get(("i2c", scl, sda))
+        if bus is None:
+            self._unrouted(master, scl=scl, sda=sda)
+            return None
+        self._set(master, bus)
         return bus
 
     def drop(self, master: str) -> None:
         """The master is disabled: it reaches nothing."""
-        if self.routes.pop(master, None) is not None:
-            log.debug("%s: disconnected", master)
+        self.routes.pop(master, None)
 
     def masters_of(self, bus) -> list:
         return sorted(m for m, b in self.routes.items() if b is bus)
 
-    def _set(self, master: str, bus, **pins) -> None:
-        old = self.routes.get(master)
-        if bus is None:
-            self.routes.pop(master, None)
-            if self.spi or self.i2c:
-                self._log_once(("none", master, tuple(pins.items())), logging.INFO,
-                               "%s enabled on %s: no bus of this board there", master,
-                               _pins_text(**pins))
+    def _set(self, master: str, bus) -> None:
+        routes = self.routes
+        if routes.get(master) is bus:
             return
-        self.routes[master] = bus
-        if old is not bus:
-            log.debug("%s reaches bus %s (%s)", master, bus.name, _pins_text(**pins))
-        others = [m for m in self.masters_of(bus) if m != master]
-        if others:
-            self._log_once(("two", bus.name), logging.WARNING,
-                           "bus %s: %s and %s are both enabled on its pins: both drive "
-                           "it (the PS allows one peripheral per pin)", bus.name,
-                           ", ".join(others), master)
+        routes[master] = bus
+        if len(routes) > 1:
+            others = [m for m in self.masters_of(bus) if m != master]
+            if others:
+                self._log_once(("two", bus.name), logging.WARNING,
+                               "bus %s: %s and %s are both enabled on its pins: both drive "
+                               "it (the PS allows one peripheral per pin)", bus.name,
+                               ", ".join(others), master)
+
+    def _unrouted(self, master: str, **pins) -> None:
+        self.routes.pop(master, None)
+        if self.spi or self.i2c:
+            self._log_once(("none", master, tuple(pins.values())), logging.INFO,
+                           "%s enabled on %s: no bus of this board there", master,
+                           _pins_text(**pins))
 
     def _log_once(self, key, level, msg, *args) -> None:
         if key not in self._logged:

@@ -29,8 +29,10 @@ it; the peripheral's level does:
 When the peripheral releases the pin, GPIO OUT/DIR apply again; the hand-
 over is one pin change (``Pin.drive_many``), never a glitch or a contention
 warning.  Input signals (SPI MISO, UART RXD/CTS) are not selections: GPIO
-keeps whatever drive the firmware gave the pin.  Two peripherals selecting
-one pin is logged once (the PS allows one).
+keeps whatever drive the firmware gave the pin.  Two peripherals driving
+one pin at once are logged once (the PS allows one); a GPIOTE event channel
+watching a pin another peripheral drives is fine (InfiniTime's SPIM
+anomaly 58 workaround counts SCK edges that way).
 
 DETECT (22.2): pin n meets its SENSE condition when SENSE=High and the pin
 is high, or SENSE=Low and the pin is low.  LATCH[n] is set while the
@@ -114,10 +116,6 @@ class Gpio(NrfPeripheral):
         sel = self.selected.get(pin)
         if sel is None:
             sel = self.selected[pin] = {}
-        elif owner not in sel:
-            self.log_once(("two", pin, owner), "P0.%02d selected by %s and %s at once (the PS "
-                          "allows one peripheral per pin)", pin, ", ".join(sorted(sel)), owner,
-                          level=logging.WARNING)
         entry = (None if level is None else bool(level), bool(own_dir))
         if sel.get(owner) == entry:
             return
@@ -245,6 +243,11 @@ class Gpio(NrfPeripheral):
                               "input: not driven (the PS asks for an output)", n, owner)
                 level = None
             levels[owner] = level
+        if len(sel) > 1 and sum(lv is not None for lv in levels.values()) > 1:
+            self.log_once(("two", n), "P0.%02d driven by %s at once (the PS allows one "
+                          "peripheral per pin)", n,
+                          ", ".join(sorted(o for o, lv in levels.items() if lv is not None)),
+                          level=logging.WARNING)
         pin.drive_many(levels)
 
     def _pin_changed(self, n: int) -> None:

@@ -66,6 +66,7 @@ class PinSignals:
     pins_live = False         # enabled: the pins are selected
     _miso_pin = None
     _pins_applied: dict = {}  # owner -> pin selected in GPIO
+    _plan = None              # (PSEL/CONFIG values, what they select): _pin_plan
 
     def idle_level(self, signal: str) -> Optional[bool]:
         """The level an output signal holds on its pin (no waveforms)."""
@@ -76,49 +77,62 @@ class PinSignals:
         v = self.values
         return {name: psel_pin(v[off]) for name, off, _kind in self.SIGNALS}
 
+    def _pin_plan(self) -> tuple:
+        """(outputs to select: ((owner, pin, level, own_dir), ...), bus pins):
+        worked out again only when PSEL or CONFIG changed (drivers that
+        enable the block around every transfer, as InfiniTime's, reuse it)."""
+        v = self.values
+        key = tuple(v[off] for _name, off, _kind in self.SIGNALS) + (v.get(0x554),)
+        plan = self._plan
+        if plan is not None and plan[0] == key:
+            return plan[1]
+        pins = self.signal_pins()
+        want = tuple((f"{self.name}.{name}", pins[name],
+                      None if kind == "od" else self.idle_level(name), kind == "od")
+                     for name, _off, kind in self.SIGNALS
+                     if pins[name] is not None and kind != "in")
+        bus_pins = tuple(pins[name] for name in
+                         (("SCK", "MOSI", "MISO") if self.BUS == "spi" else
+                          ("SCL", "SDA") if self.BUS == "i2c" else ()))
+        self._plan = (key, (want, bus_pins))
+        return want, bus_pins
+
     def connect_pins(self) -> None:
         """Enabled: select the output pins, reach the bus on the pins."""
-        pins = self.signal_pins()
+        want, bus_pins = self._pin_plan()
         gpio = self.soc.peripherals.get("gpio")
-        want = {}
-        for name, _off, kind in self.SIGNALS:
-            n = pins[name]
-            if n is None or kind == "in":
-                continue
-            level = None if kind == "od" else self.idle_level(name)
-            want[f"{self.name}.{name}"] = (n, level, kind == "od")
-        applied = dict(self._pins_applied)
+        applied = self._pins_applied
         if gpio is not None:
-            for owner, n in applied.items():
-                if want.get(owner, (None,))[0] != n:
-                    gpio.deselect(n, owner)
-            for owner, (n, level, own_dir) in want.items():
+            if applied:
+                keep = {owner: n for owner, n, _l, _d in want}
+                for owner, n in applied.items():
+                    if keep.get(owner) != n:
+                        gpio.deselect(n, owner)
+            for owner, n, level, own_dir in want:
                 gpio.select(n, owner, level, own_dir)
-        self._pins_applied = {owner: w[0] for owner, w in want.items()}
+        self._pins_applied = {owner: n for owner, n, _l, _d in want}
         self.pins_live = True
         buses = getattr(self.soc, "buses", None)
         if self.BUS == "spi":
-            self._miso_pin = pins["MISO"]
-            self.spi_bus, self.miso_on_bus = (buses.route_spi(
-                self.name, pins["SCK"], pins["MOSI"], pins["MISO"]) if buses is not None
-                else (None, False))
+            self._miso_pin = bus_pins[2]
+            self.spi_bus, self.miso_on_bus = (buses.route_spi(self.name, *bus_pins)
+                                              if buses is not None else (None, False))
         elif self.BUS == "i2c":
-            self.i2c_bus = (buses.route_i2c(self.name, pins["SCL"], pins["SDA"])
-                            if buses is not None else None)
+            self.i2c_bus = buses.route_i2c(self.name, *bus_pins) if buses is not None else None
 
     def disconnect_pins(self) -> None:
         """Disabled: the pins go back to GPIO, no bus is reached."""
-        gpio = self.soc.peripherals.get("gpio") if self.soc is not None else None
-        if gpio is not None:
-            for owner, n in self._pins_applied.items():
-                gpio.deselect(n, owner)
-        self._pins_applied = {}
+        if self._pins_applied:
+            gpio = self.soc.peripherals.get("gpio")
+            if gpio is not None:
+                for owner, n in self._pins_applied.items():
+                    gpio.deselect(n, owner)
+            self._pins_applied = {}
         self.pins_live = False
-        self.spi_bus = self.i2c_bus = None
-        self.miso_on_bus = False
-        buses = getattr(self.soc, "buses", None)
-        if buses is not None:
-            buses.drop(self.name)
+        if self.spi_bus is not None or self.i2c_bus is not None:
+            self.spi_bus = self.i2c_bus = None
+            self.miso_on_bus = False
+            self.soc.buses.drop(self.name)
 
     def _pins_changed(self, new: int = 0, old: int = 0) -> None:
         """A PSEL (or CONFIG) register was written: while enabled, again."""
