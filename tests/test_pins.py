@@ -158,7 +158,7 @@ def test_enabled_serial_selects_its_output_pins_over_gpio():
     s.write(0x500, 1)
     assert soc.pins[2].drivers == {"serial0.spi.SCK": True}
     assert soc.pins[3].drivers == {"serial0.spi.MOSI": False}
-    assert "gpio" in soc.pins[4].drivers or not soc.pins[4].driven   # MISO: an input
+    assert 4 not in g.selected and not soc.pins[4].driven          # MISO: an input
     g.write(0x508, 1 << 2)                       # OUTSET SCK: the SPI keeps it
     assert soc.pins[2].drivers == {"serial0.spi.SCK": True}
     s.write(0x554, 0)                            # CPOL 0 (while enabled): idles low

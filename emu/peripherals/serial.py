@@ -16,8 +16,9 @@ idles at CONFIG.CPOL and MOSI low, UART TXD idles high and RTS low; TWI SCL
 and SDA are open-drain lines left released), and its bus is the board's bus
 on those pins (``soc.buses``, emu/buses.py): SPI0, SPIM1 or SPIM2 reach the
 PineTime's display alike when their SCK/MOSI/MISO are P0.02/03/04, and an
-instance whose pins point elsewhere reaches nothing.  Both are worked out
-when ENABLE, a PSEL register or CONFIG changes, never per byte.
+instance whose pins point elsewhere reaches nothing; two instances enabled
+on one bus's pins both reach it (logged once, emu/buses.py).  Both are
+worked out when ENABLE, a PSEL register or CONFIG changes, never per byte.
 
 Not modelled: the SPIS and TWIS slaves (register storage, logged once);
 pin-level SCK/MOSI/SDA/SCL waveforms (bytes go through the SpiBus/I2cBus;
