@@ -1,7 +1,11 @@
 """SPI and I2C buses: how the SoC's serial peripherals reach devices.
 
-The board creates the buses, attaches devices, and hands each bus to the
-peripheral that drives it (legacy SPI or SPIM, legacy TWI or TWIM).
+A bus lies on pins, as on the board: the board creates it on its pins
+(``soc.buses.add_spi("spi", sck=2, mosi=3, miso=4)``,
+``soc.buses.add_i2c("i2c", scl=7, sda=6)``) and attaches devices.  A master
+(legacy SPI or SPIM, legacy TWI or TWIM, of any instance) reaches the bus
+while it is enabled with its PSEL registers on the bus's pins, as on
+silicon, where the wires go to pins, not to an instance (:class:`PinBuses`).
 Peripherals never import devices; devices never import peripherals.
 
 SPI device contract::
@@ -35,9 +39,21 @@ from emu.signals import Pin
 log = logging.getLogger("emu.buses")
 
 
+def psel_pin(value: int) -> Optional[int]:
+    """The pin a PSEL register connects, or None (disconnected).
+
+    nRF52832 PS v1.4: the EasyDMA peripherals' PSEL.* registers hold PIN in
+    bits [4:0] and CONNECT in bit 31 (1 = disconnected); the legacy SPI, TWI
+    and UART registers (PSELSCK, PSELSCL, PSELTXD, ...) hold a pin number or
+    0xFFFFFFFF (disconnected), as on the nRF51.  Both read the same way."""
+    return None if value & 0x80000000 else value & 0x1F
+
+
 class SpiBus:
-    def __init__(self, name: str):
+    def __init__(self, name: str, sck: Optional[int] = None, mosi: Optional[int] = None,
+                 miso: Optional[int] = None):
         self.name = name
+        self.sck, self.mosi, self.miso = sck, mosi, miso   # pin numbers (None: no wire)
         self.devices: list = []      # [(device, cs_pin)]
         self._selected: dict = {}    # id(device) -> bool
         self.bytes_transferred = 0
@@ -153,8 +169,9 @@ class I2cRegisterDevice:
 
 
 class I2cBus:
-    def __init__(self, name: str):
+    def __init__(self, name: str, scl: Optional[int] = None, sda: Optional[int] = None):
         self.name = name
+        self.scl, self.sda = scl, sda                      # pin numbers
         self.devices: dict = {}      # 7-bit address -> device
         self._current = None
         self.transactions = 0
@@ -198,3 +215,134 @@ class I2cBus:
         if self._current is not None:
             self._current.i2c_stop()
         self._current = None
+
+
+def _pins_text(**pins) -> str:
+    return " ".join(f"{k.upper()} " + ("-" if v is None else f"P0.{v:02d}")
+                    for k, v in pins.items())
+
+
+class PinBuses:
+    """The board's SPI and I2C buses by their pins, and the masters reaching them.
+
+    Routes are resolved when a master's ENABLE or PSEL registers change
+    (:meth:`route_spi` / :meth:`route_i2c` from the serial peripherals), never
+    per byte: the master then holds the bus it reaches (or None).
+
+    * SPI: a master reaches a bus when its SCK and MOSI are the bus's SCK and
+      MOSI pins (the devices are clocked and get the bytes).  With its MISO
+      on the bus's MISO too it reads the devices' answers; with MISO
+      elsewhere or disconnected it reads the level of its own MISO pin (0xFF
+      high, 0x00 low or disconnected) for every byte, as it does when it
+      reaches no bus at all.
+    * I2C: a master reaches a bus when its SCL and SDA are the bus's pins;
+      otherwise nothing acknowledges its address (ERRORSRC.ANACK).
+    * Two enabled masters on one bus's pins both reach it: each one's
+      transfers go to the devices (the PS allows one peripheral per pin; on
+      silicon two would fight over the lines).  Logged once per bus.
+
+    Not modelled: a master clocking the bus with its MOSI (or one of SCL/SDA)
+    elsewhere (the devices see nothing), several pins per signal.
+    """
+
+    def __init__(self):
+        self.spi: list = []
+        self.i2c: list = []
+        self.routes: dict = {}       # master name -> the bus it reaches
+        self._at: dict = {}          # ("spi", SCK, MOSI) / ("i2c", SCL, SDA) -> bus
+        # fn() for each master, called when a bus is added (masters enabled
+        # before the board finished wiring route again); wiring, not state
+        self.route_listeners: list = []
+        self._logged: set = set()
+
+    # -- the board ---------------------------------------------------------
+    def add_spi(self, name: str, sck: int, mosi: int, miso: Optional[int]) -> SpiBus:
+        """A new SPI bus on these pins (a pin belongs to one bus)."""
+        bus = SpiBus(name, sck, mosi, miso)
+        self._add(self.spi, bus, (sck, mosi, miso), ("spi", sck, mosi))
+        return bus
+
+    def add_i2c(self, name: str, scl: int, sda: int) -> I2cBus:
+        """A new I2C bus on these pins (a pin belongs to one bus)."""
+        bus = I2cBus(name, scl, sda)
+        self._add(self.i2c, bus, (scl, sda), ("i2c", scl, sda))
+        return bus
+
+    def _add(self, where: list, bus, pins: tuple, key: tuple) -> None:
+        pins = [p for p in pins if p is not None]
+        if len(set(pins)) != len(pins):
+            raise ValueError(f"bus {bus.name}: a pin used for two signals")
+        for other in self.spi + self.i2c:
+            if other.name == bus.name:
+                raise ValueError(f"two buses named {bus.name}")
+            shared = set(pins) & set(self._pins_of(other))
+            if shared:
+                raise ValueError(f"bus {bus.name}: P0.{min(shared):02d} is already "
+                                 f"bus {other.name}'s")
+        where.append(bus)
+        self._at[key] = bus
+        for fn in list(self.route_listeners):
+            fn()
+
+    @staticmethod
+    def _pins_of(bus) -> tuple:
+        if isinstance(bus, SpiBus):
+            return tuple(p for p in (bus.sck, bus.mosi, bus.miso) if p is not None)
+        return (bus.scl, bus.sda)
+
+    # -- the masters -------------------------------------------------------
+    def route_spi(self, master: str, sck, mosi, miso) -> tuple:
+        """(bus or None, MISO on the bus) for a master enabled on these pins."""
+        bus = self._at.get(("spi", sck, mosi))
+        if bus is None:
+            self._unrouted(master, sck=sck, mosi=mosi, miso=miso)
+            return None, False
+        self._set(master, bus)
+        miso_ok = miso is not None and miso == bus.miso
+        if not miso_ok:
+            self._log_once(("miso", master, miso), logging.INFO,
+                           "%s: MISO %s is not bus %s's: it reads its MISO pin, not the "
+                           "devices", master,
+                           "disconnected" if miso is None else f"P0.{miso:02d}", bus.name)
+        return bus, miso_ok
+
+    def route_i2c(self, master: str, scl, sda):
+        """The bus a master enabled on these pins reaches, or None."""
+        bus = self._at.get(("i2c", scl, sda))
+        if bus is None:
+            self._unrouted(master, scl=scl, sda=sda)
+            return None
+        self._set(master, bus)
+        return bus
+
+    def drop(self, master: str) -> None:
+        """The master is disabled: it reaches nothing."""
+        self.routes.pop(master, None)
+
+    def masters_of(self, bus) -> list:
+        return sorted(m for m, b in self.routes.items() if b is bus)
+
+    def _set(self, master: str, bus) -> None:
+        routes = self.routes
+        if routes.get(master) is bus:
+            return
+        routes[master] = bus
+        if len(routes) > 1:
+            others = [m for m in self.masters_of(bus) if m != master]
+            if others:
+                self._log_once(("two", bus.name), logging.WARNING,
+                               "bus %s: %s and %s are both enabled on its pins: both drive "
+                               "it (the PS allows one peripheral per pin)", bus.name,
+                               ", ".join(others), master)
+
+    def _unrouted(self, master: str, **pins) -> None:
+        self.routes.pop(master, None)
+        if self.spi or self.i2c:
+            self._log_once(("none", master, tuple(pins.values())), logging.INFO,
+                           "%s enabled on %s: no bus of this board there", master,
+                           _pins_text(**pins))
+
+    def _log_once(self, key, level, msg, *args) -> None:
+        if key not in self._logged:
+            self._logged.add(key)
+            log.log(level, msg, *args)

@@ -14,8 +14,8 @@ interval; identical consecutive frames are merged too.  Written with Pillow when
 is closed: GIF (256 colours per frame, durations in 10 ms steps) or APNG
 (exact pixels, millisecond durations).
 
-Not modelled: backlight changes on their own (the level is applied to each
-frame as it is taken, but a backlight change alone does not make a frame).
+A change of the backlight's level makes a frame too (the level is applied
+to each frame as it is taken).
 """
 from __future__ import annotations
 
@@ -45,6 +45,9 @@ class Recorder:
         self.dropped = 0
         self._add(machine.clock.now)
         display.frame_listeners.append(self._frame)
+        backlight = getattr(machine.board, "backlight", None)
+        if backlight is not None and hasattr(backlight, "listeners"):
+            backlight.listeners.append(lambda _level: self._frame())
         self.closed = False
 
     def _add(self, now: int) -> None:
@@ -53,6 +56,8 @@ class Recorder:
             return
         if self.frames and now - self.frames[-1][0] < self.min_ticks:
             self.frames[-1] = (self.frames[-1][0], img)     # merged into the open frame
+            if len(self.frames) > 1 and np.array_equal(self.frames[-2][1], img):
+                self.frames.pop()            # it came back to what was shown: no frame
             return
         if len(self.frames) >= self.max_frames:
             self.dropped += 1

@@ -7,7 +7,10 @@ A :class:`Pin` is a tri-state package pin: any number of owners may *claim*
 it, each either driving it high, low, or not driving it (``None``).  The
 resolved level is the single driver's level, else the pull resistor, else
 low (a floating input reads 0 here; silicon is undefined).  Two drivers with
-different levels are contention: it is logged once and the last writer wins.
+different levels are contention (two devices, or a device against a pin the
+firmware drives): it is logged once and the last writer wins.  GPIO and the
+peripherals that select a pin are not two drivers: the GPIO model hands the
+pin over (``Gpio.select``) with :meth:`drive_many`, in one step.
 A pin may also carry a serial line (``Pin.serial``): whole UART frames
 stand in for its waveform.
 """
@@ -73,6 +76,18 @@ class Pin:
         else:
             self.drivers[owner] = bool(level)
         self._resolve(last=owner)
+
+    def drive_many(self, levels: dict) -> None:
+        """Several owners change at once ({owner: level or None}); the pin
+        resolves and notifies once (a hand-over from GPIO to a peripheral is
+        neither a glitch nor contention)."""
+        drv = self.drivers
+        for owner, level in levels.items():
+            if level is None:
+                drv.pop(owner, None)
+            else:
+                drv[owner] = bool(level)
+        self._resolve()
 
     def set_pull(self, pull: Optional[bool]) -> None:
         self.pull = pull

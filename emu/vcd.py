@@ -7,12 +7,13 @@ Signals (timescale 1 ns; the emulated clock's 512 MHz ticks rounded down):
 
 * ``gpio.P0_NN``: every pin's level, ``z`` while nothing drives it and no
   pull holds it;
-* ``spiN.mosi`` / ``spiN.miso``: each byte on SPI bus N (legacy SPI or SPIM)
-  when it is transferred, with ``spiN.byte`` pulsing for each one (chip
-  selects and the display's D/C are GPIO pins above); while a VCD is written
-  the legacy SPI does not batch bytes (it would time a batch at its end);
-* ``i2cN.addr`` (at each START, ``i2cN.start``/``i2cN.stop`` pulse),
-  ``i2cN.data`` each byte written or read;
+* ``<bus>.mosi`` / ``<bus>.miso``: each byte on the board's SPI bus
+  (``spi`` on the PineTime, whichever SPI/SPIM instance drives it) when it
+  is transferred, with ``<bus>.byte`` pulsing for each one (chip selects and
+  the display's D/C are GPIO pins above); while a VCD is written the legacy
+  SPI does not batch bytes (it would time a batch at its end);
+* ``<bus>.addr`` of an I2C bus (``i2c``; at each START, ``<bus>.start``/
+  ``<bus>.stop`` pulse), ``<bus>.data`` each byte written or read;
 * ``nvic.irqNN_name``: each peripheral's interrupt line;
 * on the PineTime: ``board.backlight`` (level 0-3) and ``board.motor``.
 
@@ -49,14 +50,15 @@ class VcdRecorder:
                                  init=self._pin_value(pin))
             self._pins[pin.name] = var
             pin.on_change(lambda _lvl, p=pin, v=var: self._change(v, self._pin_value(p)))
-        for i, bus in enumerate(getattr(soc, "spi_bus", [])):
+        buses = getattr(soc, "buses", None)
+        for bus in getattr(buses, "spi", []):
             vs = (w.register_var(bus.name, "mosi", "wire", size=8),
                   w.register_var(bus.name, "miso", "wire", size=8),
                   w.register_var(bus.name, "byte", "wire", size=1, init=0))
             fn = (lambda mosi, miso, vs=vs: self._spi(vs, mosi, miso))
             bus.listeners.append(fn)
             self._bus_fns.append((bus, fn))
-        for i, bus in enumerate(getattr(soc, "i2c_bus", [])):
+        for bus in getattr(buses, "i2c", []):
             vs = {k: w.register_var(bus.name, k, "wire", size=n, init=0 if n == 1 else None)
                   for k, n in (("addr", 7), ("data", 8), ("start", 1), ("stop", 1))}
             fn = (lambda kind, value, vs=vs: self._i2c(vs, kind, value))

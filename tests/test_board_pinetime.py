@@ -23,8 +23,10 @@ def bare_pinetime(**kw):
 def test_devices_are_wired_where_the_schematic_says():
     m = bare_pinetime()
     b, soc = m.board, m.soc
-    assert [(d, p.number) for d, p in soc.spi_bus[0].devices] == [(b.display, 25), (b.flash, 5)]
-    assert soc.i2c_bus[1].devices == {0x15: b.touch, 0x18: b.accel, 0x44: b.heart_rate}
+    assert (b.spi.sck, b.spi.mosi, b.spi.miso) == (2, 3, 4) and soc.buses.spi == [b.spi]
+    assert [(d, p.number) for d, p in b.spi.devices] == [(b.display, 25), (b.flash, 5)]
+    assert (b.i2c.scl, b.i2c.sda) == (7, 6) and soc.buses.i2c == [b.i2c]
+    assert b.i2c.devices == {0x15: b.touch, 0x18: b.accel, 0x44: b.heart_rate}
     assert b.display.dc_pin is soc.pins[18] and b.display.rst_pin is soc.pins[26]
     assert soc.pins[28].level                  # touch INT idles high (pull-up)
 
@@ -37,7 +39,7 @@ def test_board_spi_reaches_display_through_pins():
         pins[n].drive("test", False)           # backlight full
     pins[26].drive("test", True)
     pins[25].drive("test", False)              # LCD CS asserted
-    bus = soc.spi_bus[0]
+    bus = b.spi
 
     def cmd(c, data=b""):
         pins[18].drive("test", False); bus.transfer(c)

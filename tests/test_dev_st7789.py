@@ -32,16 +32,38 @@ def window(rig, x0, x1, y0, y1):
     rig.lcd(0x2B, bytes([y0 >> 8, y0 & 255, y1 >> 8, y1 & 255]))
 
 
+def shows_nothing(img) -> bool:
+    """Nothing of the panel's memory: only the backlight's glow (full level
+    here: the rig has no backlight pins)."""
+    from emu.devices.st7789 import BACKLIGHT_GLOW
+    return bool((img == BACKLIGHT_GLOW * 3).all())
+
+
+def test_backlight_glows_through_a_panel_that_shows_nothing():
+    """A firmware that only blinks the backlight (Zephyr's blinky on the
+    PineTime) is seen: grey per level while the panel is off, black when the
+    backlight is off."""
+    from emu.devices.st7789 import BACKLIGHT_GLOW
+    level = [0]
+    r = SpiRig(lambda s: St7789(s.dc, s.rst, backlight=lambda: level[0]))
+    r.rst.drive("host", True)
+    assert not r.dev.screen().any()
+    level[0] = 1
+    assert (r.dev.screen() == BACKLIGHT_GLOW).all()
+    level[0] = 3
+    assert (r.dev.screen() == 3 * BACKLIGHT_GLOW).all()
+
+
 def test_off_until_dispon_and_black_in_reset():
     r = SpiRig(lambda s: St7789(s.dc, s.rst))
     r.rst.drive("host", True)
     r.lcd(0x2C, rgb565(255, 255, 255) * 100)
-    assert not r.dev.screen().any()           # asleep after reset
+    assert shows_nothing(r.dev.screen())           # asleep after reset
     r.lcd(0x11)
     r.lcd(0x29)
     assert r.dev.screen().any()
     r.rst.drive("host", False)                # hardware reset asserted
-    assert not r.dev.screen().any()
+    assert shows_nothing(r.dev.screen())
     r.rst.drive("host", True)                 # reset released: asleep, display off
     assert r.dev.sleeping and not r.dev.display_on
 
@@ -131,7 +153,7 @@ def test_inversion_and_backlight_dimming():
     level[0] = 1
     assert tuple(r.dev.screen()[0, 0]) == (85, 85, 85)
     level[0] = 0
-    assert not r.dev.screen().any()
+    assert not r.dev.screen().any()            # backlight off: black
     level[0] = 3
     r.lcd(0x21)
     assert tuple(r.dev.screen()[0, 0]) == (0, 0, 0) and tuple(r.dev.screen()[1, 1]) == (255, 255, 255)

@@ -172,8 +172,8 @@ def test_spi_streams_pixels_to_the_display_exactly(fw, native_bus):
     assert txd[2] > 100_000 and txd[3] < 100          # streamed, not the model
     assert m1.board.screen().tobytes() == m2.board.screen().tobytes()
     assert m1.board.screen().any()
-    assert (m1.cpu.cycles, m1.clock.now, m1.soc.spi_bus[0].bytes_transferred) == \
-        (m2.cpu.cycles, m2.clock.now, m2.soc.spi_bus[0].bytes_transferred)
+    assert (m1.cpu.cycles, m1.clock.now, m1.board.spi.bytes_transferred) == \
+        (m2.cpu.cycles, m2.clock.now, m2.board.spi.bytes_transferred)
     spi1, spi2 = (m.soc.peripherals["serial0"].variants[1] for m in (m1, m2))
     assert spi1.values[0x51C] == spi2.values[0x51C]    # TXD reads back the last byte
     assert spi1.save_model_state() == spi2.save_model_state()

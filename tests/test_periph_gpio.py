@@ -40,16 +40,58 @@ def test_in_needs_connected_buffer_and_pull():
     assert soc.pins[3].level and g.read(IN) & (1 << 3)
 
 
-def test_claimed_pin_not_driven_by_gpio():
+def test_selected_pin_follows_the_peripheral_not_out():
+    """PS 22: a pin a peripheral selects is controlled by it; GPIO OUT applies
+    again when it lets go.  An output signal still needs DIR = output."""
     soc, g = make()
+    pin = soc.pins[7]
+    changes = []
+    pin.on_change(changes.append)
     g.write(DIRSET, 1 << 7)
     g.write(OUTSET, 1 << 7)
-    g.claim(7, "spim0")
-    assert "gpio" not in soc.pins[7].drivers
+    assert pin.drivers == {"gpio": True}
+    changes.clear()
+    g.select(7, "spim0.SCK", False)
+    assert pin.drivers == {"spim0.SCK": False} and changes == [False]   # one hand-over
+    g.write(OUTSET, 1 << 7)
     g.write(OUTCLR, 1 << 7)
-    assert "gpio" not in soc.pins[7].drivers
-    g.release(7, "spim0")
-    assert soc.pins[7].drivers == {"gpio": False}
+    g.write(OUTSET, 1 << 7)
+    assert pin.drivers == {"spim0.SCK": False} and not pin.level
+    g.write(DIRCLR, 1 << 7)                      # output signal: DIR still decides
+    assert not pin.driven
+    g.write(DIRSET, 1 << 7)
+    g.select(7, "spim0.SCK", True)               # the peripheral's level changes
+    assert pin.drivers == {"spim0.SCK": True}
+    changes.clear()
+    g.deselect(7, "spim0.SCK")
+    assert pin.drivers == {"gpio": True} and changes == []    # OUT is high too: no edge
+
+
+def test_own_direction_selection_and_release_to_input():
+    soc, g = make()
+    pin = soc.pins[9]
+    g.select(9, "gpiote0", True, own_dir=True)   # DIR input: it drives anyway
+    assert pin.drivers == {"gpiote0": True}
+    g.select(9, "gpiote0", None, own_dir=True)   # an input now: nobody drives
+    assert not pin.driven
+    g.deselect(9, "gpiote0")
+    assert not pin.driven and g.selected == {}
+
+
+def test_no_contention_warning_between_gpio_and_a_peripheral(caplog):
+    """The bogus 'contention' of a PWM and GPIO OUT on one pin is gone; two
+    real drivers of different levels are still reported."""
+    soc, g = make()
+    g.write(DIRSET, 1 << 16)
+    g.write(OUTSET, 1 << 16)                     # motor idle high
+    with caplog.at_level("WARNING", logger="emu.signals"):
+        g.select(16, "pwm0", False)
+        g.write(OUTCLR, 1 << 16)
+        g.write(OUTSET, 1 << 16)
+        g.deselect(16, "pwm0")
+        assert "contention" not in caplog.text
+        soc.pins[16].drive("somebody", False)    # an external driver against GPIO high
+        assert "contention" in caplog.text
 
 
 def test_sense_latch_and_detect_modes():

@@ -46,6 +46,7 @@ def test_save_load_state_round_trip_mid_transfer():
     s = soc.serial0
     s.write(0x524, 0x10000000)       # 1 MHz: 4096 ticks per byte
     s.write(0x304, 1 << 2)           # INTENSET.READY: completion is a clock event
+    s.write(0x508, 2); s.write(0x50C, 3); s.write(0x510, 4)     # PSEL.SCK/MOSI/MISO
     s.write(0x500, 1)
     t0 = soc.clock.now
     s.write(0x51C, 0x33)
@@ -53,8 +54,8 @@ def test_save_load_state_round_trip_mid_transfer():
     soc2 = Nrf52832()
     soc2.clock.now = soc.clock.now
     dev = Echo()
-    soc2.spi_bus[0].attach(dev, soc2.pins[3])
-    soc2.pins[3].drive("test", 0)
+    soc2.buses.add_spi("spi", sck=2, mosi=3, miso=4).attach(dev, soc2.pins[5])
+    soc2.pins[5].drive("test", 0)
     soc2.serial0.load_state(st)
     assert soc2.serial0.read(0x500) == 1 and soc2.serial0.read(0x524) == 0x10000000
     soc2.clock.advance_to(t0 + 4095)

@@ -16,12 +16,20 @@ class Echo:
         return out
 
 
+def on_pins(soc, s, sck=2, mosi=3, miso=4):
+    """PSEL.SCK/MOSI/MISO of slot ``s`` (written while it is disabled)."""
+    s.write(0x508, sck)
+    s.write(0x50C, mosi)
+    s.write(0x510, miso)
+
+
 def make(freq=0x80000000):
     soc = Nrf52832()
     dev = Echo()
-    soc.spi_bus[0].attach(dev, soc.pins[5])
+    soc.buses.add_spi("spi", sck=2, mosi=3, miso=4).attach(dev, soc.pins[5])
     soc.pins[5].drive("test", 0)      # CS low: selected
     s = soc.serial0
+    on_pins(soc, s)
     s.write(0x524, freq)
     s.write(0x500, 1)
     return soc, s, dev
@@ -99,8 +107,8 @@ def test_firmware_spi_and_spim(fw):
     from emu import Machine
     m = Machine(fw("periph_spi"), board="nrf52832")
     dev = Echo()
-    m.soc.spi_bus[0].attach(dev, m.soc.pins[25])
-    m.soc.spi_bus[2].attach(dev, m.soc.pins[27])
+    m.soc.buses.add_spi("spi_a", sck=2, mosi=3, miso=4).attach(dev, m.soc.pins[25])
+    m.soc.buses.add_spi("spi_b", sck=11, mosi=12, miso=13).attach(dev, m.soc.pins[27])
     m.soc.pins[25].drive("test", 0)
     m.soc.pins[27].drive("test", 0)
     r = m.run(ms=20)

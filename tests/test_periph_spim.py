@@ -1,6 +1,6 @@
 """SPIM EasyDMA: bytes from RAM, RX into RAM, ORC, timing, LIST, STOP, flash pointer."""
 from emu.soc.nrf52832 import Nrf52832
-from tests.test_periph_spi import Echo
+from tests.test_periph_spi import Echo, on_pins
 
 RAM = 0x20002000
 
@@ -8,9 +8,10 @@ RAM = 0x20002000
 def make():
     soc = Nrf52832()
     dev = Echo()
-    soc.spi_bus[2].attach(dev, soc.pins[25])
+    soc.buses.add_spi("spi", sck=2, mosi=3, miso=4).attach(dev, soc.pins[25])
     soc.pins[25].drive("test", 0)
     s = soc.serial2
+    on_pins(soc, s)
     s.write(0x524, 0x80000000)      # 8 MHz
     s.write(0x500, 7)
     return soc, s, dev

@@ -39,8 +39,10 @@ BIT = (32 << 32) // 0x06680000      # K400 ticks per bit
 def make():
     soc = Nrf52832()
     dev = Reg8()
-    soc.i2c_bus[1].attach(dev, 0x15)
+    soc.buses.add_i2c("i2c", scl=7, sda=6).attach(dev, 0x15)
     t = soc.serial1
+    t.write(0x508, 7)                # PSEL.SCL
+    t.write(0x50C, 6)                # PSEL.SDA
     t.write(0x524, 0x06680000)
     t.write(0x588, 0x15)
     t.write(0x500, 5)
@@ -104,8 +106,8 @@ def test_firmware_twi_and_twim(fw):
     from emu import Machine
     m = Machine(fw("periph_twi"), board="nrf52832")
     d1, d0 = Reg8(), Reg8()
-    m.soc.i2c_bus[1].attach(d1, 0x15)
-    m.soc.i2c_bus[0].attach(d0, 0x18)
+    m.soc.buses.add_i2c("i2c_a", scl=7, sda=6).attach(d1, 0x15)
+    m.soc.buses.add_i2c("i2c_b", scl=27, sda=26).attach(d0, 0x18)
     r = m.run(ms=50)
     assert_firmware_passed(m, r, min_passes=10)
     assert d1.log[:4] == [("S", False), ("W", 1), ("S", True), ("P",)]

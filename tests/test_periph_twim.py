@@ -9,8 +9,10 @@ BIT = (32 << 32) // 0x01980000      # K100
 def make():
     soc = Nrf52832()
     dev = Reg8()
-    soc.i2c_bus[0].attach(dev, 0x18)
+    soc.buses.add_i2c("i2c", scl=7, sda=6).attach(dev, 0x18)
     t = soc.serial0
+    t.write(0x508, 7)                # PSEL.SCL
+    t.write(0x50C, 6)                # PSEL.SDA
     t.write(0x524, 0x01980000)
     t.write(0x588, 0x18)
     t.write(0x500, 6)

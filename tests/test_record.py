@@ -70,3 +70,24 @@ def test_record_errors(fw, tmp_path, args, message):
                        text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_backlight_alone_makes_frames(fw, tmp_path):
+    """A firmware that never draws, only the backlight changing (Zephyr's
+    blinky on the PineTime): each change is a frame of the backlight's glow;
+    a change undone within the merge interval leaves no frame."""
+    from emu import Machine
+    from emu.devices.st7789 import BACKLIGHT_GLOW
+    from emu.record import Recorder
+    m = Machine(fw("cpu_wfi"), board="pinetime", flash_file=None)
+    rec = Recorder(m, str(tmp_path / "bl.gif"))
+    m.run(ms=100)
+    m.soc.pins[14].drive("test", False)            # backlight low on
+    m.run(ms=100)
+    m.soc.pins[14].drive("test", True)             # off
+    m.run(ms=5)
+    m.soc.pins[14].drive("test", False)            # on again within 20 ms ...
+    m.soc.pins[14].drive("test", True)             # ... and off: nothing shown
+    m.run(ms=100)
+    rec.close()
+    assert [int(img[0, 0, 0]) for _t, img in rec.frames] == [0, BACKLIGHT_GLOW, 0]

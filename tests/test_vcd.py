@@ -60,7 +60,7 @@ def test_spi_bytes_with_chip_select_on_the_pinetime(fw, tmp_path):
     m.run(ms=300)
     v.close()
     ch = changes(path)
-    mosi, miso = ch["spi0.mosi"], ch["spi0.miso"]
+    mosi, miso = ch["spi.mosi"], ch["spi.miso"]
     i = next(k for k, (_t, val) in enumerate(mosi) if val == 0x9F)
     t0 = mosi[i][0]
     ids = [val for t, val in miso if t > t0][:3]

@@ -12,8 +12,8 @@ Wiring (micro:bit v1.3/1.5 schematic, as the DAL and MicroPython drive it):
   pull-ups (modelled as the button driving the pin high when released).
 * I2C on P0.00 (SCL) / P0.30 (SDA): MMA8653 accelerometer at 0x1D (INT1 on
   P0.28, active low) and MAG3110 magnetometer at 0x0E (INT1 on P0.29,
-  active high).  Both TWI instances reach this one bus (PSELSCL/PSELSDA are
-  not checked against the wiring).
+  active high).  The bus lies on those pins (emu/buses.py): TWI0 or TWI1
+  reaches it while enabled with PSELSCL/PSELSDA on P0.00/P0.30.
 * UART: TX P0.24, RX P0.25, 115200 baud, the USB serial console through the
   interface chip: a terminal on those pins (``console``,
   emu/devices/terminal.py); its bytes also go to ``machine.console``.
@@ -208,9 +208,9 @@ class Microbit(Board):
         self.button = self.button_a         # the window's one button
         self.accelerometer = Mma8653(clock, int1_pin=pins[ACCEL_INT1])
         self.compass = Mag3110(clock, int_pin=pins[MAG_INT1])
-        for bus in soc.i2c_bus:
-            bus.attach(self.accelerometer, ACCEL_ADDRESS)
-            bus.attach(self.compass, MAG_ADDRESS)
+        self.i2c = soc.buses.add_i2c("i2c", scl=I2C_SCL, sda=I2C_SDA)
+        self.i2c.attach(self.accelerometer, ACCEL_ADDRESS)
+        self.i2c.attach(self.compass, MAG_ADDRESS)
         self.display = LedMatrix(clock, pins)
         self.adc = soc.peripherals["adc"]
         self.adc.set_vdd(3.0)

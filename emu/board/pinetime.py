@@ -1,8 +1,8 @@
 """The PineTime: an nRF52832 wired to its display, touch, sensors and flash.
 
-Wiring (PineTime schematic v1.0a, as wasp-os/InfiniTime drive it):
-SPI0 (SCK P0.02, MOSI P0.03, MISO P0.04): ST7789 LCD (CS P0.25, D/C P0.18,
-RST P0.26) and XT25F32B NOR flash (CS P0.05).  TWI1 (SDA P0.06, SCL P0.07):
+Wiring (PineTime schematic v1.0a): an SPI bus on SCK P0.02, MOSI P0.03,
+MISO P0.04 with the ST7789 LCD (CS P0.25, D/C P0.18, RST P0.26) and the
+XT25F32B NOR flash (CS P0.05); an I2C bus on SDA P0.06, SCL P0.07 with the
 CST816S touch 0x15 (INT P0.28, RST P0.10), BMA421 0x18, HRS3300 0x44.
 Backlight P0.14/P0.22/P0.23 (active low), motor P0.16 (active low), button
 P0.13 with BUTTON_EN P0.15, CHARGING P0.12, POWER_PRESENT P0.19, battery
@@ -11,10 +11,17 @@ development kit (Zephyr's ``pinetime_devkit0``: TX P0.11, RX P0.30, 115200
 baud) is a terminal on those pins (``console``, emu/devices/terminal.py;
 ``uart_send``/``uart_output``), its bytes also in ``machine.console``.
 
-The wiring is declared in one table (``WIRING``) and validated when the
-board is built: no two peripherals on one address slot, each IRQ number
-used by one peripheral, at most one device driving each pin, no I2C
-address twice on a bus, no chip-select pin shared.
+The devices hang on pins, not on a peripheral instance (emu/buses.py):
+whichever SPI/SPIM instance is enabled with its PSEL registers on
+P0.02/03/04 drives the display and the NOR (wasp-os and InfiniTime use
+SPI0/SPIM0, Zephyr's pinetime_devkit0 SPI1), whichever TWI/TWIM has SCL
+P0.07 / SDA P0.06 reaches the sensors (wasp-os TWI1, Zephyr TWIM0).
+
+The wiring is declared in one table of pins (``WIRING``; the buses' pins
+are its "SPI ..." and "I2C ..." roles) and validated when the board is
+built: no two peripherals on one address slot, each IRQ number used by one
+peripheral, at most one device driving each pin, no I2C address twice on a
+bus, no chip-select pin shared.
 
 Board options: ``flash_file`` (path backing the NOR flash; default
 ``$XDG_DATA_HOME/pinetime-emu/flash.bin``; None keeps it in memory),
@@ -43,8 +50,8 @@ log = logging.getLogger("emu.board.pinetime")
 
 # pin -> (role, driven by a board device?)
 WIRING = {
-    2: ("SPI0 SCK", False), 3: ("SPI0 MOSI", False), 4: ("SPI0 MISO", False),
-    5: ("NOR CS", False), 6: ("TWI1 SDA", False), 7: ("TWI1 SCL", False),
+    2: ("SPI SCK", False), 3: ("SPI MOSI", False), 4: ("SPI MISO", False),
+    5: ("NOR CS", False), 6: ("I2C SDA", False), 7: ("I2C SCL", False),
     10: ("TP RST", False), 12: ("CHARGING", True), 13: ("BUTTON", True),
     14: ("LCD_BACKLIGHT_LOW", False), 15: ("BUTTON_EN", False), 16: ("VIBRATOR", False),
     18: ("LCD D/C", False), 19: ("POWER_PRESENT", True), 22: ("LCD_BACKLIGHT_MID", False),
@@ -53,8 +60,15 @@ WIRING = {
     11: ("UART TX (console)", False), 30: ("UART RX (console)", False),
 }
 CONSOLE_PINS = (11, 30)                                       # chip TX, RX
-SPI_DEVICES = {"display": 25, "flash": 5}                     # device -> CS pin on SPI0
-I2C_DEVICES = {"touch": 0x15, "accel": 0x18, "heart_rate": 0x44}   # on TWI1
+
+
+def pin_of(role: str) -> int:
+    """The pin WIRING gives ``role``."""
+    return next(p for p, (r, _drv) in WIRING.items() if r == role)
+
+
+SPI_DEVICES = {"display": pin_of("LCD CS"), "flash": pin_of("NOR CS")}   # device -> CS pin
+I2C_DEVICES = {"touch": 0x15, "accel": 0x18, "heart_rate": 0x44}         # on the I2C bus
 
 
 class WiringError(Exception):
@@ -81,8 +95,9 @@ class PineTime(BareNrf52832):
         pins = soc.pins
         self.flash_path: Optional[str] = default_flash_path() if flash_file is self._DEFAULT \
             else flash_file
-        spi = soc.spi_bus[0]
-        i2c = soc.i2c_bus[1]
+        spi = soc.buses.add_spi("spi", sck=pin_of("SPI SCK"), mosi=pin_of("SPI MOSI"),
+                                miso=pin_of("SPI MISO"))
+        i2c = soc.buses.add_i2c("i2c", scl=pin_of("I2C SCL"), sda=pin_of("I2C SDA"))
         self.spi = spi
         self.i2c = i2c
 
@@ -131,6 +146,8 @@ class PineTime(BareNrf52832):
         """High-time fraction a PWM currently outputs on P0.16, or None."""
         for name in ("pwm0", "pwm1", "pwm2"):
             pwm = self.soc.peripherals.get(name)
+            if name not in self.soc.pins[16].drivers:
+                continue                  # not driving the pin (GPIO DIR input)
             for tick, pin, duty in reversed(getattr(pwm, "timeline", ())):
                 if pin == 16:
                     if duty is not None:

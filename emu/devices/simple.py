@@ -80,9 +80,25 @@ class VibrationMotor:
 
 
 class Backlight:
+    """Three active-low enables; ``level`` 0-3 is the highest one driven low.
+    ``listeners`` (fn(level)) hear every change of the level (a recording
+    takes a frame: a firmware that only blinks the backlight, as Zephyr's
+    blinky on the PineTime, still shows it)."""
+
     def __init__(self, pin_low, pin_mid, pin_high, name: str = "backlight"):
         self.pins = (pin_low, pin_mid, pin_high)
         self.name = name
+        self.listeners: list = []
+        self._last = 0
+        for p in self.pins:
+            p.on_change(self._changed)
+
+    def _changed(self, _level: bool) -> None:
+        level = self.level
+        if level != self._last:
+            self._last = level
+            for fn in self.listeners:
+                fn(level)
 
     @property
     def level(self) -> int:

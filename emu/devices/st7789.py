@@ -28,6 +28,7 @@ import numpy as np
 log = logging.getLogger("emu.dev.st7789")
 
 WIDTH, HEIGHT = 240, 240
+BACKLIGHT_GLOW = 24    # grey per backlight level through a panel showing nothing
 MEM_COLS, MEM_LINES = 240, 320
 ID_BYTES = (0x85, 0x85, 0x52)
 
@@ -85,11 +86,17 @@ class St7789:
         self._read: list = []
 
     def screen(self) -> np.ndarray:
-        """The visible 240x240 RGB image (black while off, asleep or in reset)."""
+        """The visible 240x240 RGB image: black with the backlight off; while the
+        panel is off, asleep or in reset, the backlight's glow through it
+        (BACKLIGHT_GLOW grey per level: an IPS panel showing nothing is not
+        quite black when lit, and a firmware that only blinks the backlight
+        shows it)."""
         self._flush()
         level = 3 if self.backlight is None else int(self.backlight())
-        if self.in_reset or self.sleeping or not self.display_on or level <= 0:
+        if level <= 0:
             return np.zeros((HEIGHT, WIDTH, 3), dtype=np.uint8)
+        if self.in_reset or self.sleeping or not self.display_on:
+            return np.full((HEIGHT, WIDTH, 3), BACKLIGHT_GLOW * level, dtype=np.uint8)
         img = self.mem[self._visible_lines()]
         if self.inverted != self.panel_inverted:
             img = 255 - img

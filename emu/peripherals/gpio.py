@@ -9,10 +9,30 @@ resolved ``soc.pins`` level for pins whose input buffer is connected, else
 DRIVE stored, SENSE).  A pin configured as output is driven with
 ``pin.drive("gpio", OUT[n])``; an input releases it.
 
-Peripherals that take a pin over (GPIOTE task, SPIM, TWIM, UARTE, PWM...)
-drive it under their own owner name and call ``soc.gpio.claim(n, owner)``;
-while a pin is claimed GPIO does not drive it (``release(n, owner)`` gives
-it back).  GPIO never fights a claimed pin.
+Pins selected by a peripheral (nRF52832 PS v1.4, 22 "GPIO": a pin is
+controlled by a peripheral while that peripheral is enabled and selects it
+in a PSEL register; the peripheral chapters ask for the GPIO configuration
+that holds the pin while it is not selected).  A peripheral calls
+``soc.gpio.select(n, owner, level, own_dir)`` when it takes pin n and
+whenever the level it outputs changes, ``deselect(n, owner)`` when it
+releases it.  While any peripheral selects a pin, GPIO OUT does not drive
+it; the peripheral's level does:
+
+* an output signal (SPI SCK/MOSI, UART TXD/RTS, PWM OUT[n]) drives the pin
+  only while GPIO DIR[n] says output, as the PS tables "GPIO configuration
+  before enabling peripheral" require of the firmware (with DIR input the
+  pin is not driven, logged once);
+* a peripheral that sets the direction itself (``own_dir``: GPIOTE task and
+  event modes, TWI/TWIM SCL/SDA as open-drain lines) drives its level or
+  releases the pin whatever DIR says.
+
+When the peripheral releases the pin, GPIO OUT/DIR apply again; the hand-
+over is one pin change (``Pin.drive_many``), never a glitch or a contention
+warning.  Input signals (SPI MISO, UART RXD/CTS) are not selections: GPIO
+keeps whatever drive the firmware gave the pin.  Two peripherals driving
+one pin at once are logged once (the PS allows one); a GPIOTE event channel
+watching a pin another peripheral drives is fine (InfiniTime's SPIM
+anomaly 58 workaround counts SCK edges that way).
 
 DETECT (22.2): pin n meets its SENSE condition when SENSE=High and the pin
 is high, or SENSE=Low and the pin is low.  LATCH[n] is set while the
@@ -33,6 +53,9 @@ open-drain "disconnect 1" output is driven high), the input buffer's
 analog characteristics, the 20 mA high-drive limit.
 """
 from __future__ import annotations
+
+import logging
+from typing import Optional
 
 from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, W1C
 
@@ -57,7 +80,7 @@ class Gpio(NrfPeripheral):
     ]
 
     def __init__(self, soc, base: int, name=None, irq=None):
-        self.claims: dict = {}          # pin -> set of owners
+        self.selected: dict = {}        # pin -> {owner: (level or None, own_dir)}
         self.detect = False
         super().__init__(soc, base, name, irq=None)
         for i, pin in enumerate(soc.pins):
@@ -71,7 +94,10 @@ class Gpio(NrfPeripheral):
         pins = getattr(self.soc, "pins", None) or []
         self._levels = sum(1 << i for i, p in enumerate(pins) if p.level)
         self.detect = False
-        if hasattr(self, "claims"):
+        if hasattr(self, "selected"):
+            for n, sel in self.selected.items():
+                self.soc.pins[n].drive_many({owner: None for owner in sel})
+            self.selected = {}
             for i in range(min(NUM_PINS, len(self.soc.pins))):
                 self.soc.pins[i].drive("gpio", None)
                 self.soc.pins[i].set_pull(None)
@@ -81,18 +107,30 @@ class Gpio(NrfPeripheral):
             self.reset()
 
     # -- public --------------------------------------------------------
-    def claim(self, pin: int, owner: str) -> None:
-        """``owner`` takes the pin over: GPIO stops driving it."""
-        self.claims.setdefault(pin, set()).add(owner)
-        self.soc.pins[pin].drive("gpio", None)
-
-    def release(self, pin: int, owner: str) -> None:
-        s = self.claims.get(pin)
-        if s:
-            s.discard(owner)
-            if not s:
-                del self.claims[pin]
+    def select(self, pin: int, owner: str, level: Optional[bool] = None,
+               own_dir: bool = False) -> None:
+        """Peripheral ``owner`` selects the pin and outputs ``level`` on it
+        (None: it does not drive it).  ``own_dir``: the peripheral sets the
+        direction itself; otherwise ``level`` reaches the pin only while
+        DIR[n] is output.  Called again when the level changes."""
+        sel = self.selected.get(pin)
+        if sel is None:
+            sel = self.selected[pin] = {}
+        entry = (None if level is None else bool(level), bool(own_dir))
+        if sel.get(owner) == entry:
+            return
+        sel[owner] = entry
         self._apply_pin(pin)
+
+    def deselect(self, pin: int, owner: str) -> None:
+        """``owner`` releases the pin: GPIO OUT/DIR apply again (if no other
+        peripheral selects it)."""
+        sel = self.selected.get(pin)
+        if sel is not None:
+            sel.pop(owner, None)
+            if not sel:
+                del self.selected[pin]
+        self._apply_pin(pin, released=owner)
 
     def pin_cnf(self, n: int) -> int:
         return self.values[0x700 + 4 * n]
@@ -185,14 +223,32 @@ class Gpio(NrfPeripheral):
             mask >>= 1
             i += 1
 
-    def _apply_pin(self, n: int) -> None:
+    def _apply_pin(self, n: int, released: Optional[str] = None) -> None:
         pin = self.soc.pins[n]
-        if n in self.claims:
+        out = self.values[0x514] >> n & 1
+        sel = self.selected.get(n)
+        if sel is None:
+            level = bool(self.values[0x504] >> n & 1) if out else None
+            if released is None:
+                pin.drive("gpio", level)
+            else:
+                pin.drive_many({released: None, "gpio": level})
             return
-        if self.values[0x514] >> n & 1:
-            pin.drive("gpio", bool(self.values[0x504] >> n & 1))
-        else:
-            pin.drive("gpio", None)
+        levels = {"gpio": None}
+        if released is not None:
+            levels[released] = None
+        for owner, (level, own_dir) in sel.items():
+            if not (own_dir or out) and level is not None:
+                self.log_once(("dir", n, owner), "P0.%02d: %s outputs on it but GPIO DIR is "
+                              "input: not driven (the PS asks for an output)", n, owner)
+                level = None
+            levels[owner] = level
+        if len(sel) > 1 and sum(lv is not None for lv in levels.values()) > 1:
+            self.log_once(("two", n), "P0.%02d driven by %s at once (the PS allows one "
+                          "peripheral per pin)", n,
+                          ", ".join(sorted(o for o, lv in levels.items() if lv is not None)),
+                          level=logging.WARNING)
+        pin.drive_many(levels)
 
     def _pin_changed(self, n: int) -> None:
         if self.soc.pins[n].level:
@@ -226,11 +282,14 @@ class Gpio(NrfPeripheral):
             self.detect = False
 
     def save_model_state(self) -> dict:
-        return {"detect": self.detect, "claims": {k: sorted(v) for k, v in self.claims.items()}}
+        return {"detect": self.detect,
+                "selected": {k: {o: list(e) for o, e in v.items()}
+                             for k, v in self.selected.items()}}
 
     def load_model_state(self, s: dict) -> None:
         self.detect = s["detect"]
-        self.claims = {int(k): set(v) for k, v in s["claims"].items()}
+        self.selected = {int(k): {o: tuple(e) for o, e in v.items()}
+                         for k, v in s.get("selected", {}).items()}
         self._connected = None
         for n in range(NUM_PINS):
             self._apply_pin(n)

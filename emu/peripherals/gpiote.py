@@ -4,12 +4,13 @@ nRF52832 Product Specification v1.4, section 23 "GPIOTE - GPIO tasks and
 events".  Slot 0x40006000, IRQ 6.
 
 Eight channels CONFIG[n] (MODE Disabled/Event/Task, PSEL, POLARITY
-None/LoToHi/HiToLo/Toggle, OUTINIT).  In Task mode the channel claims its
-pin (``soc.gpio.claim``) and drives it under owner ``gpiote<n>``, starting at
-OUTINIT; TASKS_OUT[n] acts per POLARITY, TASKS_SET[n]/TASKS_CLR[n] drive
-high/low.  In Event mode the channel claims the pin as an input and sets
-EVENTS_IN[n] on the selected edges of ``Pin.level`` (listened to with
-``Pin.on_change``).  EVENTS_PORT is set when GPIO's DETECT signal rises
+None/LoToHi/HiToLo/Toggle, OUTINIT).  In Task mode the channel selects its
+pin (``soc.gpio.select``, owner ``gpiote<n>``, setting the direction itself
+as the PS says: the pin is an output whatever GPIO DIR holds) and drives it,
+starting at OUTINIT; TASKS_OUT[n] acts per POLARITY, TASKS_SET[n]/TASKS_CLR[n]
+drive high/low.  In Event mode the channel selects the pin as an input (GPIO
+OUT does not drive it) and sets EVENTS_IN[n] on the selected edges of
+``Pin.level`` (listened to with ``Pin.on_change``).  EVENTS_PORT is set when GPIO's DETECT signal rises
 (GPIO calls :meth:`port_detect`).  Interrupts: INTENSET/INTENCLR (IN[n] =
 bit n, PORT = bit 31).
 
@@ -91,10 +92,10 @@ class Gpiote(NrfPeripheral):
                 if any(a is not None and a[1] == psel for a in self.active):
                     self.log_once(("share", psel), "two GPIOTE channels on pin %d", psel)
                 self.active[n] = (mode, psel)
-                if gpio is not None and hasattr(gpio, "claim"):
-                    gpio.claim(psel, f"gpiote{n}")
                 if mode == 3:
                     self._drive(n, bool(cfg >> 20 & 1))
+                elif gpio is not None:
+                    gpio.select(psel, f"gpiote{n}", None, own_dir=True)
                 self._last[psel] = self.soc.pins[psel].level
             elif mode == 2:
                 self.log_once("mode2", "CONFIG[%d].MODE=2 is reserved", n)
@@ -102,7 +103,11 @@ class Gpiote(NrfPeripheral):
     # -- internals -----------------------------------------------------
     def _drive(self, n: int, level: bool) -> None:
         psel = (self.values[0x510 + 4 * n] >> 8) & 0x1F
-        self.soc.pins[psel].drive(f"gpiote{n}", level)
+        gpio = self.soc.peripherals.get("gpio")
+        if gpio is not None:
+            gpio.select(psel, f"gpiote{n}", level, own_dir=True)
+        else:
+            self.soc.pins[psel].drive(f"gpiote{n}", level)
 
     def _unapply(self, n: int) -> None:
         a = self.active[n]
@@ -110,10 +115,11 @@ class Gpiote(NrfPeripheral):
             return
         self.active[n] = None
         mode, psel = a
-        self.soc.pins[psel].drive(f"gpiote{n}", None)
         gpio = self.soc.peripherals.get("gpio")
-        if gpio is not None and hasattr(gpio, "release"):
-            gpio.release(psel, f"gpiote{n}")
+        if gpio is not None:
+            gpio.deselect(psel, f"gpiote{n}")
+        else:
+            self.soc.pins[psel].drive(f"gpiote{n}", None)
 
     def _pin_changed(self, i: int, level: bool) -> None:
         last = self._last[i]

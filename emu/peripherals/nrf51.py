@@ -137,8 +137,10 @@ class UartLegacy51(Power51, Uart):
     REGISTERS = [
         Reg(UART_ERRORSRC, "ERRORSRC", access=W1C, mask=0xF),
         Reg(0x500, "ENABLE", mask=0x7),
-        Reg(0x508, "PSELRTS", 0xFFFFFFFF), Reg(0x50C, "PSELTXD", 0xFFFFFFFF),
-        Reg(0x510, "PSELCTS", 0xFFFFFFFF), Reg(0x514, "PSELRXD", 0xFFFFFFFF),
+        Reg(0x508, "PSELRTS", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x50C, "PSELTXD", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x510, "PSELCTS", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x514, "PSELRXD", 0xFFFFFFFF, write="_pins_changed"),
         Reg(0x518, "RXD", access=RO, read="_read_rxd"),
         Reg(0x51C, "TXD", mask=0xFF, write="_write_txd"),
         Reg(BAUDRATE, "BAUDRATE", 0),
@@ -176,13 +178,13 @@ class Uart51(Uart0):
 class Spi51(Power51, Spi):
     REGISTERS = [
         Reg(0x500, "ENABLE", mask=0x7),
-        Reg(0x508, "PSELSCK", 0xFFFFFFFF),
-        Reg(0x50C, "PSELMOSI", 0xFFFFFFFF),
-        Reg(0x510, "PSELMISO", 0xFFFFFFFF),
+        Reg(0x508, "PSELSCK", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x50C, "PSELMOSI", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x510, "PSELMISO", 0xFFFFFFFF, write="_pins_changed"),
         Reg(RXD, "RXD", access=RO, read="_read_rxd"),
         Reg(TXD, "TXD", mask=0xFF, write="_write_txd"),
         Reg(0x524, "FREQUENCY", 0x04000000),
-        Reg(0x554, "CONFIG", mask=0x7),
+        Reg(0x554, "CONFIG", mask=0x7, write="_pins_changed"),
     ]
 
 
@@ -190,8 +192,8 @@ class Twi51(Power51, Twi):
     REGISTERS = [
         Reg(TWI_ERRORSRC, "ERRORSRC", access=W1C, mask=0x7),
         Reg(0x500, "ENABLE", mask=0x7),
-        Reg(0x508, "PSELSCL", 0xFFFFFFFF),
-        Reg(0x50C, "PSELSDA", 0xFFFFFFFF),
+        Reg(0x508, "PSELSCL", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x50C, "PSELSDA", 0xFFFFFFFF, write="_pins_changed"),
         Reg(0x518, "RXD", access=RO, read="_read_rxd"),
         Reg(0x51C, "TXD", mask=0xFF, write="_write_txd"),
         Reg(0x524, "FREQUENCY", 0x04000000),

@@ -22,6 +22,12 @@ it starts (truncated by STOP).  The pin is driven at the majority level of
 the current step (0 < duty < 1 is not a level; boards read the timeline).
 No event is scheduled per period: one per sequence end (and STOP).
 
+Pins (PS 45 "Pin configuration": PSEL.OUT[n] is used while the PWM is
+enabled and generating): from SEQSTART until STOP (or ENABLE=0) the PWM
+selects its OUT pins in GPIO (``Gpio.select``): GPIO OUT no longer drives
+them, the PWM's level does, while GPIO DIR[n] is output (the PS asks the
+firmware for an output there); after STOP GPIO OUT applies again.
+
 Not modelled: PWMPERIODEND (never generated, logged once when enabled in
 INTEN or SHORTS), intermediate steps on the pin level within a sequence
 (the timeline has them), glitches when COUNTERTOP changes mid-period.
@@ -50,7 +56,7 @@ class Pwm(NrfPeripheral):
               2: (E_LOOPSDONE, T_SEQSTART0), 3: (E_LOOPSDONE, T_SEQSTART1),
               4: (E_LOOPSDONE, T_STOP)}
     REGISTERS = [
-        Reg(0x500, "ENABLE", mask=1),
+        Reg(0x500, "ENABLE", mask=1, write="_write_enable"),
         Reg(0x504, "MODE", mask=1),
         Reg(0x508, "COUNTERTOP", 0x3FF, mask=0x7FFF),
         Reg(0x50C, "PRESCALER", mask=7),
@@ -91,6 +97,16 @@ class Pwm(NrfPeripheral):
             return None
         i = self._current_step()
         return self._steps[i][1][channel]
+
+    # -- registers ---------------------------------------------------------
+    def _write_enable(self, new: int, old: int) -> None:
+        if not new and self._running:
+            self.log_once("disable", "ENABLE=0 while generating: stopped, pins released")
+            self._end.cancel()
+            self._stop.cancel()
+            self._running = False
+            self._steps = []
+            self._release_pins()
 
     # -- tasks -------------------------------------------------------------
     def task_SEQSTART(self, n: int) -> None:
@@ -202,11 +218,15 @@ class Pwm(NrfPeripheral):
         for ch in range(4):
             psel = self.values[0x560 + 4 * ch]
             if not psel & 0x80000000:
-                self.soc.pins[psel & 0x1F].drive(self.name, 1 if duties[ch] >= 0.5 else 0)
+                self.soc.gpio.select(psel & 0x1F, self.name, duties[ch] >= 0.5)
 
     def _release_pins(self) -> None:
+        gpio = self.soc.peripherals.get("gpio")
         for pin in list(self._driven):
-            self.soc.pins[pin].drive(self.name, None)
+            if gpio is not None:
+                gpio.deselect(pin, self.name)
+            else:
+                self.soc.pins[pin].drive(self.name, None)
             self.timeline.append((self.clock.now, pin, None))
         self._driven = {}
 

@@ -17,11 +17,26 @@ while the slot is disabled, logged once).  The UART0/UARTE0 slot
 (emu/peripherals/uart.py) and CCM/AAR (emu/peripherals/ccm_aar.py) reuse
 this.
 
+Pins (:class:`PinSignals`): the enabled variant takes the pins its PSEL
+registers select, and nothing else.  Its output signals are selected in
+GPIO (``Gpio.select``: the peripheral, not GPIO OUT, controls them; SPI SCK
+idles at CONFIG.CPOL and MOSI low, UART TXD idles high and RTS low; TWI SCL
+and SDA are open-drain lines left released), and its bus is the board's bus
+on those pins (``soc.buses``, emu/buses.py): SPI0, SPIM1 or SPIM2 reach the
+PineTime's display alike when their SCK/MOSI/MISO are P0.02/03/04, and an
+instance whose pins point elsewhere reaches nothing; two instances enabled
+on one bus's pins both reach it (logged once, emu/buses.py).  Both are
+worked out when ENABLE, a PSEL register or CONFIG changes, never per byte.
+
 Not modelled: the SPIS and TWIS slaves (register storage, logged once);
-pin-level SCK/MOSI/SDA/SCL waveforms (bytes go through the SpiBus/I2cBus).
+pin-level SCK/MOSI/SDA/SCL waveforms (bytes go through the SpiBus/I2cBus;
+the pins show the idle levels above).
 """
 from __future__ import annotations
 
+from typing import Optional
+
+from emu.buses import psel_pin
 from emu.peripherals.base import NrfPeripheral, Peripheral
 
 ENABLE = 0x500
@@ -39,6 +54,105 @@ def ticks_per_bit(freq_reg: int) -> int:
     if freq_reg <= 0:
         return 1 << 40          # no clock: nothing completes
     return max(1, (32 << 32) // freq_reg)
+
+
+class PinSignals:
+    """Mixin for a serial peripheral's pins (SPI/SPIM, TWI/TWIM, UART/UARTE).
+
+    ``SIGNALS``: (name, PSEL offset, kind) with kind "out" (an output: the
+    peripheral's idle level, :meth:`idle_level`, direction from GPIO DIR),
+    "od" (an open-drain line the peripheral drives itself: released) or
+    "in" (an input: not selected).  ``BUS``: "spi", "i2c" or None.  The
+    slot calls :meth:`connect_pins` when the variant is enabled and
+    :meth:`disconnect_pins` when it is not; PSEL and CONFIG writes call
+    :meth:`_pins_changed`."""
+
+    SIGNALS: tuple = ()
+    BUS: Optional[str] = None
+    spi_bus = None            # the SpiBus this master reaches (None: none)
+    i2c_bus = None            # the I2cBus this master reaches
+    miso_on_bus = False       # SPI: MISO is the reached bus's MISO pin
+    pins_live = False         # enabled: the pins are selected
+    _miso_pin = None
+    _pins_applied: dict = {}  # owner -> pin selected in GPIO
+    _plan = None              # (PSEL/CONFIG values, what they select): _pin_plan
+
+    def idle_level(self, signal: str) -> Optional[bool]:
+        """The level an output signal holds on its pin (no waveforms)."""
+        return None
+
+    def signal_pins(self) -> dict:
+        """signal name -> the pin its PSEL register selects, or None."""
+        v = self.values
+        return {name: psel_pin(v[off]) for name, off, _kind in self.SIGNALS}
+
+    def _pin_plan(self) -> tuple:
+        """(outputs to select: ((owner, pin, level, own_dir), ...), bus pins):
+        worked out again only when PSEL or CONFIG changed (drivers that
+        enable the block around every transfer, as InfiniTime's, reuse it)."""
+        v = self.values
+        key = tuple(v[off] for _name, off, _kind in self.SIGNALS) + (v.get(0x554),)
+        plan = self._plan
+        if plan is not None and plan[0] == key:
+            return plan[1]
+        pins = self.signal_pins()
+        want = tuple((f"{self.name}.{name}", pins[name],
+                      None if kind == "od" else self.idle_level(name), kind == "od")
+                     for name, _off, kind in self.SIGNALS
+                     if pins[name] is not None and kind != "in")
+        bus_pins = tuple(pins[name] for name in
+                         (("SCK", "MOSI", "MISO") if self.BUS == "spi" else
+                          ("SCL", "SDA") if self.BUS == "i2c" else ()))
+        self._plan = (key, (want, bus_pins))
+        return want, bus_pins
+
+    def connect_pins(self) -> None:
+        """Enabled: select the output pins, reach the bus on the pins."""
+        want, bus_pins = self._pin_plan()
+        gpio = self.soc.peripherals.get("gpio")
+        applied = self._pins_applied
+        if gpio is not None:
+            if applied:
+                keep = {owner: n for owner, n, _l, _d in want}
+                for owner, n in applied.items():
+                    if keep.get(owner) != n:
+                        gpio.deselect(n, owner)
+            for owner, n, level, own_dir in want:
+                gpio.select(n, owner, level, own_dir)
+        self._pins_applied = {owner: n for owner, n, _l, _d in want}
+        self.pins_live = True
+        buses = getattr(self.soc, "buses", None)
+        if self.BUS == "spi":
+            self._miso_pin = bus_pins[2]
+            self.spi_bus, self.miso_on_bus = (buses.route_spi(self.name, *bus_pins)
+                                              if buses is not None else (None, False))
+        elif self.BUS == "i2c":
+            self.i2c_bus = buses.route_i2c(self.name, *bus_pins) if buses is not None else None
+
+    def disconnect_pins(self) -> None:
+        """Disabled: the pins go back to GPIO, no bus is reached."""
+        if self._pins_applied:
+            gpio = self.soc.peripherals.get("gpio")
+            if gpio is not None:
+                for owner, n in self._pins_applied.items():
+                    gpio.deselect(n, owner)
+            self._pins_applied = {}
+        self.pins_live = False
+        if self.spi_bus is not None or self.i2c_bus is not None:
+            self.spi_bus = self.i2c_bus = None
+            self.miso_on_bus = False
+            self.soc.buses.drop(self.name)
+
+    def _pins_changed(self, new: int = 0, old: int = 0) -> None:
+        """A PSEL (or CONFIG) register was written: while enabled, again."""
+        if self.pins_live:
+            self.connect_pins()
+
+    def miso_byte(self) -> int:
+        """What the master shifts in when its MISO is not on the bus it
+        reaches: its MISO pin's level for all 8 bits (0x00 disconnected)."""
+        n = self._miso_pin
+        return 0xFF if n is not None and self.soc.pins[n].level else 0x00
 
 
 class Spis(NrfPeripheral):
@@ -69,18 +183,14 @@ class SerialMux(Peripheral):
         super().__init__(soc, base, name)
         self.instance = int(self.name[-1]) if self.name[-1].isdigit() else 0
         self.irq = (base >> 12) & 0xFF
-        self.spi_bus = soc.spi_bus[self.instance] if hasattr(soc, "spi_bus") else None
-        self.i2c_bus = (soc.i2c_bus[self.instance]
-                        if self.HAS_TWI and hasattr(soc, "i2c_bus")
-                        and self.instance < len(soc.i2c_bus) else None)
         variants: dict = {}
         for val, c in self._variant_classes().items():
-            v = c(soc, base, f"{self.name}.{c.NAME.lower()}", self.irq)
-            v.spi_bus = self.spi_bus
-            v.i2c_bus = self.i2c_bus
-            variants[val] = v
-        self.adopt(variants)
+            variants[val] = c(soc, base, f"{self.name}.{c.NAME.lower()}", self.irq)
+        self.adopt(variants)                 # sets each variant's mux and listeners
         self.reset()
+        buses = getattr(soc, "buses", None)
+        if buses is not None:       # a bus added after ENABLE: route again
+            buses.route_listeners.append(self.reconnect)
 
     def adopt(self, variants: dict) -> None:
         """Make ``variants`` (ENABLE value -> model) this slot's: their events
@@ -108,6 +218,14 @@ class SerialMux(Peripheral):
         self.shared: dict = {}       # offset -> last value written while disabled
         for v in getattr(self, "variants", {}).values():
             v.reset()
+            if isinstance(v, PinSignals):
+                v.disconnect_pins()
+
+    def reconnect(self) -> None:
+        """Select the enabled variant's pins and route its bus again."""
+        a = self.active
+        if isinstance(a, PinSignals):
+            a.connect_pins()
 
     def variant(self, enable_value: int):
         return self.variants.get(enable_value)
@@ -176,6 +294,8 @@ class SerialMux(Peripheral):
             return
         if old is not None:
             old.disable()
+            if isinstance(old, PinSignals):
+                old.disconnect_pins()
             # registers written while enabled remain in the shared address space
             for off, val in old.values.items():
                 self.shared[off] = val
@@ -203,6 +323,8 @@ class SerialMux(Peripheral):
             new.update_irq()
             if getattr(new, "STORAGE_ONLY", False):
                 new.log_once("nm", "%s is register storage only (not modelled)", new.NAME)
+            if isinstance(new, PinSignals):
+                new.connect_pins()
 
     def save_state(self) -> dict:
         return {"enable": self.enable, "shared": dict(self.shared),
@@ -217,6 +339,10 @@ class SerialMux(Peripheral):
         self.ops_changed()
         if self.active is not None:
             self.read, self.write = self.active.read, self._write_enabled
+        for v in self.variants.values():
+            if v is not self.active and isinstance(v, PinSignals):
+                v.disconnect_pins()
+        self.reconnect()
 
 
 class SerialMuxSpiOnly(SerialMux):

@@ -14,6 +14,12 @@ armed only when something must see READY asynchronously: INTEN.READY set
 or the PPI routing an event of this slot (a PPI in use for other blocks,
 NimBLE's radio timing, leaves the SPI lazy: :meth:`Spi._watched`).
 
+Pins (emu/peripherals/serial.py, PinSignals): the bytes go to the board's
+SPI bus whose SCK/MOSI are PSEL.SCK/PSEL.MOSI (PSELSCK/PSELMOSI) while the
+block is enabled; with PSEL.MISO off that bus's MISO, or no bus reached,
+RXD gets the MISO pin's level (0x00 or 0xFF).  SCK idles at CONFIG.CPOL and
+MOSI low on their pins (selected in GPIO).
+
 Not modelled: the SCK/MOSI/MISO pin waveforms and CONFIG (ORDER/CPHA/CPOL
 are stored; the byte is handed to the device as written); the stall when
 the RXD FIFO is full (the oldest byte is overwritten instead, logged once);
@@ -29,7 +35,7 @@ reads per byte at 8 MHz) is the rest.
 from __future__ import annotations
 
 from emu.peripherals.base import NrfPeripheral, Reg, RO
-from emu.peripherals.serial import ticks_per_bit
+from emu.peripherals.serial import PinSignals, ticks_per_bit
 from emu.soc.ops import R_CALL, W_TXD, Op, cell_property
 
 
@@ -49,19 +55,28 @@ EVENTS_READY = 0x108
 RXD, TXD = 0x518, 0x51C
 
 
-class Spi(NrfPeripheral):
+class SpiPins(PinSignals):
+    """The SPI masters' pins: SCK and MOSI driven (idle levels), MISO read."""
+    SIGNALS = (("SCK", 0x508, "out"), ("MOSI", 0x50C, "out"), ("MISO", 0x510, "in"))
+    BUS = "spi"
+
+    def idle_level(self, signal: str):
+        return bool(self.values[0x554] & 4) if signal == "SCK" else False   # CPOL
+
+
+class Spi(SpiPins, NrfPeripheral):
     NAME = "SPI"
     HAS_INTEN = False
     EVENTS = {EVENTS_READY: "READY"}
     REGISTERS = [
         Reg(0x500, "ENABLE", mask=0xF),
-        Reg(0x508, "PSEL_SCK", 0xFFFFFFFF),
-        Reg(0x50C, "PSEL_MOSI", 0xFFFFFFFF),
-        Reg(0x510, "PSEL_MISO", 0xFFFFFFFF),
+        Reg(0x508, "PSEL_SCK", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x50C, "PSEL_MOSI", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x510, "PSEL_MISO", 0xFFFFFFFF, write="_pins_changed"),
         Reg(RXD, "RXD", access=RO, read="_read_rxd"),
         Reg(TXD, "TXD", mask=0xFF, write="_write_txd"),
         Reg(0x524, "FREQUENCY", 0x04000000),
-        Reg(0x554, "CONFIG", mask=0x7),
+        Reg(0x554, "CONFIG", mask=0x7, write="_pins_changed"),
     ]
 
     # The shifting state lives in the Cells, where the native bus can stream
@@ -145,7 +160,8 @@ class Spi(NrfPeripheral):
         no READY interrupt, no PPI, and a device that takes a byte stream with
         answers known in advance (checked again at every Python access)."""
         bus = self.spi_bus
-        if self._streams is None or self.inten or self._watched() or bus is None:
+        if self._streams is None or self.inten or self._watched() or bus is None \
+                or not self.miso_on_bus:
             self._streaming = 0
             return
         mode = bus.streamable()
@@ -240,7 +256,12 @@ class Spi(NrfPeripheral):
         self._done.cancel()
         self._shifting = None
         bus = self.spi_bus
-        rx = bus.transfer(byte) if bus is not None else 0xFF
+        if bus is not None and self.miso_on_bus:
+            rx = bus.transfer(byte)
+        else:                       # the devices get it (if reached), RXD the MISO pin
+            if bus is not None:
+                bus.transfer(byte)
+            rx = self.miso_byte()
         self._rx_push(rx)
         if self._tx_buf is not None:
             b, self._tx_buf = self._tx_buf, None

@@ -9,6 +9,9 @@ and ENDTX/ENDRX/END fire at the completion time.  TXD.LIST/RXD.LIST=1
 transfer ends it at the current byte boundary (AMOUNT = bytes done) and
 fires STOPPED.  SHORTS END_START restarts (for list transfers).
 
+Pins as the legacy SPI's (emu/peripherals/spi.py, serial.py PinSignals):
+the bytes reach the board's SPI bus on PSEL.SCK/PSEL.MOSI while enabled.
+
 EasyDMA reaches Data RAM only (PS 15.3): a TXD.PTR outside RAM sends ORC and
 TXD.AMOUNT stays 0; RXD.PTR outside RAM stores nothing.  Logged once.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from emu.peripherals.base import NrfPeripheral, Reg, RO
 from emu.peripherals.serial import ticks_per_bit
+from emu.peripherals.spi import SpiPins
 
 RAM_LO, RAM_HI = 0x20000000, 0x20010000
 T_START, T_STOP, T_SUSPEND, T_RESUME = 0x010, 0x014, 0x01C, 0x020
@@ -29,7 +33,7 @@ def in_ram(ptr: int, n: int) -> bool:
     return RAM_LO <= ptr and ptr + n <= RAM_HI
 
 
-class Spim(NrfPeripheral):
+class Spim(SpiPins, NrfPeripheral):
     NAME = "SPIM"
     HAS_INTEN = False   # only INTENSET/INTENCLR (nRF52832 PS v1.4, SPIM registers)
     TASKS = {T_START: "START", T_STOP: "STOP", T_SUSPEND: "SUSPEND", T_RESUME: "RESUME"}
@@ -38,21 +42,20 @@ class Spim(NrfPeripheral):
     SHORTS = {17: (E_END, T_START)}
     REGISTERS = [
         Reg(0x500, "ENABLE", mask=0xF),
-        Reg(0x508, "PSEL_SCK", 0xFFFFFFFF),
-        Reg(0x50C, "PSEL_MOSI", 0xFFFFFFFF),
-        Reg(0x510, "PSEL_MISO", 0xFFFFFFFF),
+        Reg(0x508, "PSEL_SCK", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x50C, "PSEL_MOSI", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x510, "PSEL_MISO", 0xFFFFFFFF, write="_pins_changed"),
         Reg(0x524, "FREQUENCY", 0x04000000),
         Reg(0x534, "RXD_PTR"), Reg(0x538, "RXD_MAXCNT", mask=0xFF),
         Reg(0x53C, "RXD_AMOUNT", access=RO), Reg(0x540, "RXD_LIST", mask=0x3),
         Reg(0x544, "TXD_PTR"), Reg(0x548, "TXD_MAXCNT", mask=0xFF),
         Reg(0x54C, "TXD_AMOUNT", access=RO), Reg(0x550, "TXD_LIST", mask=0x3),
-        Reg(0x554, "CONFIG", mask=0x7),
+        Reg(0x554, "CONFIG", mask=0x7, write="_pins_changed"),
         Reg(0x5C0, "ORC", mask=0xFF),
     ]
 
     def __init__(self, soc, base, name=None, irq=None):
         self._end = soc.clock.event(f"{name or 'spim'}.end", self._complete)
-        self.spi_bus = None
         super().__init__(soc, base, name, irq)
 
     def reset(self) -> None:
@@ -90,7 +93,12 @@ class Spim(NrfPeripheral):
         rx = bytearray(n)
         for i in range(n):
             b = tx[i] if i < len(tx) else orc
-            rx[i] = bus.transfer(b) if bus is not None else 0xFF
+            if bus is not None and self.miso_on_bus:
+                rx[i] = bus.transfer(b)
+            else:                   # the devices get it (if reached), RXD the MISO pin
+                if bus is not None:
+                    bus.transfer(b)
+                rx[i] = self.miso_byte()
         bt = 8 * ticks_per_bit(v[0x524])
         self._xfer = (self.clock.now, bt, tx_amount, bytes(rx[:rx_n]), rx_n, rx_ptr, n)
         self.fire(E_STARTED)

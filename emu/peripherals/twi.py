@@ -14,13 +14,18 @@ FREQUENCY (K100/K250/K400):
   SUSPEND holds the bus after the current byte (SUSPENDED); RESUME goes on.
 * STOP: after the byte in flight; STOPPED one bit time later.
 
+Pins (emu/peripherals/serial.py, PinSignals): the bytes go to the board's
+I2C bus on PSEL.SCL/PSEL.SDA (PSELSCL/PSELSDA) while enabled; with no bus
+there the address is not acknowledged (ANACK).  GPIO OUT does not drive the
+two pins meanwhile (the lines are left released: their pull-ups set them).
+
 Not modelled: SCL/SDA pin levels, clock stretching by slaves, bus-busy
 arbitration; the ERRORSRC bits are W1C as on silicon.
 """
 from __future__ import annotations
 
 from emu.peripherals.base import NrfPeripheral, Reg, RO, W1C
-from emu.peripherals.serial import ticks_per_bit
+from emu.peripherals.serial import PinSignals, ticks_per_bit
 
 T_STARTRX, T_STARTTX, T_STOP, T_SUSPEND, T_RESUME = 0x000, 0x008, 0x014, 0x01C, 0x020
 E_STOPPED, E_RXDREADY, E_TXDSENT, E_ERROR, E_BB, E_SUSPENDED = (
@@ -29,7 +34,13 @@ ERRORSRC = 0x4C4
 OVERRUN, ANACK, DNACK = 1, 2, 4
 
 
-class Twi(NrfPeripheral):
+class TwiPins(PinSignals):
+    """The TWI masters' pins: SCL and SDA, open-drain lines it drives itself."""
+    SIGNALS = (("SCL", 0x508, "od"), ("SDA", 0x50C, "od"))
+    BUS = "i2c"
+
+
+class Twi(TwiPins, NrfPeripheral):
     NAME = "TWI"
     HAS_INTEN = False
     TASKS = {T_STARTRX: "STARTRX", T_STARTTX: "STARTTX", T_STOP: "STOP",
@@ -40,8 +51,8 @@ class Twi(NrfPeripheral):
     REGISTERS = [
         Reg(ERRORSRC, "ERRORSRC", access=W1C, mask=0x7),
         Reg(0x500, "ENABLE", mask=0xF),
-        Reg(0x508, "PSEL_SCL", 0xFFFFFFFF),
-        Reg(0x50C, "PSEL_SDA", 0xFFFFFFFF),
+        Reg(0x508, "PSEL_SCL", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x50C, "PSEL_SDA", 0xFFFFFFFF, write="_pins_changed"),
         Reg(0x518, "RXD", access=RO, read="_read_rxd"),
         Reg(0x51C, "TXD", mask=0xFF, write="_write_txd"),
         Reg(0x524, "FREQUENCY", 0x04000000),
@@ -50,7 +61,6 @@ class Twi(NrfPeripheral):
 
     def __init__(self, soc, base, name=None, irq=None):
         self._step = soc.clock.event(f"{name or 'twi'}.step", self._step_done)
-        self.i2c_bus = None
         super().__init__(soc, base, name, irq)
 
     def reset(self) -> None:

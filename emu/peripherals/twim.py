@@ -12,6 +12,9 @@ TXD.AMOUNT/RXD.AMOUNT count the bytes actually transferred; LIST=1 advances
 PTR.  EasyDMA reaches Data RAM only: a flash TXD.PTR sends nothing
 (TXD.AMOUNT 0, logged once).
 
+Pins as the legacy TWI's (emu/peripherals/twi.py): the board's I2C bus on
+PSEL.SCL/PSEL.SDA while enabled, else ANACK.
+
 Not modelled: SUSPEND mid-byte timing (SUSPENDED fires at the next byte
 boundary after the current transfer), SCL/SDA pin levels, slave clock
 stretching.
@@ -21,6 +24,7 @@ from __future__ import annotations
 from emu.peripherals.base import NrfPeripheral, Reg, RO, W1C
 from emu.peripherals.serial import ticks_per_bit
 from emu.peripherals.spim import in_ram
+from emu.peripherals.twi import TwiPins
 
 T_STARTRX, T_STARTTX, T_STOP, T_SUSPEND, T_RESUME = 0x000, 0x008, 0x014, 0x01C, 0x020
 E_STOPPED, E_ERROR, E_SUSPENDED, E_RXSTARTED, E_TXSTARTED, E_LASTRX, E_LASTTX = (
@@ -29,7 +33,7 @@ ERRORSRC = 0x4C4
 OVERRUN, ANACK, DNACK = 1, 2, 4
 
 
-class Twim(NrfPeripheral):
+class Twim(TwiPins, NrfPeripheral):
     NAME = "TWIM"
     TASKS = {T_STARTRX: "STARTRX", T_STARTTX: "STARTTX", T_STOP: "STOP",
              T_SUSPEND: "SUSPEND", T_RESUME: "RESUME"}
@@ -41,8 +45,8 @@ class Twim(NrfPeripheral):
     REGISTERS = [
         Reg(ERRORSRC, "ERRORSRC", access=W1C, mask=0x7),
         Reg(0x500, "ENABLE", mask=0xF),
-        Reg(0x508, "PSEL_SCL", 0xFFFFFFFF),
-        Reg(0x50C, "PSEL_SDA", 0xFFFFFFFF),
+        Reg(0x508, "PSEL_SCL", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x50C, "PSEL_SDA", 0xFFFFFFFF, write="_pins_changed"),
         Reg(0x524, "FREQUENCY", 0x04000000),
         Reg(0x534, "RXD_PTR"), Reg(0x538, "RXD_MAXCNT", mask=0xFF),
         Reg(0x53C, "RXD_AMOUNT", access=RO), Reg(0x540, "RXD_LIST", mask=0x7),
@@ -54,7 +58,6 @@ class Twim(NrfPeripheral):
     def __init__(self, soc, base, name=None, irq=None):
         self._done = soc.clock.event(f"{name or 'twim'}.done", self._complete)
         self._stopped = soc.clock.event(f"{name or 'twim'}.stopped", self._stop_done)
-        self.i2c_bus = None
         super().__init__(soc, base, name, irq)
 
     def reset(self) -> None:

@@ -36,10 +36,15 @@ shared-ID multiplexer (emu/peripherals/serial.py): the enabled block's
 events reach PPI and PPI tasks reach the enabled block (Zephyr's UARTE
 driver stops TX from ENDTX through PPI and waits for TXSTOPPED).
 
-Not modelled: hardware flow control (CTS/NCTS events never fire, RTS not
-driven), parity and framing/break errors, the TXD/RXD pin levels (a frame
-is handed over whole), UARTE FLUSHRX.  Logged once where a firmware uses
-them.
+Pins (emu/peripherals/serial.py, PinSignals): while enabled the UART
+selects its TXD and RTS pins in GPIO (GPIO OUT no longer drives them): TXD
+idles high (the bytes' waveforms are not modelled), RTS is held low (ready
+to receive).  RXD and CTS are inputs.
+
+Not modelled: hardware flow control (CTS/NCTS events never fire, RTS stays
+low), parity and framing/break errors, the TXD/RXD pin levels (a frame
+is handed over whole), UARTE
+FLUSHRX.  Logged once where a firmware uses them.
 """
 from __future__ import annotations
 
@@ -47,7 +52,7 @@ from typing import Callable
 
 from emu.clock import TICKS_PER_SECOND
 from emu.peripherals.base import NrfPeripheral, Peripheral, Reg, RO, W1C
-from emu.peripherals.serial import ticks_per_bit
+from emu.peripherals.serial import PinSignals, ticks_per_bit
 from emu.peripherals.spim import in_ram
 
 T_STARTRX, T_STOPRX, T_STARTTX, T_STOPTX, T_SUSPEND, T_FLUSHRX = (
@@ -101,8 +106,13 @@ class HostLink:
         self.rx_queue = bytearray()
 
 
-class _UartBase(NrfPeripheral):
+class _UartBase(PinSignals, NrfPeripheral):
     RATES: dict = UART_RATES          # BAUDRATE -> actual baud (the PS's table)
+    SIGNALS = (("RTS", 0x508, "out"), ("TXD", 0x50C, "out"), ("CTS", 0x510, "in"),
+               ("RXD", 0x514, "in"))
+
+    def idle_level(self, signal: str):
+        return signal == "TXD"          # TXD idles high (mark); RTS low: ready
 
     def __init__(self, soc, base, name, irq, link):
         self.link = link
@@ -193,8 +203,10 @@ class Uart(_UartBase):
     REGISTERS = [
         Reg(ERRORSRC, "ERRORSRC", access=W1C, mask=0xF),
         Reg(0x500, "ENABLE", mask=0xF),
-        Reg(0x508, "PSELRTS", 0xFFFFFFFF), Reg(0x50C, "PSELTXD", 0xFFFFFFFF),
-        Reg(0x510, "PSELCTS", 0xFFFFFFFF), Reg(0x514, "PSELRXD", 0xFFFFFFFF),
+        Reg(0x508, "PSELRTS", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x50C, "PSELTXD", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x510, "PSELCTS", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x514, "PSELRXD", 0xFFFFFFFF, write="_pins_changed"),
         Reg(0x518, "RXD", access=RO, read="_read_rxd"),
         Reg(0x51C, "TXD", mask=0xFF, write="_write_txd"),
         Reg(BAUDRATE, "BAUDRATE", 0x04000000),
@@ -292,8 +304,10 @@ class Uarte(_UartBase):
     REGISTERS = [
         Reg(ERRORSRC, "ERRORSRC", access=W1C, mask=0xF),
         Reg(0x500, "ENABLE", mask=0xF),
-        Reg(0x508, "PSEL_RTS", 0xFFFFFFFF), Reg(0x50C, "PSEL_TXD", 0xFFFFFFFF),
-        Reg(0x510, "PSEL_CTS", 0xFFFFFFFF), Reg(0x514, "PSEL_RXD", 0xFFFFFFFF),
+        Reg(0x508, "PSEL_RTS", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x50C, "PSEL_TXD", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x510, "PSEL_CTS", 0xFFFFFFFF, write="_pins_changed"),
+        Reg(0x514, "PSEL_RXD", 0xFFFFFFFF, write="_pins_changed"),
         Reg(BAUDRATE, "BAUDRATE", 0x04000000),
         Reg(0x534, "RXD_PTR"), Reg(0x538, "RXD_MAXCNT", mask=0xFF),
         Reg(0x53C, "RXD_AMOUNT", access=RO),

@@ -137,7 +137,6 @@ class Nrf51822(Nrf52832):
     PRIO_BITS = 2
     CYCLE_TICKS = CPU_CYCLE_TICKS
     HAS_SYSTICK = False                 # the nRF51 has no SysTick timer
-    NUM_SPI_BUSES = 2                   # serial0..1 SPI
     ROM_PIDR = (0x01, 0x00, 0x40, 0x00)   # PID0..3 of nRF51 revision 3
 
     def __init__(self, clock: Optional[Clock] = None, *, force_python_counter: bool = False,

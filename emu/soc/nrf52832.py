@@ -151,7 +151,6 @@ class Nrf52832:
     PRIO_BITS = 3
     CYCLE_TICKS = CPU_TICKS             # 512 MHz ticks per CPU cycle: 64 MHz
     HAS_SYSTICK = True
-    NUM_SPI_BUSES = 3                   # serial0..2 SPI/SPIM
     ROM_PIDR = (0x06, 0x00, 0x50, 0x00)   # PID0..3: nRF52832 rev 2 (nrfx errata checks)
     PERIPHERALS = PERIPHERALS
     STORAGE_SLOTS = STORAGE_SLOTS
@@ -193,9 +192,10 @@ class Nrf52832:
         self.bus.attach(DWT_BASE, self.scs.dwt)     # CYCCNT as an op (see DwtPage)
         self.bus.attach(SCS_BASE, self.scs.page)    # NVIC pending words as ops (ScsPage)
         self.peripherals: dict = {}
-        from emu.buses import I2cBus, SpiBus
-        self.spi_bus = [SpiBus(f"spi{i}") for i in range(self.NUM_SPI_BUSES)]
-        self.i2c_bus = [I2cBus(f"i2c{i}") for i in range(2)]   # serial0..1 TWI/TWIM
+        from emu.buses import PinBuses
+        # the board's SPI/I2C buses by their pins (emu/buses.py): the serial
+        # peripherals reach the one their PSEL registers select
+        self.buses = PinBuses()
         # set by the board: fn(reason) asks for a system reset at the next
         # slice boundary (watchdog, reset pin, SYSTEMOFF wake-up, ...)
         self.reset_request_handler = None

@@ -1,7 +1,8 @@
 /* SPI masters the way nrfx drives them: legacy SPI0 polled with the
  * double-buffered TXD/RXD (as wasp-os's display/flash path does), and SPIM2
  * with EasyDMA and an END interrupt.  The Python side attaches a fake device
- * (returns previous byte + 1) with its chip select held low. */
+ * (returns previous byte + 1) with its chip select held low, on a bus on the
+ * PineTime's SPI pins (P0.02/03/04) and on a second bus on P0.11/12/13. */
 #include "harness.h"
 #include "cm4.h"
 HARNESS_STATE
@@ -43,8 +44,9 @@ int main(void) {
     CHECK("spi READY took polling time", loops > 8);
     REG32(SPI0 + 0x500) = 0;
 
-    /* SPIM2 EasyDMA, interrupt-driven */
+    /* SPIM2 EasyDMA, interrupt-driven, on the second bus's pins */
     for (int i = 0; i < 16; i++) tx[i] = 0xA0 + i;
+    REG32(SPIM2 + 0x508) = 11; REG32(SPIM2 + 0x50C) = 12; REG32(SPIM2 + 0x510) = 13;
     REG32(SPIM2 + 0x524) = 0x40000000u;  /* 4 MHz */
     REG32(SPIM2 + 0x544) = (uint32_t)tx; REG32(SPIM2 + 0x548) = 16;
     REG32(SPIM2 + 0x534) = (uint32_t)rx; REG32(SPIM2 + 0x538) = 16;

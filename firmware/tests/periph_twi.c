@@ -1,7 +1,8 @@
 /* I2C masters: legacy TWI1 polled with BB_SUSPEND/BB_STOP (nrfx/wasp-os
  * style: write a register pointer, read 6 bytes), an address NACK, and
  * TWIM0 EasyDMA write-then-read chained by SHORTS.  The Python side puts a
- * register-file device at 0x15 on bus 1 and 0x18 on bus 0. */
+ * register-file device at 0x15 on a bus on SCL P0.07 / SDA P0.06 and one at
+ * 0x18 on a bus on SCL P0.27 / SDA P0.26. */
 #include "harness.h"
 #include "cm4.h"
 HARNESS_STATE
@@ -51,6 +52,7 @@ int main(void) {
     CHECK("twi STOPPED after STOP", wait(TWI1 + 0x104));
     REG32(TWI1 + 0x500) = 0;
 
+    REG32(TWIM0 + 0x508) = 27; REG32(TWIM0 + 0x50C) = 26;
     REG32(TWIM0 + 0x524) = 0x06400000u;  /* TWIM K400 */
     REG32(TWIM0 + 0x588) = 0x18;
     REG32(TWIM0 + 0x544) = (uint32_t)wbuf; REG32(TWIM0 + 0x548) = 1;
