@@ -44,14 +44,18 @@ class Line:
 class Pin:
     """One GPIO pad with tri-state drivers and a pull resistor."""
 
-    __slots__ = ("name", "number", "drivers", "pull", "level", "_listeners", "_contention_logged",
+    __slots__ = ("name", "number", "drivers", "pull", "board_pull", "level", "_listeners",
+                 "_contention_logged",
                  "_was_driven", "serial", "serial_listeners")
 
     def __init__(self, name: str, number: int = -1):
         self.name = name
         self.number = number
         self.drivers: dict = {}        # owner -> bool
-        self.pull: Optional[bool] = None  # True = pull-up, False = pull-down
+        self.pull: Optional[bool] = None  # the chip's pull: True = up, False = down
+        # a resistor on the board (the PineTime's touch INT pull-up): applies
+        # while nothing drives the pin and the chip's own pull is off
+        self.board_pull: Optional[bool] = None
         self.level = False
         self._listeners: list = []
         self._contention_logged = False
@@ -90,7 +94,13 @@ class Pin:
         self._resolve()
 
     def set_pull(self, pull: Optional[bool]) -> None:
+        """The chip's pull resistor (GPIO PIN_CNF.PULL)."""
         self.pull = pull
+        self._resolve()
+
+    def set_board_pull(self, pull: Optional[bool]) -> None:
+        """A resistor on the board, kept whatever the firmware configures."""
+        self.board_pull = pull
         self._resolve()
 
     def driven_by(self) -> list:
@@ -109,6 +119,8 @@ class Pin:
                 new = levels.pop()
         elif self.pull is not None:
             new = self.pull
+        elif self.board_pull is not None:
+            new = self.board_pull
         else:
             new = False
         was_driven = self._was_driven

@@ -70,3 +70,32 @@ def test_version_read(rig):
     clock, bus, dev, *_ = rig
     v = i2c_read(bus, 0x15, 0xA6, 4)
     assert len(v) == 4 and v[1] == 0xB4
+
+
+def test_with_en_touch_the_report_is_contact_then_up(rig):
+    """IrqCtl EnTouch (Zephyr writes 0x60, InfiniTime 0x70): the gesture's
+    report says the finger is on the panel (event 2, 'contact'), the lift
+    report after it says 'up' (event 1): Zephyr's kscan driver takes the
+    first for a press and the second for a release."""
+    clock, bus, dev, intp, rst, edges = rig
+    i2c_write(bus, 0x15, 0xFA, bytes([0x60]))
+    dev.tap(100, 50)
+    clock.advance_to(1)
+    assert i2c_read(bus, 0x15, 0x01, 6) == bytes([5, 1, 0x80, 100, 0, 50])
+    clock.advance_to(30 * TICKS_PER_MS)
+    assert i2c_read(bus, 0x15, 0x01, 3) == bytes([0, 0, 0x40])
+
+
+def test_board_pull_up_holds_int_whatever_the_chip_pull():
+    """The PineTime's INT pull-up is on the board: a firmware that configures
+    P0.28 without a pull (Zephyr) still sees the line high between pulses."""
+    p = Pin("INT", 28)
+    p.set_board_pull(True)
+    p.set_pull(None)                       # the chip's pull off
+    assert p.level is True
+    p.drive("touch", False)
+    assert p.level is False
+    p.drive("touch", None)
+    assert p.level is True
+    p.set_pull(False)                      # the chip's own pull decides when set
+    assert p.level is False

@@ -107,3 +107,36 @@ def test_blinky_blinks_the_backlight_in_a_recording(tmp_path):
     assert gaps == {1000}, gaps
     with Image.open(path) as im:
         assert im.n_frames == len(rec.frames)
+
+
+def test_kscan_touch_prints_taps_and_swipes():
+    """samples/drivers/kscan_touch: Zephyr's CST816S driver (TWIM0, INT on
+    P0.28 configured without a pull: the board's pull-up holds it) prints
+    each press with its position; a swipe is reported where it ends."""
+    m = boot("kscan_touch")
+    m.run(ms=500)
+    m.board.touch.tap(100, 50)
+    m.run(ms=100)
+    m.board.touch.swipe("left")
+    m.run(ms=100)
+    out = uart(m)
+    assert "row = 50 col = 100" in out and "row = 120 col = 40" in out, out
+    assert out.count("row = ") == 2, out           # the lifts are not presses
+
+
+def test_kscan_touch_from_a_scenario(tmp_path):
+    """The same through a scenario's tap step (pinetime-emu test)."""
+    p = ZEPHYR / "pinetime_devkit0" / "kscan_touch" / "zephyr.elf"
+    if not p.exists():
+        pytest.skip(f"no Zephyr image {p} (shared ZEPHYR-BUILD.md) or set PINETIME_EMU_ZEPHYR_DIR")
+    import subprocess
+    import sys
+    sc = tmp_path / "touch.yaml"
+    sc.write_text("name: kscan touch\nboard: pinetime\nsteps:\n"
+                  "  - wait_text: {text: 'Kscan touch panel sample application', timeout_ms: 1000}\n"
+                  "  - run: {ms: 200}\n"
+                  "  - tap: {x: 60, y: 70}\n"
+                  "  - wait_text: {text: 'row = 70 col = 60', timeout_ms: 500}\n")
+    r = subprocess.run([sys.executable, "-m", "emu.cli", "test", str(sc), "--firmware", str(p)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -108,7 +108,7 @@ class PineTime(BareNrf52832):
         spi.attach(self.display, pins[SPI_DEVICES["display"]])
         spi.attach(self.flash, pins[SPI_DEVICES["flash"]])
 
-        pins[28].set_pull(True)                    # touch INT: open-drain with pull-up
+        pins[28].set_board_pull(True)              # touch INT: open-drain, pull-up on the board
         self.touch = Cst816s(clock, int_pin=pins[28], rst_pin=pins[10])
         self.accel = Bma421(clock)
         self.heart_rate = Hrs3300(clock, bpm=bpm, seed=hrs_seed)

@@ -16,8 +16,11 @@ Inputs are scheduled on the clock so they happen at exact emulated times.
 With IrqCtl (0xFA) EnTouch or EnChange set (InfiniTime sets 0x70), the
 lift of the finger is reported too: RELEASE_TICKS after a gesture, a second
 INT pulse with FingerNum 0 and GestureID 0 (InfiniTime takes the next
-slide only after such a report).  Without them (wasp-os leaves 0xFA alone) only the
-gesture is reported.
+slide only after such a report).  With EnTouch the gesture report carries
+the event "contact" (finger on the panel, XposH bits 7:6 = 2) and the lift
+report "up" (1), as Zephyr's kscan driver reads them (pressed = down or
+contact).  Without them (wasp-os leaves 0xFA alone) only the gesture is
+reported, with the event "up".
 
 Not modelled: repeated reports while a finger stays down, the chip's
 auto-sleep / motion-mask / IRQ-control registers (0xEC-0xFE; stored only),
@@ -108,7 +111,11 @@ class Cst816s(I2cRegisterDevice):
         r = self.regs
         r[0x01] = gesture
         r[0x02] = 1
-        r[0x03] = 0x40 | (x >> 8)                    # event: lift up (gesture complete)
+        # event bits 7:6: with EnTouch the finger is reported on the panel
+        # (contact) and its lift in the report after; in gesture-only mode the
+        # report comes when the gesture is complete (lift up)
+        contact = bool(r[IRQ_CTL] & EN_TOUCH)
+        r[0x03] = (0x80 if contact else 0x40) | (x >> 8)
         r[0x04] = x & 0xFF
         r[0x05] = y >> 8
         r[0x06] = y & 0xFF
