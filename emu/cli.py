@@ -326,7 +326,8 @@ def _run_args_problem(args) -> Optional[str]:
     if args.bridge is not None and args.bridge == args.gdb and args.bridge != 0 \
             and args.bridge_host == args.gdb_host:
         return f"--bridge and --gdb both ask for port {args.bridge}"
-    if args.softdevice_hex is not None and args.board not in (None, "pinetime", "nrf52832"):
+    if args.softdevice_hex is not None and args.board not in (None, "pinetime", "nrf52832",
+                                                              "nrf52dk"):
         return f"--softdevice-hex: an S132 SoftDevice runs on the nRF52832, not on {args.board}"
     if args.trace_range is not None and args.trace is None:
         return "--trace-range needs --trace FILE"

@@ -130,11 +130,25 @@ class Machine:
             img = with_softdevice(img, load_firmware(self.softdevice_hex, layout=layout))
         self.image = img
         self.symbols = img.symbols
+        self._warn_missing_softdevice(img)
         for note in img.notes:
             log.info("%s: %s", img.path, note)
         self.soc.load_image(img.segments)
         self.board.firmware_loaded(img)
         self.power_on()
+
+    def _warn_missing_softdevice(self, img) -> None:
+        """An application linked above a SoftDevice, with nothing below it and no
+        SoftDevice on this board: its first SVC goes nowhere (say so once)."""
+        from emu.loader import softdevice_present
+        vt = img.vector_table or 0
+        if (vt < 0x1000 or getattr(self.board, "softdevice", None) == "s132"
+                or softdevice_present(img) or any(a < vt for a, _d in img.segments)):
+            return
+        log.warning("%s is an application for a SoftDevice (vector table at %#x, nothing "
+                    "below it): give Nordic's S132 with --softdevice-hex FILE, or run it on "
+                    "--board pinetime, where S132 is emulated at its API",
+                    img.path or "the image", vt)
 
     def describe_address(self, addr: int) -> str:
         return self.symbols.describe(addr) if self.symbols else ""

@@ -216,3 +216,35 @@ def test_window_click_on_a_drawn_button_holds_it(window):
     grab = pygame.surfarray.array3d(w.surface).transpose(1, 0, 2)
     panel = grab[L.screen_y:L.screen_y + 240, L.screen_x:L.screen_x + 240]
     assert (panel == m.board.screen()).all()
+
+
+def test_s132_application_without_a_softdevice_is_named(fw, caplog):
+    """An nRF5 SDK application for S132 on the DK with no SoftDevice below it
+    would stop silently at its first SVC: the machine says what to pass."""
+    import logging
+
+    from emu import Machine
+    from pathlib import Path
+    app = next(Path(fw("cpu_svc")).parent.glob("s132/*.elf"))
+    with caplog.at_level(logging.WARNING, logger="emu.machine"):
+        Machine(str(app), board="nrf52dk")
+    assert any("--softdevice-hex" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="emu.machine"):
+        Machine(str(app), board="pinetime", flash_file=None)      # S132 emulated there
+    assert not any("--softdevice-hex" in r.getMessage() for r in caplog.records)
+
+
+def test_softdevice_hex_accepted_on_the_dk(tmp_path):
+    """The DK is an nRF52832: --softdevice-hex is not refused for it (here the
+    file does not exist, and that is what the one line says)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    fwdir = Path(__file__).resolve().parent.parent / "firmware" / "build"
+    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", str(fwdir / "cpu_svc.elf"),
+                        "--board", "nrf52dk", "--softdevice-hex", str(tmp_path / "none.hex"),
+                        "--headless", "--seconds", "0.01"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "runs on the nRF52832" not in r.stderr, r.stderr
+    assert "none.hex" in r.stderr and "Traceback" not in r.stderr
