@@ -1622,6 +1622,12 @@ class CortexM:
                 self._handle_intr(trap[1], trap[2])
             elif kind == "unmapped":
                 _, access, address, pc, size, value = trap
+                if err is not None:
+                    # the engine has restored the faulting instruction's PC by
+                    # now; inside the hook it can still be the block's start
+                    # (a block met for the first time), and a handler that
+                    # skips the instruction (Zephyr's fixups) needs the exact one
+                    pc = uc.reg_read(A.UC_ARM_REG_PC)
                 self._handle_unmapped(access, address, pc, size)
             elif kind == "write_prot":
                 _, address, pc, size, value = trap
