@@ -1127,8 +1127,13 @@ class CortexM:
 
     def _hook_write_prot(self, uc, access, address, size, value, _ud):
         mpu = self.mpu
-        if mpu is not None and mpu._installed and (address & ~1023) in mpu._prot:
-            return mpu._hook_prot(uc, access, address, size, value, _ud)
+        if mpu is not None and mpu._installed:
+            if (address & ~1023) in mpu._prot:
+                return mpu._hook_prot(uc, access, address, size, value, _ud)
+            # flash (never writable by a store): the MPU decides before the NVMC
+            if not mpu.off_now() and not mpu.allows(address, size, 2, self.privileged()):
+                self._trap = ("mpu", 2, address, uc.reg_read(A.UC_ARM_REG_PC))
+                return False
         wen = self.flash_write_enabled
         if wen is not None and not wen(address):
             # Writes to read-only flash are ignored by the silicon: returning
@@ -1636,6 +1641,8 @@ class CortexM:
                 pass        # an exception return done in the INTR hook (_return_in_hook)
             elif kind == "mpu":
                 _, what, address, pc = trap
+                if err is not None and what != 4:
+                    pc = uc.reg_read(A.UC_ARM_REG_PC)     # restored: exact (see unmapped)
                 if what == 4:
                     self.take_fault(MEMMANAGE, MMFSR_IACCVIOL, pc, "instruction fetch the MPU "
                                     f"forbids at {address:#010x}")

@@ -1957,6 +1957,8 @@ static int guard_hook(void *uc, int type, uint64_t address, int size, int64_t va
                       void *user_data) {
     FlashGuard *g = (FlashGuard *)user_data;
     int drop = 0;
+    if (g->mpu_perm != NULL && (!g->below || address < g->below))
+        return 0;           /* the MPU is on: Python asks it before the NVMC */
     if (g->below && address >= g->below) {
         if (g->mpu_perm == NULL || size <= 0 || address < g->mpu_base
             || address + (uint64_t)size > g->mpu_base + g->mpu_size)

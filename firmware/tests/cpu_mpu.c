@@ -122,11 +122,20 @@ int main(void) {
     CHECK_EQ("disabled subregion falls through", sub_buf[1], 7);
     st16(&sub_buf[16], 7);                                    /* subregion 1: AP=0 */
     CHECK_EQ("enabled subregion: no access", faults, 2);
+    uint32_t before;
+
+    /* flash is read-only in region 0: a store there is a MemManage fault
+     * (the MPU decides before the NVMC would ignore it) */
+    static const uint32_t in_flash = 0x12345678;
+    before = faults;
+    st16((volatile uint32_t *)&in_flash, 1);
+    CHECK_EQ("store into read-only flash faults", faults, before + 1);
+    CHECK_EQ("flash MMFAR", last_mmfar, (uint32_t)&in_flash);
 
     /* never-execute RAM */
     ram_code[0] = 0x2007; ram_code[1] = 0x4770;               /* movs r0, #7; bx lr */
     uint32_t (*fn)(void) = (uint32_t (*)(void))((uint32_t)ram_code | 1);
-    uint32_t before = faults;
+    before = faults;
     (void)fn();
     CHECK_EQ("execute from XN RAM faults", faults, before + 1);
     CHECK_EQ("MMFSR IACCVIOL", last_cfsr & 0xFF, 0x01);
