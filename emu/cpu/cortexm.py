@@ -1650,6 +1650,13 @@ class CortexM:
                     self.take_fault(MEMMANAGE, MMFSR_DACCVIOL | MMFSR_MMARVALID, pc,
                                     f"{'write to' if what == 2 else 'read of'} {address:#010x} "
                                     "forbidden by the MPU", fault_addr=address)
+            elif kind == "ppb":
+                _, address, pc = trap
+                if err is not None:
+                    pc = uc.reg_read(A.UC_ARM_REG_PC)
+                self.take_fault(BUSFAULT, BFSR_PRECISERR | BFSR_BFARVALID, pc,
+                                f"unprivileged access to the System Control Space at "
+                                f"{address:#010x}", fault_addr=address)
             elif kind == "mpu_sync":
                 self.mpu.sync()
             elif kind == "wfe":

@@ -24,6 +24,10 @@ derived exception and the original one stays pending); MemManage escalates to Ha
 preempt.  Firmware that never enables the MPU pays nothing: no hook exists
 until CTRL.ENABLE is first set.
 
+While the MPU is on, an unprivileged access to the System Control Space
+(NVIC, SCB, SysTick, the MPU itself) is a precise BusFault, as the
+architecture says (STIR with CCR.USERSETMPEND excepted: not modelled).
+
 Not modelled: unstacking checks (MUNSTKERR: a frame is popped from where
 it was pushed), MPU checks of peripheral and system space (0x40000000 and up:
 the default map applies there), lazy FP stacking (MLSPERR: FP context is
@@ -42,6 +46,7 @@ from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_READ_PROT
 log = logging.getLogger("emu.cpu.mpu")
 
 R, W, X = 1, 2, 4
+PPB_SCS = 0xE000E000             # System Control Space: privileged accesses only
 PAGE = 1024                      # Unicorn's ARM page
 NUM_REGIONS = 8
 # AP field -> (privileged, unprivileged) data access (ARMv7-M ARM table B3-15)
@@ -189,6 +194,14 @@ class Mpu:
                     self._pages.append((p, base))
         self._pages.sort()
         self._base = dict(self._pages)
+        # the System Control Space: privileged only (ARMv7-M B3.2; an
+        # unprivileged access is a BusFault), made inaccessible while the
+        # core is unprivileged
+        from unicorn import UC_PROT_READ, UC_PROT_WRITE
+        self._ppb_pages = [p for p in range(PPB_SCS, PPB_SCS + 0x1000, PAGE)
+                           if any(s <= p < e for (s, e, _k, _n) in self.cpu.regions)]
+        for p in self._ppb_pages:
+            self._base[p] = UC_PROT_READ | UC_PROT_WRITE
         ram = self.cpu.ram_host
         self._ram = None
         if len(ram) == 1:
@@ -312,6 +325,9 @@ class Mpu:
             prot = base & allowed
             if prot != base:
                 want[page] = prot
+        if not priv:
+            for p in self._ppb_pages:
+                want[p] = 0
         perms = None
         if self._ram is not None:                   # access per 32-byte granule of RAM
             rbase, rsize, _host = self._ram
@@ -332,6 +348,12 @@ class Mpu:
         page = address & ~(PAGE - 1)
         if page not in self._prot:
             return False                              # not the MPU's (flash stores, ...)
+        if PPB_SCS <= address < PPB_SCS + 0x1000:
+            if self.privileged_now():
+                return True                           # the pages lag a privilege change
+            pc = uc.reg_read(__import__("unicorn").arm_const.UC_ARM_REG_PC)
+            cpu._trap = ("ppb", address, pc)
+            return False
         what = W if access == UC_MEM_WRITE_PROT else X if access == UC_MEM_FETCH_PROT else R
         base = self._base.get(page, 0)
         if not (base & what):

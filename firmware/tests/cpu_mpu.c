@@ -69,6 +69,17 @@ __attribute__((naked)) void HardFault_Handler(void) {
                    "mov r1, lr\n movs r2, #1\n push {lr}\n bl mm_c\n pop {pc}\n");
 }
 
+static volatile uint32_t busfaults, last_bfar;
+void bf_c(uint32_t *frame) {
+    busfaults++;
+    last_bfar = SCB_BFAR;
+    SCB_CFSR = SCB_CFSR;
+    frame[6] += 2;                      /* skip the 16-bit store */
+}
+__attribute__((naked)) void BusFault_Handler(void) {
+    __asm volatile("tst lr, #4\n ite eq\n mrseq r0, msp\n mrsne r0, psp\n b bf_c\n");
+}
+
 static volatile uint32_t svc9;
 __attribute__((naked)) void SVC_Handler(void) {
     __asm volatile("mrs r0, control\n bic r0, r0, #3\n msr control, r0\n"
@@ -98,7 +109,7 @@ static void setup(void) {
 
 int main(void) {
     CHECK_EQ("MPU_TYPE: 8 data regions", MPU_TYPE, 0x800);
-    SCB_SHCSR |= 1u << 16;                                    /* MEMFAULTENA */
+    SCB_SHCSR |= (1u << 16) | (1u << 17);                     /* MEMFAULTENA, BUSFAULTENA */
     SCB_SHPR8(4) = 0x20;
     setup();
     MPU_RNR = 3;
@@ -148,11 +159,15 @@ int main(void) {
     uint32_t k = ld16(&kernel_word);                          /* priv-only RAM */
     uint32_t g = ld16(&guarded_stack[8]);                     /* priv-only too */
     uint32_t kp = ld16(&kernel_page[5]);                      /* a whole priv-only page */
+    st16(&MPU_CTRL, 0);                                       /* the SCS: privileged only */
     __asm volatile("svc #9" ::: "memory");                    /* back to privileged */
     CHECK_EQ("user write to its buffer", user_buf[0], 5);
     CHECK_EQ("user reads of kernel data and the stack fault", faults, before + 3);
     CHECK_EQ("the loads did not happen", k + g + kp, 3 * 0xBAD);
     CHECK_EQ("user MMFAR", last_mmfar, (uint32_t)&kernel_page[5]);
+    CHECK_EQ("user write to MPU_CTRL is a BusFault", busfaults, 1);
+    CHECK_EQ("BFAR", last_bfar, 0xE000ED94);
+    CHECK_EQ("the MPU stays on", MPU_CTRL, 5);
     CHECK_EQ("privileged again", get_control() & 1, 0);
 
     /* MemManage disabled: escalation to HardFault (FORCED) */
