@@ -123,7 +123,7 @@ SKIP_ATTRS = {
                                 "_uch", "_c_mem_read", "_c_mem_write", "_membuf",
                                 "_xregs"},   # exception entry/return in C (structure)
     # the MPU: its registers through save_state/load_state, the rest derived
-    "emu.cpu.mpu.Mpu": {"cpu", "ctrl", "rnr", "rbar", "rasr", "_installed", "_prot", "_mixed",
+    "emu.cpu.mpu.Mpu": {"cpu", "ctrl", "rnr", "rbar", "rasr", "_installed", "_prot",
                         "_cache", "_applied", "_pages", "_base", "_config", "_ram", "_perms",
                         "_transitions", "_prot_key"},
     "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file

@@ -102,8 +102,8 @@ class StopReason:
     RESET = "reset"
 
 
-XPSR_IT = (3 << 25) | (0x3F << 10)
-FAULT_REPEAT_WINDOW = 512_000_000 // 100   # 10 ms in ticks (see take_fault)   # EPSR.IT[1:0] and IT[7:2]
+XPSR_IT = (3 << 25) | (0x3F << 10)   # EPSR.IT[1:0] and IT[7:2]
+FAULT_REPEAT_WINDOW = 512_000_000 // 100   # 10 ms in ticks (see take_fault)
 
 
 class CortexM:
@@ -663,7 +663,7 @@ class CortexM:
         read from handler mode (writing IPSR swaps the banked SP back)."""
         uc = self.uc
         values = list(uc.reg_read_batch(ids))
-        if self._ipsr != 0 or not (uc.reg_read(A.UC_ARM_REG_CONTROL) & 1):
+        if self.privileged():
             return tuple(values)
         where = [i for i, r in enumerate(ids) if r in _PRIVILEGED_READS]
         uc.reg_write(A.UC_ARM_REG_IPSR, 1)
@@ -681,7 +681,7 @@ class CortexM:
         CONTROL's own write is applied last."""
         uc = self.uc
         pairs = list(pairs)
-        if self._ipsr != 0 or not (uc.reg_read(A.UC_ARM_REG_CONTROL) & 1):
+        if self.privileged():
             uc.reg_write_batch(pairs)
             return
         control = uc.reg_read(A.UC_ARM_REG_CONTROL)
@@ -722,36 +722,15 @@ class CortexM:
         """MSTKERR: the frame would go where the MPU forbids writes.  Only
         the words it allows are written, the stack pointer moves, and MemManage (or
         HardFault) is entered as a derived exception; ``exc`` stays pending."""
-        uc = self.uc
-        control = uc.reg_read(A.UC_ARM_REG_CONTROL)
-        msp, psp = self.stack_pointers()
-        thread = self._ipsr == 0
-        use_psp = thread and bool(control & 2)
-        privileged = not thread or not (control & 1)
-        fpca = bool(control & 4)
-        sp = psp if use_psp else msp
-        framesize = 0x68 if fpca else 0x20
-        newsp = ((sp - framesize) & ~4) & 0xFFFFFFFF
-        if self.mpu.allows(newsp, framesize, 2, privileged):
+        privileged = self.privileged()               # the context being stacked
+        words, newsp, msp, psp, control, exc_return = self._entry_frame(return_addr)
+        if self.mpu.allows(newsp, 4 * len(words), 2, privileged):
             return False
         # the frame's words the MPU allows are written, the others not (as on
         # silicon: each word of the push is its own access)
-        r0, r1, r2, r3, r12, lr, xpsr = uc.reg_read_batch(_ENTRY_REGS[:7])
-        align = (sp >> 2) & 1 if self.ccr & 0x200 else 0
-        words = [r0, r1, r2, r3, r12, lr, return_addr & ~1 & 0xFFFFFFFF,
-                 ((xpsr & ~(0x1FF | (1 << 9))) | self._ipsr | (align << 9) | (1 << 24))
-                 & 0xFFFFFFFF]
-        if fpca:
-            words += list(uc.reg_read_batch(_FP_REGS)) + [0]
         for i, w in enumerate(words):
             if self.mpu.allows(newsp + 4 * i, 4, 2, privileged):
                 self.write_mem(newsp + 4 * i, _WORDS[1].pack(w))
-        if use_psp:
-            psp = newsp
-        else:
-            msp = newsp
-        exc_return = (0xFFFFFFE1 if fpca else 0xFFFFFFF1) | (0x8 if thread else 0) \
-            | (0x4 if use_psp else 0)
         self.cfsr |= 1 << 4                          # MMFSR.MSTKERR
         # the derived MemManage: entering MemManage itself it is the same
         # exception (the handler sees MSTKERR with the first fault's bits);
@@ -776,6 +755,40 @@ class CortexM:
         self.mpu.sync()
         return True
 
+    def _entry_frame(self, return_addr: int) -> tuple:
+        """The frame exception entry pushes, from the current state (ARMv7-M
+        B1.5.6 PushStack): (words, new SP, MSP, PSP, CONTROL, EXC_RETURN),
+        the stack pointer that pushes already moved in MSP or PSP."""
+        uc = self.uc
+        r0, r1, r2, r3, r12, lr, xpsr, control, msp, psp = uc.reg_read_batch(_ENTRY_REGS)
+        ipsr = self._ipsr
+        if ipsr == 0 and control & 1:
+            msp, psp = self.stack_pointers()
+        thread = ipsr == 0
+        use_psp = thread and bool(control & 2)
+        fpca = self.profile == "m4" and bool(control & 4)
+        sp = psp if use_psp else msp
+        framesize = 0x68 if fpca else 0x20
+        align = (sp >> 2) & 1 if (self.ccr & 0x200 or self.profile == "m0") else 0
+        newsp = ((sp - framesize) & ~4) & 0xFFFFFFFF
+        xpsr_stacked = (xpsr & ~(0x1FF | (1 << 9))) | ipsr | (align << 9) | (1 << 24)
+        words = [r0, r1, r2, r3, r12, lr, return_addr & ~1 & 0xFFFFFFFF,
+                 xpsr_stacked & 0xFFFFFFFF]
+        if fpca:
+            words += list(uc.reg_read_batch(_FP_REGS)) + [0]
+        if use_psp:
+            psp = newsp
+        else:
+            msp = newsp
+        exc_return = 0xFFFFFFE1 if fpca else 0xFFFFFFF1
+        if thread:
+            exc_return |= 0x8
+        if use_psp:
+            exc_return |= 0x4
+        if self.profile == "m0":
+            exc_return |= 0x10
+        return words, newsp, msp, psp, control, exc_return
+
     def _exception_entry(self, exc: int, return_addr: int) -> None:
         x = self._xregs
         if x is not None:
@@ -790,39 +803,12 @@ class CortexM:
             self.active |= 1 << exc
             self._enter(exc, r[1], r[2], r[3], r[4])
             return
-        uc = self.uc
-        r0, r1, r2, r3, r12, lr, xpsr, control, msp, psp = uc.reg_read_batch(_ENTRY_REGS)
-        ipsr = self._ipsr
-        if ipsr == 0 and control & 1:
-            msp, psp = self.stack_pointers()
-        thread = ipsr == 0
-        use_psp = thread and bool(control & 2)
-        fpca = self.profile == "m4" and bool(control & 4)
-        sp = psp if use_psp else msp
-        framesize = 0x68 if fpca else 0x20
-        align = (sp >> 2) & 1 if (self.ccr & 0x200 or self.profile == "m0") else 0
-        newsp = ((sp - framesize) & ~4) & 0xFFFFFFFF
-        xpsr_stacked = (xpsr & ~(0x1FF | (1 << 9))) | ipsr | (align << 9) | (1 << 24)
-        frame = _WORDS[8].pack(r0, r1, r2, r3, r12, lr, return_addr & ~1 & 0xFFFFFFFF,
-                               xpsr_stacked & 0xFFFFFFFF)
-        if fpca:
-            frame += struct.pack("<18I", *uc.reg_read_batch(_FP_REGS), 0)
-        if self._c_mem_write(self._uch, newsp, frame, framesize):
+        words, newsp, msp, psp, control, exc_return = self._entry_frame(return_addr)
+        if self._c_mem_write(self._uch, newsp, _WORDS[len(words)].pack(*words), 4 * len(words)):
             # stacking error: MSTKERR/STKERR; escalate to lockup if in HardFault
             self.cfsr |= 1 << 12  # BFSR.STKERR
             self._lockup(f"stack overflow while entering {self.exc_name(exc)} (SP={newsp:#010x})")
             return
-        if use_psp:
-            psp = newsp
-        else:
-            msp = newsp
-        exc_return = 0xFFFFFFE1 if fpca else 0xFFFFFFF1
-        if thread:
-            exc_return |= 0x8
-        if use_psp:
-            exc_return |= 0x4
-        if self.profile == "m0":
-            exc_return |= 0x10
         self.pending &= ~(1 << exc)
         self.active |= 1 << exc
         self._enter(exc, exc_return, msp, psp, control)
@@ -1369,8 +1355,7 @@ class CortexM:
             code = bytes(self.uc.mem_read(addr, size))
         except UcError:
             return False
-        if b"\x40\xbf" in code or (self.profile == "m4" and code and (
-                self._has_div(code) or b"\x14\x88" in code)):     # SEV, SDIV/UDIV, MSR CONTROL
+        if self._needs_special_hooks(code):
             return False
         try:
             self.counter.insert(addr, size, self.cost_model.block_cost(code, addr))
@@ -1390,9 +1375,15 @@ class CortexM:
         cost = self.cost_model.block_cost(code, addr)
         self.counter.insert(addr, size, cost)
         # Instructions that need a selective hook (zero cost elsewhere).
-        if b"\x40\xbf" in code or (self.profile == "m4" and code and (
-                self._has_div(code) or b"\x14\x88" in code)):     # SEV, SDIV/UDIV, MSR CONTROL
+        if self._needs_special_hooks(code):
             self._special_hooks(code, addr, size)
+
+    def _needs_special_hooks(self, code: bytes) -> bool:
+        """The block may hold an instruction that needs its own hook: SEV,
+        SDIV/UDIV, MSR CONTROL (a cheap test on the bytes; _special_hooks
+        disassembles)."""
+        return b"\x40\xbf" in code or (self.profile == "m4" and bool(code) and (
+            self._has_div(code) or b"\x14\x88" in code))
 
     @staticmethod
     def _has_div(code: bytes) -> bool:

@@ -10,19 +10,23 @@ otherwise.  AP as in table B3-15, execution needs read access and XN clear.
 In HardFault, NMI and with FAULTMASK set the MPU is off unless HFNMIENA.
 
 Enforced on flash and RAM, through Unicorn's page protections (1 KiB pages):
-whenever the configuration or the privilege changes (MPU register writes,
-take effect at the next block boundary, as after the DSB/ISB the
-architecture asks for; exception entry and return; ``MSR CONTROL``) each
-page gets the access every byte of it allows.  A page a region boundary cuts
-through ("mixed") gets what all of it allows, and the protection faults of
-its other accesses are decided here byte-exactly: an allowed store is done
-here, an allowed load or fetch goes on.  A forbidden data access raises
+whenever the configuration or the privilege changes each page gets the
+access every byte of it allows.  CTRL writes apply at the next block
+boundary (as after the DSB/ISB the architecture asks for); region writes at
+the next slice boundary, exception entry or return, or privilege change (an
+RTOS reprograms regions at every context switch); a privilege drop by
+``MSR CONTROL`` at the next instruction.  The protection faults are decided
+here byte-exactly from the registers as they are: an allowed store into RAM
+is done in C (``FlashGuard.set_mpu``, one access byte per 32-byte granule)
+or here, an allowed load or fetch goes on.  A forbidden data access raises
 MemManage with DACCVIOL and MMFAR (MMARVALID); a forbidden fetch IACCVIOL;
-exception stacking into a forbidden region MSTKERR (the frame is not
-written, the stack pointer moves as on silicon, MemManage is entered as a
-derived exception and the original one stays pending); MemManage escalates to HardFault when it is disabled or cannot
-preempt.  Firmware that never enables the MPU pays nothing: no hook exists
-until CTRL.ENABLE is first set.
+a store into flash the MPU forbids faults before the NVMC would ignore it;
+exception stacking into a forbidden region MSTKERR (the words the MPU allows
+are written, the stack pointer moves as on silicon, MemManage is entered as
+a derived exception and the original one stays pending); MemManage
+escalates to HardFault when it is disabled or cannot preempt.  Firmware
+that never enables the MPU pays nothing: no hook exists until CTRL.ENABLE
+is first set.
 
 While the MPU is on, an unprivileged access to the System Control Space
 (NVIC, SCB, SysTick, the MPU itself) is a precise BusFault, as the
@@ -33,8 +37,9 @@ it was pushed), MPU checks of peripheral and system space (0x40000000 and up:
 the default map applies there), lazy FP stacking (MLSPERR: FP context is
 stacked eagerly and a violation there is an MSTKERR), the memory attributes
 (TEX, C, B, S are stored), and byte-exact checks of loads and fetches in a
-mixed page after the first allowed one in the same translation block (the
-engine caches the page's read access until the block ends).
+page a region boundary cuts through after the first allowed one in the same
+translation block (the engine caches the page's read access until the block
+ends).
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ import ctypes
 import logging
 
 from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_READ_PROT
+from unicorn.arm_const import UC_ARM_REG_PC
 
 log = logging.getLogger("emu.cpu.mpu")
 
@@ -76,7 +82,6 @@ class Mpu:
         self._config = 0              # bumped on every change of the regions or CTRL
         self._applied = None          # (config, privileged, off) the pages were set for
         self._prot: dict = {}         # page -> protection set (only pages changed)
-        self._mixed: frozenset = frozenset()
         self._cache: dict = {}
         self._transitions: dict = {}   # (from map key, to map key) -> mem_protect runs
 
@@ -212,9 +217,6 @@ class Mpu:
         log.info("MPU enabled: enforced on flash and RAM through page protections "
                  "(peripheral space uses the default map)")
 
-    def privileged_now(self) -> bool:
-        return self.cpu.privileged()
-
     def sync(self) -> None:
         """Page protections for the current configuration and privilege."""
         cpu = self.cpu
@@ -222,7 +224,7 @@ class Mpu:
         if not self._installed:
             return
         off = self.off_now()
-        priv = self.privileged_now()
+        priv = self.cpu.privileged()
         key = (self._config, priv, off)
         if key == self._applied:
             return
@@ -236,12 +238,11 @@ class Mpu:
             if len(self._cache) >= 64:
                 self._cache.clear()
             got = self._cache[ckey] = self._page_map(priv)
-        want, self._mixed, perms = got
+        want, perms = got
         self._set(want, ckey)
         self._set_guard(perms)
 
     def _restore_all(self) -> None:
-        self._mixed = frozenset()
         self._set({}, None)
         self._set_guard(None)
 
@@ -294,7 +295,7 @@ class Mpu:
 
     def _page_map(self, priv: bool) -> tuple:
         """(page -> protection for the pages that differ from their base,
-        the frozenset of mixed pages)."""
+        the RAM's access per 32-byte granule for the native store hook)."""
         # the answer can change only at region (and subregion) edges
         edges = {0}
         for i in range(NUM_REGIONS):
@@ -309,19 +310,16 @@ class Mpu:
             edges.update(range(base, base + (1 << size_log) + 1, step))
         points = sorted(e for e in edges if e < (1 << 32))
         values = [self.access(p, priv) for p in points]
-        want, mixed = {}, set()
+        want = {}
         k = 0
         for page, base in self._pages:             # in address order
             while k + 1 < len(points) and points[k + 1] <= page:
                 k += 1
-            allowed = union = values[k]
+            allowed = values[k]                     # what all of the page allows
             j = k + 1
             while j < len(points) and points[j] < page + PAGE:
                 allowed &= values[j]
-                union |= values[j]
                 j += 1
-            if union != allowed:
-                mixed.add(page)
             prot = base & allowed
             if prot != base:
                 want[page] = prot
@@ -339,7 +337,7 @@ class Mpu:
                     k += 1
                 table[g] = values[k]
             perms = bytes(table)
-        return want, frozenset(mixed), perms
+        return want, perms
 
     def _hook_prot(self, uc, access, address, size, value, _ud):
         """A protection fault on flash or RAM: decide it byte-exactly."""
@@ -349,9 +347,9 @@ class Mpu:
         if page not in self._prot:
             return False                              # not the MPU's (flash stores, ...)
         if PPB_SCS <= address < PPB_SCS + 0x1000:
-            if self.privileged_now():
+            if self.cpu.privileged():
                 return True                           # the pages lag a privilege change
-            pc = uc.reg_read(__import__("unicorn").arm_const.UC_ARM_REG_PC)
+            pc = uc.reg_read(UC_ARM_REG_PC)
             cpu._trap = ("ppb", address, pc)
             return False
         what = W if access == UC_MEM_WRITE_PROT else X if access == UC_MEM_FETCH_PROT else R
@@ -360,7 +358,7 @@ class Mpu:
             return False                              # the memory itself forbids it
         # the registers as they are now: a change made earlier in this block
         # (the pages follow at its end) already counts here
-        if self.off_now() or self.allows(address, size, what, self.privileged_now()):
+        if self.off_now() or self.allows(address, size, what, self.cpu.privileged()):
             if what == W:
                 data = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
                 ram = self._ram
@@ -369,7 +367,7 @@ class Mpu:
                 else:
                     uc.mem_write(address, data)
             return True
-        pc = uc.reg_read(__import__("unicorn").arm_const.UC_ARM_REG_PC)
+        pc = uc.reg_read(UC_ARM_REG_PC)
         cpu._trap = ("mpu", what, address, pc)
         return False
 
@@ -381,7 +379,7 @@ class Mpu:
 
     def _hook_after_msr(self, uc, address, size, _ud):
         if self._installed and self._applied is not None \
-                and self._applied[1] != self.privileged_now():
+                and self._applied[1] != self.cpu.privileged():
             self.cpu.mpu_dirty = True
             self.cpu._trap = ("mpu_sync",)
             uc.emu_stop()
