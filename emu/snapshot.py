@@ -101,8 +101,8 @@ VERSION = 1
 BLOB_MIN = 256             # bytes objects at least this long go to their own zip member
 
 # Modules whose objects are never part of the saved graph (host-side or rebuilt).
-SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "emu.gdbstub", "emu.bridge", "emu.testbench",
-                "emu.scenario", "emu.png", "emu.snapshot",
+SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
+                "frontends.scenario", "emu.png", "emu.snapshot",
                 # the phone's side of the air (a host device, like a real phone)
                 "emu.gattphone", "emu.blelink", "emu.gatt", "emu.smp", "emu.ble", "emu.air")
 HOST_EVENTS = "host."      # clock events of host devices: neither saved nor restored
@@ -481,8 +481,8 @@ def _top_level_structure(v) -> bool:
 
 
 _NEVER_SAVED_TYPES = ("logging", "unicorn", "capstone", "ctypes", "_ctypes", "emu.loader",
-                      "emu.cpu.cycles", "emu.gdbstub", "emu.bridge", "_io", "socket",
-                      "threading", "emu.testbench", "emu.scenario")
+                      "emu.cpu.cycles", "frontends.gdbstub", "frontends.bridge", "_io", "socket",
+                      "threading", "frontends.testbench", "frontends.scenario")
 
 
 def _capture(obj, enc: _Encoder, path: str, skipped: Optional[list] = None) -> dict:

@@ -686,7 +686,7 @@ def run_window(machine, scale: int = 2, realtime: bool = True,
     with ``seconds``, until that much emulated time has run).
 
     ``pollers`` run each frame between slices; with ``gdb`` (an
-    emu.gdbstub.GdbStub) the stub runs the machine, so breakpoints and halts
+    frontends.gdbstub.GdbStub) the stub runs the machine, so breakpoints and halts
     work while the window keeps drawing.  Raises :class:`NoDisplayError`
     (before touching the machine) when there is no display.  On close:
     ``on_close()`` then ``board.close()``.  Returns the RunResult that stopped

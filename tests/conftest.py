@@ -87,7 +87,7 @@ def served_run(*run_args):
     # stderr to a file, not a pipe: a pipe nobody reads fills up and stops
     # the emulator in the middle of a write
     log = tempfile.TemporaryFile("w+")
-    run = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", *map(str, run_args),
+    run = subprocess.Popen([sys.executable, "-m", "frontends.cli", "run", *map(str, run_args),
                             "--headless"], stdout=subprocess.DEVNULL, stderr=log, text=True)
 
     def printed() -> str:

@@ -111,7 +111,7 @@ def test_same_on_both_paths(fw):
 
 # -- the command line: the console of each board --------------------------------
 def _cli(*args, stdin=b""):
-    return subprocess.run([sys.executable, "-m", "emu.cli", "run", *args], input=stdin,
+    return subprocess.run([sys.executable, "-m", "frontends.cli", "run", *args], input=stdin,
                           capture_output=True, timeout=120)
 
 
@@ -136,7 +136,7 @@ def test_cli_pinetime_prints_its_console_on_p0_11(fw):
 
 def test_cli_bridge_serves_the_dk_console_on_tcp(fw):
     port = free_port()
-    p = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", fw("board_nrf52dk"),
+    p = subprocess.Popen([sys.executable, "-m", "frontends.cli", "run", fw("board_nrf52dk"),
                           "--board", "nrf52dk", "--headless", "--seconds", "30",
                           "--bridge", str(port), "--console", "none"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -167,7 +167,7 @@ def test_cli_bridge_serves_the_dk_console_on_tcp(fw):
 
 def test_cli_bridge_on_the_pinetime_is_still_the_ble_bridge(fw):
     port = free_port()
-    p = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", fw("board_nrf52dk"),
+    p = subprocess.Popen([sys.executable, "-m", "frontends.cli", "run", fw("board_nrf52dk"),
                           "--board", "pinetime", "--headless", "--seconds", "0.01",
                           "--flash-file", "none", "--bridge", str(port)],
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -242,7 +242,7 @@ def test_softdevice_hex_accepted_on_the_dk(tmp_path):
     import sys
     from pathlib import Path
     fwdir = Path(__file__).resolve().parent.parent / "firmware" / "build"
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", str(fwdir / "cpu_svc.elf"),
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", str(fwdir / "cpu_svc.elf"),
                         "--board", "nrf52dk", "--softdevice-hex", str(tmp_path / "none.hex"),
                         "--headless", "--seconds", "0.01"], capture_output=True, text=True,
                        timeout=60)

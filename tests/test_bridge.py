@@ -7,7 +7,7 @@ import pytest
 
 from emu import Machine
 import emu.softdevice as sdm
-from emu.bridge import BridgeServer
+from frontends.bridge import BridgeServer
 
 
 def _machine(fw):
@@ -87,7 +87,7 @@ def test_headless_bridge_runs_until_terminated_and_cleans_up(fw, tmp_path, image
     import sys
     import time
     vcd = tmp_path / "run.vcd"
-    run = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", fw(image), "--board",
+    run = subprocess.Popen([sys.executable, "-m", "frontends.cli", "run", fw(image), "--board",
                             "pinetime", "--flash-file", "none", "--headless", "--bridge", "0",
                             "--vcd", str(vcd)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -140,7 +140,7 @@ def test_bridge_on_a_board_without_a_phone_serves_its_uart_console(fw):
     selects): --bridge serves that, as on the micro:bit and the nRF52 DK."""
     import subprocess
     import sys
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("sd_nus"), "--board",
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", fw("sd_nus"), "--board",
                         "nrf52832", "--headless", "--seconds", "0.01", "--bridge", "0"],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr

@@ -16,7 +16,7 @@ STARTED = "pinetime demo running"
 
 
 def cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "emu.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "frontends.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -20,7 +20,7 @@ def test_demo_draws_watch_face(fw, tmp_path):
 
 def test_demo_cli_screenshot(fw, tmp_path):
     out = tmp_path / "demo.png"
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("pinetime_demo"),
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", fw("pinetime_demo"),
                         "--headless", "--seconds", "1", "--screenshot", str(out),
                         "--flash-file", "none"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -41,7 +41,7 @@ LOW_SP = 0x200010F8             # Zephyr 3.1 hello_world's initial SP on the nRF
 
 
 def run_cli(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "emu.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "frontends.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=120, input=stdin)
 
 
@@ -279,7 +279,7 @@ def test_conflicting_chip_evidence_is_one_line_and_exit_2(fw, tmp_path):
     # the test runner refuses it the same way
     scen = tmp_path / "s.yaml"
     scen.write_text("steps:\n  - run: {ms: 1}\n")
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "test", str(scen), "--firmware",
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "test", str(scen), "--firmware",
                         str(p)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--board microbit" in r.stderr and "Traceback" not in r.stderr
     # --board settles it

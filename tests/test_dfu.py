@@ -96,7 +96,7 @@ def test_bad_packages_exit_2_with_one_line(tmp_path, app_bin, case):
         make_package(p, app_bin, manifest={"manifest": {"application": {
             "bin_file": "nope.bin", "dat_file": "app.dat"}}})
         want = "corrupt DFU package"
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", str(p), "--headless",
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", str(p), "--headless",
                         "--seconds", "0.01"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()

@@ -1,5 +1,5 @@
 """The JSON-lines bridge for firmware with its own Bluetooth stack
-(emu/gattbridge.py) and ``pinetime-emu phone`` against it, without a real
+(frontends/gattbridge.py) and ``pinetime-emu phone`` against it, without a real
 watch: malformed lines get one error line each and never stop the emulator,
 Gadgetbridge messages are translated, commands wait for the link; the CLI
 recognises the bridge from its greeting, prints values and errors, and
@@ -11,8 +11,8 @@ import threading
 import pytest
 
 from emu import Machine
-from emu.bridge import phone_client_main
-from emu.gattbridge import GattBridge
+from frontends.bridge import phone_client_main
+from frontends.gattbridge import GattBridge
 from emu.gattphone import GattPhone
 
 

@@ -1,5 +1,5 @@
 """GDB stub acceptance tests: the real gdb-multiarch in batch mode against
-emu.gdbstub serving firmware/tests/gdb_target.c, plus raw-socket protocol tests."""
+frontends.gdbstub serving firmware/tests/gdb_target.c, plus raw-socket protocol tests."""
 from __future__ import annotations
 
 import shutil
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from emu.gdbstub import GdbStub, serve, _checksum
+from frontends.gdbstub import GdbStub, serve, _checksum
 from emu.machine import Machine
 
 GDB = shutil.which("gdb-multiarch")

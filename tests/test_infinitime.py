@@ -201,13 +201,13 @@ def test_tour_scenario_passes(tmp_path):
     scen = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
     shutil.copy(scen / "infinitime_tour.yaml", tmp_path / "tour.yaml")
     exe = shutil.which("pinetime-emu")
-    cmd = ([exe] if exe else [sys.executable, "-m", "emu.cli"]) + [
+    cmd = ([exe] if exe else [sys.executable, "-m", "frontends.cli"]) + [
         "test", "tour.yaml", "--firmware", image, "--junit", "junit.xml"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "scenario InfiniTime tour: PASSED" in r.stdout
     assert 'failures="0"' in (tmp_path / "junit.xml").read_text()
-    from emu.testbench import read_png
+    from frontends.testbench import read_png
     img = read_png(str(tmp_path / "out" / "infinitime_quick_settings.png"))
     assert (img.max(axis=2) > 64).sum() > 5000
 

@@ -129,7 +129,7 @@ def test_phone_cli_against_the_bridge(tmp_path):
     port = free_port()
     with served_run(image, "--bridge", port):
         def phone(*args):
-            return subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port",
+            return subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port",
                                    str(port), *args], capture_output=True, text=True,
                                   timeout=120)
         deadline = time.monotonic() + 60
@@ -165,7 +165,7 @@ def test_phone_scenario_passes(tmp_path):
     image = _image()
     scen = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
     shutil.copy(scen / "infinitime_phone.yaml", tmp_path / "phone.yaml")
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "test", "phone.yaml", "--firmware",
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "test", "phone.yaml", "--firmware",
                         image], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr
     assert (tmp_path / "out" / "infinitime_phone_call.png").exists()

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from emu.cli import main
+from frontends.cli import main
 from emu.loader import FirmwareError, load_firmware
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "emu.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "frontends.cli", *args], capture_output=True,
                           text=True, timeout=120)
 
 
@@ -186,7 +186,7 @@ def test_window_without_display_says_use_headless(fw):
     import os
     env = {k: v for k, v in os.environ.items()
            if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")}
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("cpu_exceptions"),
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", fw("cpu_exceptions"),
                         "--board", "nrf52832"], capture_output=True, text=True, env=env,
                        timeout=60)
     assert r.returncode == 2
@@ -201,7 +201,7 @@ def test_cli_gdb_wait_then_gdb_multiarch_breaks_on_main(fw):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    emu_p = subprocess.Popen([sys.executable, "-m", "emu.cli", "run", fw("gdb_target"),
+    emu_p = subprocess.Popen([sys.executable, "-m", "frontends.cli", "run", fw("gdb_target"),
                               "--board", "nrf52832", "--headless", "--gdb", str(port),
                               "--gdb-wait", "--console", "none"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -262,7 +262,7 @@ def test_info_names_a_softdevice_and_how_to_run_it(tmp_path):
     p.write_bytes(bytes(img))
 
     def info(path):
-        return subprocess.run([sys.executable, "-m", "emu.cli", "info", str(path)],
+        return subprocess.run([sys.executable, "-m", "frontends.cli", "info", str(path)],
                               capture_output=True, text=True, timeout=60)
     r = info(p)
     assert r.returncode == 0, r.stderr

@@ -63,7 +63,7 @@ def image(tmp_path, app) -> str:
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "emu.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "frontends.cli", *args], capture_output=True,
                           text=True, timeout=120)
 
 

@@ -193,7 +193,7 @@ def test_deterministic_bytes_and_times():
 def test_cli_runs_microbit_with_stdin_console():
     """`pinetime-emu run --board microbit` puts the REPL on stdin/stdout."""
     script = b"print(6*7)\r"
-    p = subprocess.run([sys.executable, "-m", "emu.cli", "run", "--board", "microbit",
+    p = subprocess.run([sys.executable, "-m", "frontends.cli", "run", "--board", "microbit",
                         "--headless", "--seconds", "0.3", HEX],
                        input=script, capture_output=True, timeout=120)
     out = p.stdout.decode("utf-8", "replace")
@@ -210,7 +210,7 @@ def test_board_detected_from_nrf51_image():
 def test_uart_console_on_tcp():
     """--bridge for the micro:bit: the UART console as a raw TCP byte stream."""
     import socket
-    from emu.serial_console import UartTcpServer
+    from frontends.serial_console import UartTcpServer
     r = Repl()
     server = UartTcpServer(r.m, "127.0.0.1", 0)
     client = socket.create_connection(("127.0.0.1", server.port), timeout=5)

@@ -26,7 +26,7 @@ def test_other_pins_are_not_the_console(fw):
 
 
 def test_stdin_and_stdout_on_the_command_line(fw):
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("pinetime_console"),
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", fw("pinetime_console"),
                         "--board", "pinetime", "--headless", "--seconds", "1",
                         "--flash-file", "none", "--console", "stdout"],
                        input="typed.", capture_output=True, text=True, timeout=60)

@@ -1,4 +1,4 @@
-"""run --record (emu/record.py): the screen as the firmware sent it, timed in
+"""run --record (frontends/record.py): the screen as the firmware sent it, timed in
 emulated time, as APNG or GIF."""
 import subprocess
 import sys
@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from emu import Machine
-from emu.record import Recorder
+from frontends.record import Recorder
 
 
 def _frames(path):
@@ -51,7 +51,7 @@ def test_merging_frames_can_be_seen(fw, tmp_path):
 
 def test_gif_from_the_command_line(fw, tmp_path):
     out = tmp_path / "demo.gif"
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("pinetime_demo"),
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", fw("pinetime_demo"),
                         "--headless", "--seconds", "2", "--flash-file", "none",
                         "--record", str(out)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -65,7 +65,7 @@ def test_gif_from_the_command_line(fw, tmp_path):
     (["--record", "/no/such/dir/out.gif"], "--record /no/such/dir/out.gif"),
 ])
 def test_record_errors(fw, tmp_path, args, message):
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("pinetime_demo"),
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", fw("pinetime_demo"),
                         "--headless", "--seconds", "0.1", *args], capture_output=True,
                        text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr
@@ -78,7 +78,7 @@ def test_backlight_alone_makes_frames(fw, tmp_path):
     a change undone within the merge interval leaves no frame."""
     from emu import Machine
     from emu.devices.st7789 import BACKLIGHT_GLOW
-    from emu.record import Recorder
+    from frontends.record import Recorder
     m = Machine(fw("cpu_wfi"), board="pinetime", flash_file=None)
     rec = Recorder(m, str(tmp_path / "bl.gif"))
     m.run(ms=100)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from emu.scenario import load_scenario, main, ScenarioError
+from frontends.scenario import load_scenario, main, ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
 SCEN = ROOT / "examples" / "scenarios"
@@ -32,7 +32,7 @@ def test_example_scenario_passes(fw):
 def test_selftest_fails_reports_what_was_seen_and_exits_1(fw, tmp_path):
     junit = tmp_path / "out.xml"
     # through the real CLI entry point, as CI runs it
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "test", str(SCEN / "selftest_fails.yaml"),
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "test", str(SCEN / "selftest_fails.yaml"),
                         "--firmware", fw("cpu_exceptions"), "--junit", str(junit)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 1, r.stdout + r.stderr
@@ -107,7 +107,7 @@ def test_screen_step_on_board_without_screen_fails_clearly(fw, tmp_path):
 
 def test_pinetime_scenario_pins_and_screenshot(fw, tmp_path):
     import shutil
-    from emu.testbench import read_png
+    from frontends.testbench import read_png
     sc = tmp_path / "pinetime_demo.yaml"           # copy: the screenshot lands next to it
     shutil.copy(SCEN / "pinetime_demo.yaml", sc)
     rc, out = run_main(sc, "--firmware", fw("pinetime_demo"))
@@ -136,7 +136,7 @@ def test_pinetime_pin_expectation_failure_names_level(fw, tmp_path):
 # ----------------------------------------------------------------------
 PLUGIN_TESTS = '''
 import pytest
-from emu.testbench import wait_for_text
+from frontends.testbench import wait_for_text
 
 @pytest.mark.pinetime_firmware({exc!r}, board="nrf52832")
 def test_marker_firmware(watch):
@@ -225,7 +225,7 @@ def test_scenario_output_is_deterministic(fw, tmp_path):
 
 def test_expect_screen_step_compares_with_tolerance_and_mask(fw, tmp_path):
     import numpy as np
-    from emu.testbench import read_png, write_png
+    from frontends.testbench import read_png, write_png
     shot = tmp_path / "s1.yaml"
     shot.write_text("board: pinetime\nsteps:\n  - run: {ms: 20}\n  - screenshot: golden.png\n")
     assert run_main(shot, "--firmware", fw("pinetime_demo"))[0] == 0

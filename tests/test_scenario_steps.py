@@ -11,7 +11,7 @@ import io
 
 import pytest
 
-from emu.scenario import ScenarioError, load_scenario, main
+from frontends.scenario import ScenarioError, load_scenario, main
 
 
 def run(tmp_path, fw, firmware, body, name="s.yaml"):
@@ -268,7 +268,7 @@ def test_bad_new_steps(tmp_path, body, msg):
 # ----------------------------------------------------------------------- Python API
 def test_testbench_region_and_phone_helpers(fw):
     from emu import Machine
-    from emu import testbench as tb
+    from frontends import testbench as tb
     m = Machine(fw("pinetime_demo"), flash_file=None)
     m.run(ms=300)
     assert tb.lit_count(m, (20, 200, 200, 10)) == 0

@@ -38,7 +38,7 @@ def _image(env: str, sub: str) -> str:
 
 def cli(*args, cwd) -> subprocess.CompletedProcess:
     exe = shutil.which("pinetime-emu")
-    cmd = [exe] if exe else [sys.executable, "-m", "emu.cli"]
+    cmd = [exe] if exe else [sys.executable, "-m", "frontends.cli"]
     return subprocess.run(cmd + ["test", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=900)
 
@@ -65,7 +65,7 @@ def test_wasp_stopwatch_scenario_passes(stopwatch_run):
     r, d = stopwatch_run["r"], stopwatch_run["dir"]
     out = r.stdout
     assert r.returncode == 0, out + r.stderr
-    from emu.scenario import load_scenario
+    from frontends.scenario import load_scenario
     n = len(load_scenario(str(SCEN / "wasp_stopwatch.yaml")).steps)
     assert len(step_lines(out, "PASS")) == n and not step_lines(out, "FAIL")
     assert "scenario wasp-os launcher and stopwatch: PASSED" in out
@@ -76,7 +76,7 @@ def test_wasp_stopwatch_scenario_passes(stopwatch_run):
                   "wait_screen_change [60, 75, 170, 55]",
                   "expect_screen_unchanged [60, 75, 170, 55]"):
         assert any(label in l for l in step_lines(out, "PASS")), label
-    from emu.testbench import read_png
+    from frontends.testbench import read_png
     for png in ("wasp_clock", "wasp_launcher", "wasp_stopwatch_running"):
         img = read_png(str(d / "out" / f"{png}.png"))
         assert img.shape == (240, 240, 3) and (img.max(axis=2) > 64).sum() > 1000, png

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 
-from emu.cli import main as cli_main
+from frontends.cli import main as cli_main
 from emu.machine import Machine
-from emu.scenario import main as scenario_main
-from emu.testbench import booted
+from frontends.scenario import main as scenario_main
+from frontends.testbench import booted
 
 
 def test_cli_save_then_start_from_snapshot(tmp_path, fw, capsys):

@@ -1,4 +1,4 @@
-"""emu.testbench: waits in emulated time, with failures that say what was seen."""
+"""frontends.testbench: waits in emulated time, with failures that say what was seen."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from emu import Machine
 from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND
-from emu.testbench import (BoardFeatureMissing, ExpectationFailed, compare_png, read_png,
+from frontends.testbench import (BoardFeatureMissing, ExpectationFailed, compare_png, read_png,
                            screen, wait_for_pin, wait_for_symbol, wait_for_text, write_png)
 
 
@@ -88,7 +88,7 @@ def test_png_round_trip_and_compare(tmp_path):
 
 
 def test_motor_on_follows_active_low_pin(fw):
-    from emu.testbench import motor_on
+    from frontends.testbench import motor_on
     m = Machine(fw("pinetime_demo"), board="pinetime", flash_file=None)
     assert motor_on(m) is False
     m.soc.pins[16].drive("test", False)        # P0.16 low: motor on (active low)
@@ -98,7 +98,7 @@ def test_motor_on_follows_active_low_pin(fw):
 
 
 def test_device_missing_on_bare_board(fw):
-    from emu.testbench import device, motor_on
+    from frontends.testbench import device, motor_on
     m = Machine(fw("cpu_exceptions"), board="nrf52832")
     with pytest.raises(BoardFeatureMissing, match="no touch"):
         device(m, "touch")
@@ -120,7 +120,7 @@ def test_touch_tap_pulses_int_low_for_half_a_ms(fw):
 
 def test_wait_for_pixel_sees_seconds_bar_grow(fw):
     """The demo redraws its seconds bar (x=20.., y=200..209) on each 1 Hz SysTick."""
-    from emu.testbench import screen_region_equals, wait_for_pixel
+    from frontends.testbench import screen_region_equals, wait_for_pixel
     ref = Machine(fw("pinetime_demo"), board="pinetime", flash_file=None)
     ref.run(ms=300)
     grey = tuple(int(v) for v in screen(ref)[205, 25])

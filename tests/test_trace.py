@@ -81,7 +81,7 @@ def test_trace_stops_at_its_limit(fw, tmp_path):
 ])
 def test_trace_options_errors(fw, tmp_path, args, message):
     args = [a.replace("T", str(tmp_path / "t.txt")) if a == "T" else a for a in args]
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("periph_fastpath"),
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", fw("periph_fastpath"),
                         "--board", "nrf52832", "--headless", "--seconds", "0.01", *args],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stdout + r.stderr

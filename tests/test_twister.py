@@ -1,4 +1,4 @@
-"""Zephyr's twister against the emulator (emu/twister.py): twister starts its
+"""Zephyr's twister against the emulator (frontends/twister.py): twister starts its
 --device-serial-pty program on a pty, then runs ``west flash --skip-rebuild
 -d BUILD`` (scripts/twister/west first on PATH), then reads the pty.  Here
 the same sequence, with a firmware/ image in a build directory's place."""
@@ -37,7 +37,7 @@ def test_twister_sequence(fw, tmp_path):
     env = dict(os.environ, PINETIME_EMU_TWISTER_STATE=str(tmp_path / "flashed"),
                PATH=f"{ROOT / 'scripts' / 'twister'}:{os.environ['PATH']}")
     master, slave = pty.openpty()
-    serial = subprocess.Popen([sys.executable, "-m", "emu.cli", "twister-serial",
+    serial = subprocess.Popen([sys.executable, "-m", "frontends.cli", "twister-serial",
                                "--board", "nrf52832", "--wait", "60"],
                               stdout=slave, stdin=slave, stderr=slave, env=env, cwd=ROOT)
     os.close(slave)
@@ -65,7 +65,7 @@ def test_flash_without_a_build_is_one_line(tmp_path):
 
 def test_serial_without_a_flash_is_one_line(tmp_path):
     env = dict(os.environ, PINETIME_EMU_TWISTER_STATE=str(tmp_path / "flashed"))
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "twister-serial", "--wait", "0.3"],
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "twister-serial", "--wait", "0.3"],
                        env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert r.returncode == 2 and "nothing was flashed" in r.stderr
     assert r.stderr.count("\n") == 1

@@ -86,12 +86,12 @@ def test_vcd_does_not_change_the_run(fw, tmp_path):
 
 def test_vcd_from_the_command_line(fw, tmp_path):
     out = tmp_path / "x.vcd"
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("periph_ppi"), "--board",
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", fw("periph_ppi"), "--board",
                         "nrf52832", "--headless", "--seconds", "0.005", "--vcd", str(out)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert len(changes(out)["gpio.P0_20"]) > 20
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "run", fw("periph_ppi"), "--board",
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", fw("periph_ppi"), "--board",
                         "nrf52832", "--headless", "--vcd", "/no/such/dir/x.vcd"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--vcd /no/such/dir/x.vcd" in r.stderr

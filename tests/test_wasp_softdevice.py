@@ -159,7 +159,7 @@ def test_bridge_serves_the_real_softdevices_uart(first_boot, tmp_path):
     REPL over the air and the answer comes back (the bridge polled in
     process, as the run loop does between slices)."""
     import socket
-    from emu.bridge import BridgeServer
+    from frontends.bridge import BridgeServer
     m = _boot(first_boot, tmp_path, 3.0)
     b = BridgeServer(m)
     c = socket.create_connection(("127.0.0.1", b.port))

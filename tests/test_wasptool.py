@@ -128,7 +128,7 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
     port = free_port()
     with served_run(image, "--bridge", port, "--flash-file", nor):
         def phone(*args, timeout=120):
-            return subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port", str(port),
+            return subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port", str(port),
                                    *args], capture_output=True, text=True, timeout=timeout,
                                   cwd=tmp_path)
 
@@ -151,7 +151,7 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
 
         def soft_reboot():
             """Ctrl-D through the console, as a user would: a clean heap."""
-            r = subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port", str(port),
+            r = subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port", str(port),
                                 "--console", "--wait", "5"], input="\x04", capture_output=True,
                                text=True, timeout=60)
             assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
@@ -181,7 +181,7 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
         assert (tmp_path / "emu_hello.py").read_bytes() == HELLO
         r = phone("--eval", "no_such_name")
         assert r.returncode == 1 and "NameError" in r.stderr
-        r = subprocess.run([sys.executable, "-m", "emu.cli", "phone", "--port", str(port),
+        r = subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port", str(port),
                             "--console", "--wait", "10"], input="6*7\n", capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 0 and "42" in r.stdout, r.stdout + r.stderr

@@ -91,7 +91,7 @@ def test_blinky_blinks_the_backlight_in_a_recording(tmp_path):
     from PIL import Image
 
     from emu.devices.st7789 import BACKLIGHT_GLOW
-    from emu.record import Recorder
+    from frontends.record import Recorder
     m = boot("blinky")
     rec = Recorder(m, str(tmp_path / "blinky.gif"))
     m.run(seconds=4.1)
@@ -137,6 +137,6 @@ def test_kscan_touch_from_a_scenario(tmp_path):
                   "  - run: {ms: 200}\n"
                   "  - tap: {x: 60, y: 70}\n"
                   "  - wait_text: {text: 'row = 70 col = 60', timeout_ms: 500}\n")
-    r = subprocess.run([sys.executable, "-m", "emu.cli", "test", str(sc), "--firmware", str(p)],
+    r = subprocess.run([sys.executable, "-m", "frontends.cli", "test", str(sc), "--firmware", str(p)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

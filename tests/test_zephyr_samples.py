@@ -61,7 +61,7 @@ def test_hello_world_on_the_bare_chip_follows_its_uart_pins():
 
 
 def test_hello_world_from_the_command_line():
-    p = subprocess.run([sys.executable, "-m", "emu.cli", "run",
+    p = subprocess.run([sys.executable, "-m", "frontends.cli", "run",
                         image("nrf52dk_nrf52832", "hello_world"), "--board", "nrf52dk",
                         "--headless", "--seconds", "0.5"],
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=120)

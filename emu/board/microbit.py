@@ -192,7 +192,7 @@ class LedMatrix:
 
 class Microbit(Board):
     name = "microbit"
-    console_is_main = True          # the CLI gives its console the terminal (emu/cli.py)
+    console_is_main = True          # the CLI gives its console the terminal (frontends/cli.py)
 
     def __init__(self, machine, pure_python: bool = False, **options):
         super().__init__(machine, **options)

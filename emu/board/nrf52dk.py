@@ -61,7 +61,7 @@ class WiringError(Exception):
 class Nrf52dk(BareNrf52832):
     name = "nrf52dk"
     CONSOLE_PINS = (CONSOLE_TX, CONSOLE_RX)
-    console_is_main = True          # the CLI gives its console the terminal (emu/cli.py)
+    console_is_main = True          # the CLI gives its console the terminal (frontends/cli.py)
 
     def __init__(self, machine, pure_python: bool = False, **options):
         super().__init__(machine, pure_python=pure_python, **options)

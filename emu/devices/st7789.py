@@ -58,7 +58,7 @@ class St7789:
         self.selected = False
         self.in_reset = False
         # fn() after the firmware changed what the panel shows (pixels or a
-        # state command) and released chip select: a frame (emu/record.py)
+        # state command) and released chip select: a frame (frontends/record.py)
         self.frame_listeners: list = []
         self._changed = False
         if rst_pin is not None:

@@ -1,7 +1,7 @@
 """The emulator as a test bench: wait for things a firmware does, in emulated time.
 
     from emu import Machine
-    from emu.testbench import wait_for_text, wait_for_symbol
+    from frontends.testbench import wait_for_text, wait_for_symbol
     m = Machine("firmware/build/cpu_exceptions.elf", board="nrf52832")
     wait_for_symbol(m, "main", timeout_ms=10)
     wait_for_text(m, "PASS cpuid", timeout_ms=100)

@@ -112,7 +112,7 @@ from typing import Any, Callable, Optional
 from xml.sax.saxutils import quoteattr, escape
 
 from emu.clock import TICKS_PER_SECOND
-from emu import testbench as tb
+from frontends import testbench as tb
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TIMEOUT_MS = 1000.0
@@ -845,7 +845,7 @@ def write_junit(path: str, scenarios: list, firmware: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from emu.cli import ArgumentParser       # one-line usage errors, exit status 2
+    from frontends.common import ArgumentParser       # one-line usage errors, exit status 2
     p = ArgumentParser(prog="pinetime-emu test",
                        description="Run YAML scenarios against a firmware.  Bad input (a "
                                    "scenario or firmware that cannot be loaded, a report "
@@ -891,7 +891,7 @@ def main(argv: Optional[list] = None, out=None) -> int:
     if not os.path.exists(args.firmware):
         return _usage_error(f"{args.firmware}: no such file")
     if args.junit is not None:
-        from emu.cli import output_path_problem
+        from frontends.common import output_path_problem
         problem = output_path_problem(args.junit)
         if problem is not None:
             return _usage_error(f"--junit {args.junit}: {problem}")

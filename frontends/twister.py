@@ -97,7 +97,7 @@ def serial_main(argv: list) -> int:
     if elf is None:
         return _error(prog, f"nothing was flashed within {args.wait:g} s (is the 'west' of "
                       f"scripts/twister/ first on PATH, and --west-flash given?)")
-    from emu.cli import main as cli_main
+    from frontends.cli import main as cli_main
     run = ["run", elf, "--headless", "--console", "stdout"]
     if args.board:
         run += ["--board", args.board]

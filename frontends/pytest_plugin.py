@@ -4,7 +4,7 @@ Registered through the ``pytest11`` entry point ``pinetime_emu``, so any
 project with pinetime-emu installed can write::
 
     import pytest
-    from emu.testbench import wait_for_text
+    from frontends.testbench import wait_for_text
 
     @pytest.mark.pinetime_firmware("build/app.elf", board="pinetime")
     def test_boots(watch):
@@ -14,7 +14,7 @@ project with pinetime-emu installed can write::
 ``watch(firmware=None, board=None, boot_ms=None, **board_options)`` returns
 a new :class:`emu.machine.Machine` each call; with ``boot_ms`` the machine
 is already booted that far: the first test boots and snapshots it, the
-others restore the snapshot (:func:`emu.testbench.booted`).  The firmware
+others restore the snapshot (:func:`frontends.testbench.booted`).  The firmware
 comes from the argument, else the nearest ``pinetime_firmware`` marker,
 else the ``--pinetime-firmware`` option; the board from the argument, the marker's
 ``board=``, ``--pinetime-board``, else ``pinetime``.  Relative paths are
@@ -95,7 +95,7 @@ def watch(request):
         if b == "pinetime":
             options.setdefault("flash_file", None)
         if boot_ms is not None:
-            from emu.testbench import booted
+            from frontends.testbench import booted
             m = booted(_resolve(config, item, str(fw)), boot_ms, board=b, **options)
         else:
             m = Machine(_resolve(config, item, str(fw)), board=b, **options)
@@ -141,7 +141,7 @@ def pytest_runtest_makereport(item, call):
         fn = getattr(m.board, "screen", None)
         if callable(fn):
             try:
-                from emu.testbench import write_png
+                from frontends.testbench import write_png
                 d = _artifact_dir(item)
                 os.makedirs(d, exist_ok=True)
                 safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid)[-120:]

@@ -15,7 +15,7 @@ called by the run loop between slices; no thread touches the machine.
   through the machine console.
 * :class:`UartTcpServer`: one TCP client at a time (a second one is
   refused); its bytes go to the UART and the UART's output goes back to it.
-  It is the PineTime bridge's server (emu.bridge.TcpByteServer) with the
+  It is the PineTime bridge's server (frontends.bridge.TcpByteServer) with the
   UART in place of the Bluetooth UART.
 
 Not modelled: flow control (bytes queue in the host link; a firmware that
@@ -29,9 +29,9 @@ import sys
 import threading
 import time
 
-from emu.bridge import TcpByteServer
+from frontends.bridge import TcpByteServer
 
-log = logging.getLogger("emu.serial_console")
+log = logging.getLogger("frontends.serial_console")
 QUIT_KEY = 0x1D            # Ctrl-]
 
 

@@ -61,7 +61,7 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_
 
 from emu.clock import NEVER, TICKS_PER_SECOND
 
-log = logging.getLogger("emu.gdbstub")
+log = logging.getLogger("frontends.gdbstub")
 
 PACKET_SIZE = 0x4000
 SIGINT, SIGTRAP, SIGSEGV = 2, 5, 11

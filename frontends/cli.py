@@ -11,8 +11,8 @@ Exit status: 0 success; 1 the firmware faulted, locked up or exited non-zero
 (or a scenario failed); 2 bad input (unreadable or corrupt firmware, a bad
 option, an output file that could not be written), always one line on stderr
 and always before anything runs: options and output paths are checked first.
-``phone`` and ``test`` parse their own command lines (emu.bridge,
-emu.scenario) with the same one-line :class:`ArgumentParser`.
+``phone`` and ``test`` parse their own command lines (frontends.bridge,
+frontends.scenario) with the same one-line :class:`ArgumentParser`.
 """
 from __future__ import annotations
 
@@ -23,101 +23,9 @@ import os
 import sys
 from typing import Optional
 
-EXIT_OK, EXIT_GUEST, EXIT_USAGE = 0, 1, 2
-FLASH_FILE_SIZE = 4 * 1024 * 1024          # the PineTime's XT25F32 SPI NOR
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse with the CLI's bad-input contract: a usage error is one line
-    on stderr naming the problem, and exit status 2 (no usage block)."""
-
-    def error(self, message: str):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _int(s: str) -> int:
-    try:
-        return int(s, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-
-
-def _address(s: str) -> int:
-    v = _int(s)
-    if not 0 <= v <= 0xFFFFFFFF:
-        raise argparse.ArgumentTypeError(f"not a 32-bit address: {s}")
-    return v
-
-
-def _port(s: str) -> int:
-    v = _int(s)
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"not a TCP port: {s}")
-    return v
-
-
-def _scale(s: str) -> int:
-    v = _int(s)
-    if not 1 <= v <= 8:
-        raise argparse.ArgumentTypeError(f"must be 1 to 8, not {s}")
-    return v
-
-
-def _seconds(s: str) -> float:
-    """Emulated seconds: finite, above 0, and within the clock's range."""
-    from emu.clock import NEVER, TICKS_PER_SECOND
-    longest = NEVER // 2 // TICKS_PER_SECOND          # about 142 years
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"not a finite number: {s!r}")
-    if v <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    if v > longest:
-        raise argparse.ArgumentTypeError(f"at most {longest} (the emulated clock's range), "
-                                         f"not {s}")
-    return v
-
-
-
-def output_path_problem(path: str) -> Optional[str]:
-    """Why a file cannot be written at ``path`` (None if it can): checked before
-    a run, so a long run never ends in a failed save."""
-    if path == "":
-        return "empty file name"
-    if os.path.isdir(path):
-        return "is a directory"
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        return f"directory {parent} does not exist"
-    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(path)
-                                                     and not os.access(path, os.W_OK)):
-        return "not writable"
-    return None
-
-
-def flash_file_problem(path: str, firmware: str) -> Optional[str]:
-    """Why ``path`` cannot back the 4 MiB SPI NOR flash (None if it can).  The
-    file is rewritten whole when the flash changes, so an existing file must
-    already be a flash image (or empty): anything else would be clobbered."""
-    problem = output_path_problem(path)
-    if problem is not None:
-        return problem
-    if not os.path.exists(path):
-        return None
-    if not os.path.isfile(path):
-        return "not a regular file"
-    if os.path.exists(firmware) and os.path.samefile(path, firmware):
-        return "is the firmware file"
-    size = os.path.getsize(path)
-    if size not in (0, FLASH_FILE_SIZE):
-        return (f"{size} bytes, not a {FLASH_FILE_SIZE // (1024 * 1024)} MiB flash image "
-                f"({FLASH_FILE_SIZE} bytes); give a new file, or 'none'")
-    if not os.access(path, os.R_OK):
-        return "not readable"
-    return None
+from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, FLASH_FILE_SIZE,  # noqa: F401
+                              ArgumentParser, _address, _int, _port, _scale, _seconds,
+                              flash_file_problem, output_path_problem)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -243,18 +151,18 @@ def main(argv: Optional[list] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "phone":
         try:
-            from emu.bridge import phone_client_main
+            from frontends.bridge import phone_client_main
         except ImportError:
             _error("the phone client is not available in this build")
             return EXIT_USAGE
         return phone_client_main(argv[1:])
     if argv and argv[0] in ("twister-flash", "twister-serial"):
-        from emu import twister
+        from frontends import twister
         return (twister.flash_main if argv[0] == "twister-flash"
                 else twister.serial_main)(argv[1:])
     if argv and argv[0] == "test":
         try:
-            from emu.scenario import main as scenario_main
+            from frontends.scenario import main as scenario_main
         except ImportError:
             _error("scenario tests are not available in this build")
             return EXIT_USAGE
@@ -484,7 +392,7 @@ def cmd_run(args) -> int:
             _error(f"--vcd {args.vcd}: {e}")
             return EXIT_USAGE
     if args.record:
-        from emu.record import Recorder, RecordError
+        from frontends.record import Recorder, RecordError
         try:
             rec = Recorder(machine, args.record)
         except RecordError as e:
@@ -502,7 +410,7 @@ def cmd_run(args) -> int:
     board = machine.board
     uart_board = hasattr(board, "uart_send")
     if uart_board and args.console == "stdout" and sys.stdin is not None:
-        from emu.serial_console import StdinConsole
+        from frontends.serial_console import StdinConsole
         try:
             console = StdinConsole(machine, take_terminal=getattr(board, "console_is_main",
                                                                   False))
@@ -516,14 +424,14 @@ def cmd_run(args) -> int:
         if args.bridge is not None and getattr(machine, "phone", None) is not None:
             # the PineTime: the phone's Nordic UART (BLE), as before; its UART
             # console stays on stdin/stdout
-            from emu.bridge import BridgeServer
+            from frontends.bridge import BridgeServer
             bridge = BridgeServer(machine, args.bridge_host, args.bridge)
             pollers.append(bridge.poll)
             closers.append(bridge.close)
             print(f"pinetime-emu: bridge listening on {args.bridge_host}:{bridge.port}",
                   file=sys.stderr)
         elif args.bridge is not None and uart_board:
-            from emu.serial_console import UartTcpServer
+            from frontends.serial_console import UartTcpServer
             server = UartTcpServer(machine, args.bridge_host, args.bridge)
             pollers.append(server.poll)
             closers.append(server.close)
@@ -538,7 +446,7 @@ def cmd_run(args) -> int:
             return EXIT_USAGE
         stub = None
         if args.gdb is not None:
-            from emu.gdbstub import GdbStub
+            from frontends.gdbstub import GdbStub
             stub = GdbStub(machine, host=args.gdb_host, port=args.gdb)
             closers.append(stub.close)
             print(f"pinetime-emu: GDB stub listening on {args.gdb_host}:{stub.port}"

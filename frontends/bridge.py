@@ -15,7 +15,7 @@ to a running bridge and send Gadgetbridge messages or REPL lines.
 
 Firmware with its own Bluetooth stack (InfiniTime) has no UART to forward:
 the bridge then speaks JSON lines to the emulated phone's GATT client
-instead (emu/gattbridge.py), and ``pinetime-emu phone`` notices that from
+instead (frontends/gattbridge.py), and ``pinetime-emu phone`` notices that from
 the bridge's first line.
 
 Not modelled: several simultaneous phones.
@@ -31,7 +31,7 @@ import socket
 import sys
 from typing import Optional
 
-log = logging.getLogger("emu.bridge")
+log = logging.getLogger("frontends.bridge")
 MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading pauses
 
 
@@ -137,14 +137,14 @@ class BridgeServer(TcpByteServer):
     def __init__(self, machine, host: str = "127.0.0.1", port: int = 0):
         self.machine = machine
         self.phone = machine.phone
-        self.gatt_bridge = None          # emu.gattbridge.GattBridge for own-stack firmware
+        self.gatt_bridge = None          # frontends.gattbridge.GattBridge for own-stack firmware
         super().__init__(host, port, "bridge")
         self.phone.on_output(self._from_watch)
 
     def _forward(self) -> None:
         ph = self.phone
         if self.gatt_bridge is None and not ph.uart_ready and ph.radio_firmware:
-            from emu.gattbridge import GattBridge
+            from frontends.gattbridge import GattBridge
             self.gatt_bridge = GattBridge(ph.gatt, self._from_watch)
         if self.gatt_bridge is not None:
             gb = self.gatt_bridge
@@ -225,7 +225,7 @@ def _remote_port(s: str) -> int:
 def _wasptool_verb(a, s) -> int:
     """One of wasptool's verbs against a running --bridge."""
     import time as _host_time   # a host tool: the host's clock is what --rtc sends
-    from emu.cli import EXIT_GUEST, EXIT_OK, EXIT_USAGE
+    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE
     from emu.wasptool import SocketTransport, WaspTool, WaspToolError
 
     def err(msg: str, code: int) -> int:
@@ -340,7 +340,7 @@ def _console(s, quiet: float = 3.0) -> int:
 
 def phone_client_main(argv=None) -> int:
     """pinetime-emu phone [--port N] (--gb JSON | --notify T B | --call NAME NUM | --repl LINE)"""
-    from emu.cli import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser
+    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser
     ap = ArgumentParser(prog="pinetime-emu phone",
                         description="Send one Gadgetbridge message, REPL line or wasptool verb "
                                     "to a running 'pinetime-emu run FIRMWARE --bridge PORT' and "
@@ -376,7 +376,7 @@ def phone_client_main(argv=None) -> int:
                       help="an interactive terminal on the REPL (Ctrl-] quits)")
     what.add_argument("--send-notification", action="store_true",
                       help="show a notification (--title, --body) as wasptool does")
-    # InfiniTime's services (firmware with its own Bluetooth stack; emu/gattbridge.py)
+    # InfiniTime's services (firmware with its own Bluetooth stack; frontends/gattbridge.py)
     what.add_argument("--set-time", metavar="UNIX|now", type=_unix_time,
                       help="set the watch's clock (Current Time Service); 'now' is the host's")
     what.add_argument("--steps", action="store_true", help="print the step count")
@@ -408,7 +408,7 @@ def phone_client_main(argv=None) -> int:
         return EXIT_USAGE
     gatt, early = _probe_gatt(s, 5.0 if gatt_only else 0.5)
     if gatt:
-        from emu.gattbridge import client_verb
+        from frontends.gattbridge import client_verb
         with s:
             return client_verb(a, s, early)
     if gatt_only:

@@ -215,7 +215,7 @@ def client_verb(a, s, early: bytes) -> int:
     import socket
     import sys
     import time as _host_time        # a host tool: timeouts are host time
-    from emu.cli import EXIT_GUEST, EXIT_OK, EXIT_USAGE
+    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE
 
     def err(msg: str, code: int) -> int:
         print(f"pinetime-emu phone: error: {msg}", file=sys.stderr)

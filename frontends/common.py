@@ -1,0 +1,107 @@
+"""What every command line of the emulator shares: the exit statuses, the
+one-line :class:`ArgumentParser`, the option types and the checks of output
+paths made before anything runs.  It sits below every front end (the CLI, the
+bridge's ``phone`` client, the scenario runner) so none of them imports
+another for these.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from typing import Optional
+
+EXIT_OK, EXIT_GUEST, EXIT_USAGE = 0, 1, 2
+FLASH_FILE_SIZE = 4 * 1024 * 1024          # the PineTime's XT25F32 SPI NOR
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the CLI's bad-input contract: a usage error is one line
+    on stderr naming the problem, and exit status 2 (no usage block)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _int(s: str) -> int:
+    try:
+        return int(s, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+
+
+def _address(s: str) -> int:
+    v = _int(s)
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError(f"not a 32-bit address: {s}")
+    return v
+
+
+def _port(s: str) -> int:
+    v = _int(s)
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {s}")
+    return v
+
+
+def _scale(s: str) -> int:
+    v = _int(s)
+    if not 1 <= v <= 8:
+        raise argparse.ArgumentTypeError(f"must be 1 to 8, not {s}")
+    return v
+
+
+def _seconds(s: str) -> float:
+    """Emulated seconds: finite, above 0, and within the clock's range."""
+    from emu.clock import NEVER, TICKS_PER_SECOND
+    longest = NEVER // 2 // TICKS_PER_SECOND          # about 142 years
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"not a finite number: {s!r}")
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    if v > longest:
+        raise argparse.ArgumentTypeError(f"at most {longest} (the emulated clock's range), "
+                                         f"not {s}")
+    return v
+
+
+def output_path_problem(path: str) -> Optional[str]:
+    """Why a file cannot be written at ``path`` (None if it can): checked before
+    a run, so a long run never ends in a failed save."""
+    if path == "":
+        return "empty file name"
+    if os.path.isdir(path):
+        return "is a directory"
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"directory {parent} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(path)
+                                                     and not os.access(path, os.W_OK)):
+        return "not writable"
+    return None
+
+
+def flash_file_problem(path: str, firmware: str) -> Optional[str]:
+    """Why ``path`` cannot back the 4 MiB SPI NOR flash (None if it can).  The
+    file is rewritten whole when the flash changes, so an existing file must
+    already be a flash image (or empty): anything else would be clobbered."""
+    problem = output_path_problem(path)
+    if problem is not None:
+        return problem
+    if not os.path.exists(path):
+        return None
+    if not os.path.isfile(path):
+        return "not a regular file"
+    if os.path.exists(firmware) and os.path.samefile(path, firmware):
+        return "is the firmware file"
+    size = os.path.getsize(path)
+    if size not in (0, FLASH_FILE_SIZE):
+        return (f"{size} bytes, not a {FLASH_FILE_SIZE // (1024 * 1024)} MiB flash image "
+                f"({FLASH_FILE_SIZE} bytes); give a new file, or 'none'")
+    if not os.access(path, os.R_OK):
+        return "not readable"
+    return None
