@@ -7,7 +7,7 @@ Each run boots InfiniTime (image from ``$PINETIME_EMU_INFINITIME_IMAGE`` or
 the newest ``pinetime-app-*.out`` in ``~/.cache/pinetime-emu/infinitime/``)
 to 4 emulated s, times ``--idle`` emulated seconds (default 3) of the face
 with the screen on while NimBLE advertises, then connects the phone
-(emu/gattphone.py: CONNECT_IND, MTU, discovery), lets 1 s pass and times
+(emu/phone/gattphone.py: CONNECT_IND, MTU, discovery), lets 1 s pass and times
 the same idle again with the link up (a connection event every 30 ms).
 Printed: each run, the medians (``--runs``, default 3) and the ratio of
 connected to advertising speed, which is what the link costs; and how many

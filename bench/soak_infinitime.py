@@ -28,7 +28,7 @@ def main() -> int:
     from bench_infinitime import face_drawn, image
 
     from emu import Machine
-    from emu.ble import Scanner
+    from emu.phone.scanner import Scanner
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--minutes", type=int, default=60)
     a = ap.parse_args()

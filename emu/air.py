@@ -8,7 +8,7 @@ the payload), the CRC the sender computed, and the sender's whitening
 listening on that frequency for that address from before the packet's
 first bit (the RADIO model decides; see emu/peripherals/radio.py).
 
-Host-side devices (the scanner in emu/ble.py) subscribe with ``listen(fn)``
+Host-side devices (the scanner in emu/phone/scanner.py) subscribe with ``listen(fn)``
 and are called at the end of each packet the watch sends; they send with
 ``send(packet)`` for a start time at or after now.  Everything happens in
 emulated time: the same firmware and host actions give the same packets at

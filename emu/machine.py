@@ -19,10 +19,11 @@ import logging
 import struct
 from typing import Callable, Optional, Union
 
-from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US, Clock
+from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US, Clock
 from emu.cpu.cortexm import StopReason
 from emu.loader import (FirmwareError, FirmwareImage, MemoryLayout, SymbolTable,
                         load_firmware)
+from emu.phone import Phone
 
 log = logging.getLogger("emu.machine")
 
@@ -101,9 +102,12 @@ class Machine:
         self.soc = self.board.soc
         self.cpu = self.soc.cpu
         if getattr(self.board, "softdevice", None) == "s132" and softdevice_hex is None:
-            import emu.softdevice; emu.softdevice.attach(self)   # SVC layer + machine.phone
+            import emu.softdevice
+            emu.softdevice.attach(self)        # the SVC layer; softdevice_attached below
         elif getattr(self.board, "softdevice", None) == "s132":
-            import emu.airnus; emu.airnus.attach(self)   # machine.phone over the air
+            from emu.phone.airnus import AirCentral, AirNus     # the real S132: over the air
+            central = AirCentral(self)
+            self.phone = Phone(self, None, central=central, nus=AirNus(central))
         self.soc.symbolize = self.describe_address
         self.cpu.bkpt_handler = self._bkpt
         self.cpu.itm_handler = self._itm
@@ -121,6 +125,11 @@ class Machine:
     # ------------------------------------------------------------------
     # firmware
     # ------------------------------------------------------------------
+    def softdevice_attached(self, softdevice) -> None:
+        """Called by emu.softdevice.attach: the phone (emu/phone) talks to the
+        emulated S132 through its host central."""
+        self.phone = Phone(self, softdevice)
+
     def load(self, firmware: Union[str, FirmwareImage], base: Optional[int] = None) -> None:
         layout = self.board.memory_layout()
         img = firmware if isinstance(firmware, FirmwareImage) else load_firmware(
@@ -201,7 +210,7 @@ class Machine:
     def air(self):
         """The 2.4 GHz air the RADIO sends on and listens to (emu/air.py), or
         None on a chip without one.  Host-side BLE devices attach here
-        (emu/ble.py's Scanner)."""
+        (emu/phone/scanner.py's Scanner)."""
         radio = self.soc.peripherals.get("radio")
         return getattr(radio, "air", None)
 

@@ -23,7 +23,7 @@ What is saved
   contents, motor, button, battery), input timelines, the SoftDevice's
   GATT table, event queues and connection, the phone and its central;
   the console transcript.  Not saved: the phone's side of the air for
-  firmware with its own Bluetooth stack (emu/gattphone.py, a host device
+  firmware with its own Bluetooth stack (emu/phone/gattphone.py, a host device
   like a real phone, whose clock events are named ``host.*``): a watch
   restored mid-connection sees the phone vanish, times the link out and
   advertises again, and ``phone.connect()`` reconnects.
@@ -104,7 +104,8 @@ BLOB_MIN = 256             # bytes objects at least this long go to their own zi
 SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
                 "frontends.scenario", "emu.png", "emu.snapshot",
                 # the phone's side of the air (a host device, like a real phone)
-                "emu.gattphone", "emu.blelink", "emu.gatt", "emu.smp", "emu.ble", "emu.air")
+                "emu.phone.gattphone", "emu.phone.link", "emu.phone.gatt", "emu.phone.smp",
+                "emu.phone.scanner", "emu.air")
 HOST_EVENTS = "host."      # clock events of host devices: neither saved nor restored
 # Objects encoded by value (pure data, created at run time).
 VALUE_CLASSES = {"emu.softdevice.Attribute"}
@@ -140,7 +141,18 @@ SKIP_ATTRS = {
     "emu.soc.bus.PeripheralBus": {"streams"},          # C wiring; the SPIs save their bytes
     "emu.peripherals.spi.Spi": {"_streams"},           # the same StreamSet
     "emu.peripherals.radio.Radio": {"air", "_due", "_tx", "_rx", "_inbound"},  # save_model_state
-    "emu.phone.Phone": {"_gatt"},                      # host side of the air (see HOST_EVENTS)
+    "emu.phone.phone.Phone": {"_gatt"},                # host side of the air (see HOST_EVENTS)
+}
+
+# Classes that moved after snapshots were first written (the phone's modules
+# went into emu/phone/): a snapshot names each part's class, and a snapshot
+# written before the move names the old one.
+MOVED_CLASSES = {
+    "emu.phone.Phone": "emu.phone.phone.Phone",
+    "emu.airnus.AirCentral": "emu.phone.airnus.AirCentral",
+    "emu.airnus.AirNus": "emu.phone.airnus.AirNus",
+    "emu.wasptool.WaspTool": "emu.phone.wasptool.WaspTool",
+    "emu.wasptool.MachineTransport": "emu.phone.wasptool.MachineTransport",
 }
 
 
@@ -267,9 +279,10 @@ def map_objects(machine, saved: dict) -> dict:
     taken: set = set()
     for path, info in saved.items():
         found = None
+        cls = MOVED_CLASSES.get(info.get("class"), info.get("class"))
         for p in [path] + list(info.get("aliases", ())):
             obj = resolve_path(machine, p)
-            if obj is not None and _qualname(obj) == info.get("class") and id(obj) not in taken:
+            if obj is not None and _qualname(obj) == cls and id(obj) not in taken:
                 found = obj
                 break
         if found is None:

@@ -226,7 +226,7 @@ def _wasptool_verb(a, s) -> int:
     """One of wasptool's verbs against a running --bridge."""
     import time as _host_time   # a host tool: the host's clock is what --rtc sends
     from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE
-    from emu.wasptool import SocketTransport, WaspTool, WaspToolError
+    from emu.phone.wasptool import SocketTransport, WaspTool, WaspToolError
 
     def err(msg: str, code: int) -> int:
         print(f"pinetime-emu phone: error: {msg}", file=sys.stderr)
@@ -357,7 +357,7 @@ def phone_client_main(argv=None) -> int:
     what.add_argument("--notify", nargs=2, metavar=("TITLE", "BODY"), help="a notification")
     what.add_argument("--call", nargs=2, metavar=("NAME", "NUMBER"), help="an incoming call")
     what.add_argument("--repl", metavar="LINE", help="a line for the watch's Python REPL")
-    # wasptool's verbs (emu/wasptool.py), with wasptool's meanings
+    # wasptool's verbs (emu/phone/wasptool.py), with wasptool's meanings
     what.add_argument("--exec", metavar="FILE", dest="exec_file",
                       help="run FILE in the REPL (paste mode) and print its output")
     what.add_argument("--eval", metavar="EXPR", help="evaluate EXPR on the watch, print the result")

@@ -2,7 +2,7 @@
 
 When the watch drives its RADIO itself there is no UART byte stream to
 forward, so a client of ``pinetime-emu run FW --bridge PORT`` talks to the
-emulated phone (emu/gattphone.py) in lines of JSON instead.  On connecting
+emulated phone (emu/phone/gattphone.py) in lines of JSON instead.  On connecting
 the client gets ``{"bridge": "gatt"}``; the phone then connects to the
 watch over the air and discovers its services (``{"event": "connected",
 ...}``).  Each line the client sends is one command, answered by one line
@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from emu.gatt import GattError
+from emu.phone.gatt import GattError
 
 MAX_LINE = 4096
 
@@ -159,7 +159,7 @@ class GattBridge:
         raise ValueError(f"Gadgetbridge message {t!r} has no InfiniTime service here")
 
     def _op(self, m: dict):
-        from emu import gattphone as G
+        from emu.phone import gattphone as G
         gatt = self.gp.gatt
         op = m.get("op")
         nothing = (lambda r: {})

@@ -40,11 +40,11 @@ of the last ``mark_screen``, ``expect_screen_changed``,
 the three compare steps compare the box with the checkpoint, then move the
 checkpoint to now ("mark, run 2 s, changed" checks a stopwatch counts).
 
-Phone steps (``machine.phone``, emu/phone.py: a BLE central on the Nordic UART
+Phone steps (``machine.phone``, emu/phone/phone.py: a BLE central on the Nordic UART
 Service; boards with the emulated S132 SoftDevice; with firmware that has its
 own Bluetooth stack, InfiniTime, ``phone_connect``, ``call``, ``notify``,
 ``music`` and ``set_time`` go over the air to its GATT services instead,
-emu/gattphone.py, and the UART steps fail saying there is no UART)::
+emu/phone/gattphone.py, and the UART steps fail saying there is no UART)::
 
       - phone_connect: {timeout_ms: 5000}         # wait for advertising, connect
       - phone_send: "1+1\\r"                      # raw bytes (UTF-8; "\\x03" is Ctrl-C)
@@ -742,12 +742,12 @@ def _do_expect_pixel(m, a, ctx=None):
 
 
 def _wasptool(m, a):
-    from emu.wasptool import MachineTransport, WaspTool
+    from emu.phone.wasptool import MachineTransport, WaspTool
     return WaspTool(MachineTransport(_phone(m)), timeout_s=a["timeout_ms"] / 1000)
 
 
 def _do_upload(m, a, ctx):
-    from emu.wasptool import WaspToolError
+    from emu.phone.wasptool import WaspToolError
     with open(a["path"], "rb") as f:
         data = f.read()
     try:
@@ -758,7 +758,7 @@ def _do_upload(m, a, ctx):
 
 
 def _do_exec(m, a, ctx):
-    from emu.wasptool import WaspToolError
+    from emu.phone.wasptool import WaspToolError
     try:
         out = _wasptool(m, a).exec_text(a["code"]).strip()
     except WaspToolError as e:

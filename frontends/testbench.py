@@ -369,7 +369,7 @@ def motor_on(machine) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# the phone (machine.phone: BLE central + Nordic UART, emu/phone.py)
+# the phone (machine.phone: BLE central + Nordic UART, emu/phone/phone.py)
 # ---------------------------------------------------------------------------
 def phone(machine):
     """``machine.phone`` or BoardFeatureMissing (a board/firmware without the S132 layer)."""

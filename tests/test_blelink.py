@@ -1,9 +1,9 @@
-"""The phone's link layer (emu/blelink.py) without a watch: channel selection
+"""The phone's link layer (emu/phone/link.py) without a watch: channel selection
 #1, the LL encryption start against the Core spec's sample data (Vol 6 Part
 C 1: the same LTK, SKD and IV give the same session key and the same bytes
 on the air), and a MIC that does not check ending the link."""
 from emu.air import Air, Packet, channel_freq, crc24
-from emu.blelink import (LL_ENC_RSP, LL_START_ENC_REQ, UNIT, LinkCentral, csa1_channels)
+from emu.phone.link import (LL_ENC_RSP, LL_START_ENC_REQ, UNIT, LinkCentral, csa1_channels)
 from emu.clock import Clock
 
 LTK = bytes.fromhex("4C68384139F574D836BCF34E9DFB01BF")[::-1]      # little endian
@@ -78,7 +78,7 @@ def test_a_gatt_request_without_answer_drops_the_link(fw):
     queued procedure fails instead of waiting behind it for ever."""
     import pytest
     from emu import Machine
-    from emu.gatt import GattClient, GattError
+    from emu.phone.gatt import GattClient, GattError
     m = Machine(fw("pinetime_demo"))
     link = LinkCentral(m.air)
     gatt = GattClient(link)

@@ -13,7 +13,7 @@ import pytest
 from emu import Machine
 from frontends.bridge import phone_client_main
 from frontends.gattbridge import GattBridge
-from emu.gattphone import GattPhone
+from emu.phone.gattphone import GattPhone
 
 
 def _bridge(fw):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from emu import Machine
-from emu.ble import Scanner, parse_ad
+from emu.phone.scanner import Scanner, parse_ad
 
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
 

@@ -1,7 +1,7 @@
 """The emulated phone connects to real InfiniTime over the air: NimBLE's own
-controller drives the RADIO, the host-side central (emu/blelink.py) sends
-CONNECT_IND and runs the connection, the GATT client (emu/gatt.py) talks to
-InfiniTime's services the way Gadgetbridge does (emu/gattphone.py): the
+controller drives the RADIO, the host-side central (emu/phone/link.py) sends
+CONNECT_IND and runs the connection, the GATT client (emu/phone/gatt.py) talks to
+InfiniTime's services the way Gadgetbridge does (emu/phone/gattphone.py): the
 Current Time Service, Alert Notification, battery, steps, music and the
 call buttons; and the same through ``--bridge`` from another process.
 
@@ -18,7 +18,7 @@ import pytest
 from conftest import free_port, served_run
 
 from emu import Machine
-from emu.gattphone import CTS_CURRENT_TIME, STEP_COUNT
+from emu.phone.gattphone import CTS_CURRENT_TIME, STEP_COUNT
 from test_infinitime import _image, colour, face_drawn, lit
 
 # 2027-05-09 13:37:00 UTC, a Sunday
@@ -212,8 +212,8 @@ def test_pairing_with_a_wrong_nonce_direction_fails(monkeypatch):
     """Companion: a central whose CCM nonce has the direction bit of the
     other side: NimBLE cannot check our first encrypted packet's MIC and the
     link ends; the pairing reports it."""
-    from emu import blelink
-    from emu.gatt import GattError
+    from emu.phone import link as blelink
+    from emu.phone.gatt import GattError
     orig = blelink._nonce
     monkeypatch.setattr(blelink, "_nonce", lambda c, master, iv: orig(c, 1 - master, iv))
     m = _connected()

@@ -303,7 +303,7 @@ def test_softdevice_guard_stays_when_the_ccm_is_enabled(fw, caplog):
 
 
 def test_real_infinitime_encrypted_link_through_the_ccm(monkeypatch):
-    """End to end: the phone's central (emu/blelink.py, its own AES-CCM) pairs
+    """End to end: the phone's central (emu/phone/link.py, its own AES-CCM) pairs
     with real InfiniTime, whose NimBLE encrypts and decrypts every packet
     through this CCM (KSGEN by the CPU, CRYPT from RADIO ADDRESS through PPI
     channel 25 on receive; KSGEN -> CRYPT by SHORTS on transmit); GATT reads

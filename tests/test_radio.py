@@ -1,12 +1,12 @@
 """The RADIO at the packet level (emu/peripherals/radio.py) on the emulated air
 (emu/air.py), driven by firmware/tests/periph_radio.c the way a BLE
-controller drives it, with the host-side scanner (emu/ble.py) as its peer."""
+controller drives it, with the host-side scanner (emu/phone/scanner.py) as its peer."""
 import pytest
 
 from conftest import assert_firmware_passed
 from emu import Machine
 from emu.air import US, Packet, channel_freq, crc24
-from emu.ble import ADV_AA, ADV_CRCINIT, Scanner, parse_ad
+from emu.phone.scanner import ADV_AA, ADV_CRCINIT, Scanner, parse_ad
 
 
 def _run(fw, monkeypatch=None, **kw):

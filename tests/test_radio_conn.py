@@ -1,7 +1,7 @@
 """A BLE connection on the emulated air between our own firmware as the
 peripheral's link layer (firmware/tests/periph_radio_conn.c: RADIO, TIMER0
 and PPI driven as a controller drives them) and the host-side central
-(emu/blelink.py) with its GATT client (emu/gatt.py).  Companions break the
+(emu/phone/link.py) with its GATT client (emu/phone/gatt.py).  Companions break the
 RADIO model or the central and see the firmware's checks fail."""
 import re
 import struct
@@ -11,9 +11,9 @@ import pytest
 from conftest import assert_firmware_passed
 from emu import Machine
 from emu.air import US
-from emu.ble import ADV_AA, fmt_addr
-from emu.blelink import LLID_CONT, LLID_CTRL, LLID_START, UNIT, LinkCentral, csa1_channels
-from emu.gatt import GattClient
+from emu.phone.scanner import ADV_AA, fmt_addr
+from emu.phone.link import LLID_CONT, LLID_CTRL, LLID_START, UNIT, LinkCentral, csa1_channels
+from emu.phone.gatt import GattClient
 
 WATCH = "c7:05:04:03:02:01"          # the firmware's AdvA
 PING = b"ping from the phone, in two fragments"   # 4 + 37 bytes: 27 + 14 on the LL
@@ -193,7 +193,7 @@ def test_central_hopping_wrongly_is_detected(fw, monkeypatch):
     """Companion: a central that leaves out the remapping of channel
     selection #1 hops to an unused channel where the firmware does not
     listen: the first such event is not heard."""
-    import emu.blelink as blelink
+    import emu.phone.link as blelink
     monkeypatch.setattr(blelink, "csa1_channels", lambda hop, chmap, count, start=0: [
         ((start + i + 1) * hop) % 37 for i in range(count)])
     m, r, link, _ = _run(fw)

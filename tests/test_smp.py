@@ -1,8 +1,8 @@
-"""emu/smp.py's Secure Connections functions against the Core spec's sample
+"""emu/phone/smp.py's Secure Connections functions against the Core spec's sample
 data (Vol 3 Part H, Appendix D; the values in the little-endian byte order
 of the PDUs, as NimBLE's own tests write them), and the pairing's failure
 paths without a watch."""
-from emu.smp import aes_e, f4, f5, f6
+from emu.phone.smp import aes_e, f4, f5, f6
 
 U = bytes.fromhex("e69d350e480103ccdbfdf4ac1191f4efb9a5f9e9a7832c5e2cbe97f2d203b020")
 V = bytes.fromhex("fdc57ff449dd4f6bfb7c9df1c29acb592ae7d4eefbfc0a909abbf6323d8b1855")
@@ -46,7 +46,7 @@ def test_e_is_aes_in_the_spec_byte_order():
 
 
 class _Link:
-    """Just enough of emu.blelink.LinkCentral to drive a Pairing."""
+    """Just enough of emu.phone.link.LinkCentral to drive a Pairing."""
     def __init__(self):
         self.sent, self.on_state, self.on_encryption = [], [], []
         self.on_smp = None
@@ -61,7 +61,7 @@ class _Link:
 
 
 def test_pairing_stops_cleanly_on_refusal_and_on_a_bad_confirm():
-    from emu.smp import Pairing
+    from emu.phone.smp import Pairing
     link = _Link()
     p = Pairing(link)
     p.start()

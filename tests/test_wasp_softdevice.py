@@ -4,7 +4,7 @@
 at 0, the SoftDevice from 0x1000) with the application and boots from the
 MBR; the application's SVCs reach the SoftDevice's own handler, and its link
 layer drives the RADIO, TIMER0, RTC0, PPI, CCM/AAR and ECB models, with the
-phone on the emulated air (emu.ble.Scanner, emu.gattphone.GattPhone).
+phone on the emulated air (emu.phone.scanner.Scanner, emu.phone.gattphone.GattPhone).
 
 Needs two files that are never committed:
 
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from emu import Machine
-from emu.ble import Scanner
+from emu.phone.scanner import Scanner
 
 CACHE = Path.home() / ".cache" / "pinetime-emu"
 NUS_RX = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
@@ -110,7 +110,7 @@ def test_second_boot_shows_the_clock_face(watch):
 
 
 def test_gattphone_connects_and_the_repl_answers(watch):
-    from emu.gattphone import GattPhone
+    from emu.phone.gattphone import GattPhone
     ph = GattPhone(watch, name="PineTime")
     ph.connect(timeout_ms=5000)
     assert ph.gatt.characteristic(NUS_RX) and ph.gatt.characteristic(NUS_TX).cccd
@@ -138,7 +138,7 @@ def test_real_softdevice_runs_are_deterministic(first_boot, tmp_path):
 
 
 def test_machine_phone_reaches_the_real_softdevice(first_boot, tmp_path):
-    """machine.phone (emu/airnus.py: NUS over the air) as with the emulated
+    """machine.phone (emu/phone/airnus.py: NUS over the air) as with the emulated
     API: connect, the REPL, wasptool's eval, a Gadgetbridge notification."""
     m = _boot(first_boot, tmp_path, 4.5)
     m.phone.connect(timeout_ms=5000)

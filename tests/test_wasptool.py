@@ -1,4 +1,4 @@
-"""wasptool's verbs (emu/wasptool.py) on real wasp-os, in process through
+"""wasptool's verbs (emu/phone/wasptool.py) on real wasp-os, in process through
 ``machine.phone.wasp`` and from another process through ``pinetime-emu phone``
 against ``run --bridge``: our own small app is uploaded, registered the way
 wasp-os users do, shown in the launcher, opened with a tap, and survives a
@@ -162,7 +162,7 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
             # The watch's heap is small and how full it is depends on when the
             # lines arrived (wall time: the retries of answers(), the clock
             # face redrawn between commands), as on a real watch
-            # (emu/wasptool.py); the same session run in-process on the
+            # (emu/phone/wasptool.py); the same session run in-process on the
             # emulated clock is deterministic.  (The watch may drop the link
             # too.)  A user reboots and retries.
             soft_reboot()
@@ -173,7 +173,7 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
         r = phone("--reset")                     # a reboot (and a clean heap for the pull)
         assert r.returncode == 0, r.stderr
         answers("4+5", "9")                      # up again after the reboot
-        # a boot leaves the heap fragmented (see emu/wasptool.py): Ctrl-D, then the pull
+        # a boot leaves the heap fragmented (see emu/phone/wasptool.py): Ctrl-D, then the pull
         soft_reboot()
         answers("2+2", "4")
         r = phone("--pull", "emu_hello.py")

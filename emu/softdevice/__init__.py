@@ -697,6 +697,7 @@ def attach(machine) -> SoftDevice:
                 sd.reset()
                 return _orig(*a, **k)
             setattr(board, name, wrapped)
-        from emu.phone import Phone
-        machine.phone = Phone(machine, sd)
+        announce = getattr(machine, "softdevice_attached", None)
+        if announce is not None:
+            announce(sd)            # the machine gives it a phone (machine.phone)
     return sd

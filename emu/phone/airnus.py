@@ -8,7 +8,7 @@ a real one: :class:`AirCentral` and :class:`AirNus` give
 :class:`emu.phone.Phone` (and through it the REPL, Gadgetbridge messages,
 wasptool's verbs and the ``--bridge``) the interface of
 emu.softdevice.central's ``Central`` and ``NusClient``, built on the
-link-layer central and GATT client of emu/gattphone.py.
+link-layer central and GATT client of emu/phone/gattphone.py.
 
 Writes to the RX characteristic are 20-byte Write Requests, one after the
 other (each waits for the watch's Write Response), which paces them as
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable, Optional
 
-from emu.gattphone import GattPhone
+from emu.phone.gattphone import GattPhone
 
 NUS_RX = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
 NUS_TX = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
@@ -137,10 +137,3 @@ class AirNus:
             self.received += data
             for fn in list(self.listeners):
                 fn(data)
-
-
-def attach(machine) -> None:
-    """``machine.phone`` for a machine running the real SoftDevice."""
-    from emu.phone import Phone
-    central = AirCentral(machine)
-    machine.phone = Phone(machine, None, central=central, nus=AirNus(central))

@@ -15,7 +15,7 @@ driver sends JavaScript (``setTime(t);E.setTimeZone(z)``) that wasp-os does
 not define, so it is available separately as ``bangle_set_time``.
 
 Firmware that never enables the emulated SoftDevice and drives the RADIO
-itself (InfiniTime) gets ``phone.gatt`` instead (emu/gattphone.py: a link
+itself (InfiniTime) gets ``phone.gatt`` instead (emu/phone/gattphone.py: a link
 layer central, GATT, and Gadgetbridge's InfiniTime services); ``connect``,
 ``notify``, ``incoming_call``, ``music_info``, ``music_state``, ``set_time``
 and ``battery`` go there by themselves in that case.
@@ -27,22 +27,19 @@ from __future__ import annotations
 
 import json
 import time as _time_fmt   # only for gmtime() formatting, never the host clock
-from typing import Callable, Optional
+from typing import Callable
 
+from emu.phone.errors import PhoneError
 from emu.softdevice.central import Central, NusClient
 
 PROMPT = b">>> "
-
-
-class PhoneError(Exception):
-    pass
 
 
 class Phone:
     def __init__(self, machine, softdevice, central=None, nus=None):
         """``softdevice`` is the emulated S132 (emu/softdevice), or None when the
         real SoftDevice runs and ``central``/``nus`` reach it over the air
-        (emu/airnus.py)."""
+        (emu/phone/airnus.py)."""
         self.machine = machine
         self.sd = softdevice
         self.central = central if central is not None else Central(softdevice)
@@ -57,10 +54,10 @@ class Phone:
     # ------------------------------------------------------------------ which stack
     @property
     def gatt(self):
-        """The phone for firmware with its own Bluetooth stack (emu/gattphone.py)."""
+        """The phone for firmware with its own Bluetooth stack (emu/phone/gattphone.py)."""
         g = self.__dict__.get("_gatt")
         if g is None:
-            from emu.gattphone import GattPhone
+            from emu.phone.gattphone import GattPhone
             g = self.__dict__["_gatt"] = GattPhone(self.machine)
         return g
 
@@ -161,8 +158,8 @@ class Phone:
     @property
     def wasp(self):
         """wasptool's verbs (exec, eval, upload, pull, rtc, memfree, ...) on
-        this link, waiting on the emulated clock (emu/wasptool.py)."""
-        from emu.wasptool import MachineTransport, WaspTool
+        this link, waiting on the emulated clock (emu/phone/wasptool.py)."""
+        from emu.phone.wasptool import MachineTransport, WaspTool
         w = self.__dict__.get("_wasp")
         if w is None:
             w = self.__dict__["_wasp"] = WaspTool(MachineTransport(self))
@@ -206,7 +203,7 @@ class Phone:
     def set_time(self, unix_seconds: int) -> None:
         if self.radio_firmware:
             return self.gatt.set_time(unix_seconds)
-        from emu.wasptool import rtc_line
+        from emu.phone.wasptool import rtc_line
         self.send(rtc_line(_time_fmt.gmtime(int(unix_seconds))).encode() + b"\r")
 
     def battery(self) -> int:

@@ -32,12 +32,12 @@ every non-empty PDU is AES-CCM encrypted as the Core spec (Vol 6 Part E)
 says: session key e(LTK, SKDs || SKDm), nonce = 39-bit packet counter and
 direction bit + IV (IVs || IVm), the header masked with 0xE3 as AAD, a
 4-byte MIC.  A MIC that does not check ends the link (``lost``).  Pairing
-(emu/smp.py) produces the LTK.
+(emu/phone/smp.py) produces the LTK.
 
 L2CAP: PDUs are fragmented into 27-byte LL payloads and reassembled.  CID 4
 (ATT) goes to ``on_att``; LE signalling (CID 5) answers a connection
 parameter update request with "rejected" and anything else with a command
-reject; SMP (CID 6) goes to ``on_smp`` (emu/smp.py), or without one a
+reject; SMP (CID 6) goes to ``on_smp`` (emu/phone/smp.py), or without one a
 pairing request is answered "pairing not supported".
 
 Everything happens on the emulated clock through one clock event
@@ -59,15 +59,18 @@ import struct
 from collections import deque
 from typing import Callable, Optional
 
-from emu.air import US, Packet, channel_freq, crc24
-from emu.ble import ADV_AA, ADV_CRCINIT, T_IFS, ad_name, fmt_addr, parse_ad
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-log = logging.getLogger("emu.blelink")
+from emu.air import US, Packet, channel_freq, crc24
+from emu.phone.scanner import ADV_AA, ADV_CRCINIT, T_IFS, ad_name, fmt_addr, parse_ad
+
+log = logging.getLogger("emu.phone.link")
 
 UNIT = 1250 * US                 # 1.25 ms, the unit of intervals and windows
 LL_PAYLOAD = 27                  # data PDU payload without data length extension
 LLID_CONT, LLID_START, LLID_CTRL = 1, 2, 3
 CID_ATT, CID_SIG, CID_SMP = 4, 5, 6
+
 
 LL_TERMINATE_IND, LL_UNKNOWN_RSP, LL_FEATURE_REQ, LL_FEATURE_RSP = 0x02, 0x07, 0x08, 0x09
 LL_VERSION_IND, LL_REJECT_IND, LL_PERIPHERAL_FEATURE_REQ = 0x0C, 0x0D, 0x0E
@@ -81,6 +84,14 @@ LL_NAMES = {0x00: "CONNECTION_UPDATE_IND", 0x01: "CHANNEL_MAP_IND", 0x02: "TERMI
             0x10: "CONNECTION_PARAM_RSP", 0x11: "REJECT_EXT_IND", 0x12: "PING_REQ",
             0x13: "PING_RSP", 0x14: "LENGTH_REQ", 0x15: "LENGTH_RSP", 0x16: "PHY_REQ",
             0x17: "PHY_RSP", 0x18: "PHY_UPDATE_IND"}
+
+
+def aes_e(key_le: bytes, plain_le: bytes) -> bytes:
+    """The security function e (AES-128, Core Vol 3 Part H 2.2.1) with key and
+    data little endian: the session key here, SMP's functions (emu/phone/smp.py)."""
+    enc = Cipher(algorithms.AES(key_le[::-1]), modes.ECB()).encryptor()
+    return (enc.update(plain_le[::-1]) + enc.finalize())[::-1]
+
 
 
 class LinkError(Exception):
@@ -430,7 +441,6 @@ class LinkCentral:
             self._ctrl(bytes([LL_REJECT_EXT_IND, op, 0x1A]))
         elif op == LL_ENC_RSP and self._enc_setup is not None and len(c) >= 13:
             from cryptography.hazmat.primitives.ciphers.aead import AESCCM
-            from emu.smp import aes_e
             ltk, skdm, ivm = self._enc_setup
             sk = aes_e(ltk, skdm + bytes(c[1:9]))          # SKD = SKDs || SKDm
             self._pending_enc = (AESCCM(bytes(reversed(sk)), tag_length=4),

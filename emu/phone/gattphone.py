@@ -2,7 +2,7 @@
 
 ``machine.phone.gatt`` (and ``machine.phone``'s own methods, when the
 firmware never enabled the emulated SoftDevice).  Over the link layer of
-emu/blelink.py and the GATT client of emu/gatt.py it does what
+emu/phone/link.py and the GATT client of emu/phone/gatt.py it does what
 Gadgetbridge does with InfiniTime:
 
 * connect: scan actively until the advertiser named ``name`` (default
@@ -33,9 +33,9 @@ import struct
 import time as _time_fmt      # gmtime() for a timestamp only, never the host clock
 from typing import Optional
 
-from emu.blelink import LinkCentral
-from emu.ble import Scanner
-from emu.gatt import GattClient, GattError, uuid
+from emu.phone.link import LinkCentral
+from emu.phone.scanner import Scanner
+from emu.phone.gatt import GattClient, GattError, uuid
 
 CTS_CURRENT_TIME = 0x2A2B
 ANS_NEW_ALERT = 0x2A46
@@ -114,8 +114,8 @@ class GattPhone:
 
     def pair(self, timeout_ms: float = 10_000) -> bytes:
         """Pair (LE Secure Connections, Just Works, bonding) and encrypt the
-        link (emu/smp.py); returns the LTK."""
-        from emu.smp import Pairing
+        link (emu/phone/smp.py); returns the LTK."""
+        from emu.phone.smp import Pairing
         self.connect()
         if self.link.encrypted:
             return self.pairing.ltk

@@ -47,7 +47,7 @@ class WaspToolError(Exception):
 
 
 class MachineTransport:
-    """The in-process phone (emu/phone.py): waits run the machine."""
+    """The in-process phone (emu/phone/phone.py): waits run the machine."""
 
     def __init__(self, phone):
         self.phone = phone

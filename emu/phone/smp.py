@@ -1,10 +1,10 @@
 """LE Secure Connections pairing for the host-side central (Core spec Vol 3 Part H).
 
-The phone pairs as initiator over L2CAP CID 6 of emu/blelink.py:
+The phone pairs as initiator over L2CAP CID 6 of emu/phone/link.py:
 Pairing Request (bonding, Secure Connections, IO capability
 NoInputNoOutput, so the method is Just Works), P-256 public keys,
 the responder's confirm, the nonces, DHKey checks, then the LTK from f5
-starts link-layer encryption (LL_ENC_REQ; emu/blelink.py encrypts with
+starts link-layer encryption (LL_ENC_REQ; emu/phone/link.py encrypts with
 AES-CCM from then on).  ``f4``, ``f5`` and ``f6`` take and return values
 in the little-endian byte order of the PDUs; tests check them against the
 spec's sample data.
@@ -24,9 +24,9 @@ from typing import Optional
 
 from cryptography.hazmat.primitives import cmac
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers import algorithms
 
-from emu.blelink import CID_SMP
+from emu.phone.link import CID_SMP, aes_e   # noqa: F401 (aes_e: SMP's c1/s1 and tests)
 
 PAIRING_REQUEST, PAIRING_RESPONSE, PAIRING_CONFIRM, PAIRING_RANDOM = 0x01, 0x02, 0x03, 0x04
 PAIRING_FAILED, PAIRING_PUBLIC_KEY, PAIRING_DHKEY_CHECK = 0x05, 0x0C, 0x0D
@@ -51,12 +51,6 @@ def aes_cmac(key: bytes, msg: bytes) -> bytes:
     return c.finalize()
 
 
-def aes_e(key_le: bytes, plain_le: bytes) -> bytes:
-    """The security function e (AES-128) with key and data little endian."""
-    enc = Cipher(algorithms.AES(_r(key_le)), modes.ECB()).encryptor()
-    return _r(enc.update(_r(plain_le)) + enc.finalize())
-
-
 def f4(u: bytes, v: bytes, x: bytes, z: int) -> bytes:
     return _r(aes_cmac(_r(x), _r(u) + _r(v) + bytes([z])))
 
@@ -79,7 +73,7 @@ class SmpError(Exception):
 
 
 class Pairing:
-    """One pairing as initiator on ``link`` (an emu.blelink.LinkCentral):
+    """One pairing as initiator on ``link`` (an emu.phone.link.LinkCentral):
     ``start()``, then the machine runs until ``done`` (``error`` says why it
     failed; ``ltk`` is the key and the link is encrypted when it worked)."""
 

@@ -1,4 +1,4 @@
-"""ATT and GATT on the host-side central (emu/blelink.py): the phone's GATT client.
+"""ATT and GATT on the host-side central (emu/phone/link.py): the phone's GATT client.
 
 One ATT bearer (L2CAP CID 4) as the Core spec (Vol 3 Parts F and G)
 describes it.  Client procedures, one request outstanding at a time:
@@ -33,8 +33,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
-from emu.blelink import CID_ATT
-from emu.phone import PhoneError
+from emu.phone.link import CID_ATT
+from emu.phone.errors import PhoneError
 
 ATT_ERROR, MTU_REQ, MTU_RSP, FIND_INFO_REQ, FIND_INFO_RSP = 0x01, 0x02, 0x03, 0x04, 0x05
 FIND_BY_TYPE_REQ, READ_BY_TYPE_REQ, READ_BY_TYPE_RSP = 0x06, 0x08, 0x09

@@ -9,7 +9,7 @@ arrives like any packet.  ``devices`` gathers what was heard per advertiser
 address: PDU type, advertising data, scan response data, the complete or
 shortened local name, channels and counts.
 
-    from emu.ble import Scanner
+    from emu.phone.scanner import Scanner
     sc = Scanner(machine.air)
     machine.run(seconds=1)
     sc.devices["xx:xx:xx:xx:xx:xx"].name     # "InfiniTime"
