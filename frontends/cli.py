@@ -158,8 +158,9 @@ def main(argv: Optional[list] = None) -> int:
         return phone_client_main(argv[1:])
     if argv and argv[0] in ("twister-flash", "twister-serial"):
         from frontends import twister
-        return (twister.flash_main if argv[0] == "twister-flash"
-                else twister.serial_main)(argv[1:])
+        if argv[0] == "twister-flash":
+            return twister.flash_main(argv[1:])
+        return twister.serial_main(argv[1:], run_main=main)
     if argv and argv[0] == "test":
         try:
             from frontends.scenario import main as scenario_main

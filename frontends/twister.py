@@ -82,7 +82,9 @@ def _wait_for_flash(since: float, timeout: float) -> Optional[str]:
     return None
 
 
-def serial_main(argv: list) -> int:
+def serial_main(argv: list, run_main) -> int:
+    """``run_main``: the CLI's main (frontends/cli.py passes itself), given
+    ``run ELF --headless --console stdout``."""
     prog = "pinetime-emu twister-serial"
     p = argparse.ArgumentParser(prog=prog, description="The board's serial port for "
                                 "twister's --device-serial-pty: runs what twister-flash "
@@ -97,8 +99,7 @@ def serial_main(argv: list) -> int:
     if elf is None:
         return _error(prog, f"nothing was flashed within {args.wait:g} s (is the 'west' of "
                       f"scripts/twister/ first on PATH, and --west-flash given?)")
-    from frontends.cli import main as cli_main
     run = ["run", elf, "--headless", "--console", "stdout"]
     if args.board:
         run += ["--board", args.board]
-    return cli_main(run)
+    return run_main(run)
