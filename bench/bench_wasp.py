@@ -55,7 +55,7 @@ def image() -> str:
     p = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(CACHE)
     if not Path(p).exists():
         print(f"bench_wasp: no wasp-os image: set PINETIME_EMU_WASP_IMAGE or build one into "
-              f"{CACHE.parent} (README, 'Real wasp-os')")
+              f"{CACHE.parent} (docs/firmware.md, 'Real wasp-os')")
         sys.exit(2)
     return p
 

@@ -14,7 +14,7 @@ MPU cost: page-map computations, mem_protect runs, stores done in C and
 faults decided in Python.  ``--profile`` adds cProfile's top entries of one
 more run (Python's share; the rest is the engine).  There is no peer to run
 in the same process (Renode is not packaged here); the figures from before
-the MPU and privilege work are in the README.
+the MPU and privilege work are in docs/performance.md.
 
 Not a test: wall times depend on the host; the load average is printed.
 """

@@ -39,7 +39,7 @@ def main() -> int:
     path = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(CACHE)
     if not Path(path).exists():
         print(f"soak_wasp: no wasp-os image: set PINETIME_EMU_WASP_IMAGE or build one into "
-              f"{CACHE.parent} (README, 'Real wasp-os')")
+              f"{CACHE.parent} (docs/firmware.md, 'Real wasp-os')")
         return 2
     from emu import Machine
     t_start = time.perf_counter()

@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("test", help="run scenario files against a firmware "
                                 "(pinetime-emu test --help)", add_help=False)
     sub.add_parser("twister-serial", help="Zephyr twister's --device-serial-pty program "
-                   "(see README, Zephyr)", add_help=False)
+                   "(see docs/firmware.md, Twister)", add_help=False)
     sub.add_parser("twister-flash", help="what scripts/twister/west runs for twister's "
                    "--west-flash", add_help=False)
     return p

@@ -32,7 +32,7 @@ def _image(env: str, sub: str) -> str:
     p = os.environ.get(env) or str(CACHE / sub / "micropython.elf")
     if not Path(p).exists():
         pytest.skip(f"no wasp-os image: set {env} or build one into {CACHE / sub} "
-                    "(README, 'Real wasp-os')")
+                    "(docs/firmware.md, 'Real wasp-os')")
     return p
 
 

@@ -6,7 +6,7 @@ Needs wasp-os images built by hand (never committed):
   unmodified wasp-os master.
 * ``$PINETIME_EMU_WASP_PHONE_IMAGE`` or ``~/.cache/pinetime-emu/wasp-os/phone/micropython.elf``:
   wasp-os with the phone-app patch from the project's seeds and the music
-  player in its quick ring (see README, "Real wasp-os").
+  player in its quick ring (see docs/firmware.md, "Real wasp-os").
 
 Each group is skipped with a message when its image is absent.  The slow part
 (first boot, which formats the NOR flash) runs once per module; every test
@@ -35,7 +35,7 @@ def _find(env: str, sub: str) -> str:
     p = os.environ.get(env) or str(CACHE / sub / "micropython.elf")
     if not Path(p).exists():
         pytest.skip(f"no wasp-os image: set {env} or build one into {CACHE / sub} "
-                    "(README, 'Real wasp-os')")
+                    "(docs/firmware.md, 'Real wasp-os')")
     return p
 
 

@@ -43,10 +43,10 @@ def _files() -> tuple:
         CACHE / "s132" / "s132_nrf52_6.1.1_softdevice.hex")
     if not Path(app).exists():
         pytest.skip(f"no wasp-os image: set PINETIME_EMU_WASP_IMAGE or build one into "
-                    f"{CACHE / 'wasp-os' / 'upstream'} (README, 'Real wasp-os')")
+                    f"{CACHE / 'wasp-os' / 'upstream'} (docs/firmware.md, 'Real wasp-os')")
     if not Path(sd).exists():
         pytest.skip(f"no S132 v6.1.1 SoftDevice: set PINETIME_EMU_S132_HEX or copy "
-                    f"s132_nrf52_6.1.1_softdevice.hex into {CACHE / 's132'} (README, "
+                    f"s132_nrf52_6.1.1_softdevice.hex into {CACHE / 's132'} (docs/firmware.md, "
                     "'Real wasp-os')")
     return app, sd
 

@@ -40,7 +40,7 @@ def _image() -> str:
     p = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(CACHE / "upstream" / "micropython.elf")
     if not Path(p).exists():
         pytest.skip("no wasp-os image: set PINETIME_EMU_WASP_IMAGE or build one into "
-                    f"{CACHE / 'upstream'} (README, 'Real wasp-os')")
+                    f"{CACHE / 'upstream'} (docs/firmware.md, 'Real wasp-os')")
     return p
 
 
