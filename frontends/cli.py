@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve a byte stream on HOST:PORT (raw TCP; 0 = any free port): "
                         "the PineTime's BLE Nordic UART; on microbit, nrf52dk and nrf52832 the "
                         "UART console")
+    r.add_argument("--hci", default=None, metavar="tcp:PORT|pty",
+                   help="a Bluetooth LE controller on the emulated air for a real host "
+                        "(Bumble, BlueZ): HCI in H4 framing on 127.0.0.1:PORT, or on a "
+                        "pseudo-terminal whose path is printed; paced to real time while "
+                        "a host is attached")
     r.add_argument("--bridge-host", default="127.0.0.1", metavar="HOST",
                    help="bridge address (127.0.0.1)")
     r.add_argument("--gdb", type=_port, default=None, metavar="PORT",
@@ -240,6 +245,17 @@ def _run_args_problem(args) -> Optional[str]:
         return f"--softdevice-hex: an S132 SoftDevice runs on the nRF52832, not on {args.board}"
     if args.trace_range is not None and args.trace is None:
         return "--trace-range needs --trace FILE"
+    if args.hci is not None:
+        from frontends.hci import parse_hci
+        try:
+            args.hci_transport = parse_hci(args.hci)
+        except ValueError as e:
+            return f"--hci {e}"
+        if args.bridge is not None:
+            return "--hci and --bridge both play the phone on the air: give one"
+        if args.hci_transport[1] is not None and args.hci_transport[1] == args.gdb \
+                and args.hci_transport[1] != 0:
+            return f"--hci and --gdb both ask for port {args.gdb}"
     for option, path in (("--screenshot", args.screenshot),
                          ("--save-snapshot", args.save_snapshot),
                          ("--trace", args.trace), ("--trace-mmio", args.trace_mmio),
@@ -445,6 +461,23 @@ def cmd_run(args) -> int:
             for c in closers:
                 c()
             return EXIT_USAGE
+        if args.hci is not None:
+            if machine.air is None:
+                _error(f"--hci: the {args.board or machine.board_name} board has no radio")
+                for c in closers:
+                    c()
+                return EXIT_USAGE
+            from frontends.hci import HciPty, HciTcpServer
+            kind, port = args.hci_transport
+            if kind == "tcp":
+                hci = HciTcpServer(machine, "127.0.0.1", port)
+                where = f"127.0.0.1:{hci.port}"
+            else:
+                hci = HciPty(machine)
+                where = hci.path
+            pollers.append(hci.poll)
+            closers.append(hci.close)
+            print(f"pinetime-emu: HCI controller (H4) on {where}", file=sys.stderr)
         stub = None
         if args.gdb is not None:
             from frontends.gdbstub import GdbStub
@@ -579,7 +612,8 @@ def _run_headless(machine, args, pollers, stub, term) -> int:
     # to it (GDB, a console on a terminal, a bridge): then it runs until it is
     # stopped (Ctrl-C or `kill`), as a watch on a desk would
     serving = (stub or getattr(args, "interactive_console", False)
-               or getattr(args, "bridge", None) is not None)
+               or getattr(args, "bridge", None) is not None
+               or getattr(args, "hci", None) is not None)
     seconds = args.seconds if args.seconds is not None else (None if serving else 5.0)
     end = NEVER if seconds is None else machine.clock.now + int(seconds * TICKS_PER_SECOND)
     if stub is not None:

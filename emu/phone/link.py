@@ -140,6 +140,13 @@ class LinkCentral:
         self.on_state: list = []                                  # fn(state) on changes
         self.on_smp: Optional[Callable[[bytes], None]] = None     # SMP PDUs from the watch
         self.on_encryption: list = []                             # fn(ok, why)
+        # raw mode (an HCI controller, emu/phone/controller.py): data PDUs go to
+        # on_data(llid, payload) instead of L2CAP; on_acked(n) counts the data
+        # PDUs queued with send_data that the watch acknowledged
+        self.on_data: Optional[Callable[[int, bytes], None]] = None
+        self.on_acked: Optional[Callable[[int], None]] = None
+        self.own_random = True            # TxAdd of the CONNECT_IND (our address's type)
+        self.reason_code: Optional[int] = None   # the HCI error code of the last close
         self.peer_bytes = b""             # the watch's address as on air (LE) and its type
         self.peer_random = False
         self.packets: list = []
@@ -176,11 +183,12 @@ class LinkCentral:
         self._target, self._target_name = target, name
         self.state = "initiating"
 
-    def disconnect(self) -> None:
-        """Send LL_TERMINATE_IND (remote user terminated); closed once acknowledged."""
+    def disconnect(self, reason: int = 0x13) -> None:
+        """Send LL_TERMINATE_IND (``reason``: remote user terminated); closed
+        once acknowledged."""
         if self.state == "connected" and not self._terminating:
             self._terminating = True
-            self._ctrl(bytes([LL_TERMINATE_IND, 0x13]))
+            self._ctrl(bytes([LL_TERMINATE_IND, reason & 0xFF]))
         elif self.state == "initiating":
             self._set_state("idle")
 
@@ -201,20 +209,32 @@ class LinkCentral:
             self._txq.append((LLID_START if first else LLID_CONT, frag))
             first = False
 
+    def send_data(self, llid: int, payload: bytes) -> None:
+        """Raw mode: queue one data PDU as it is (LLID_START or LLID_CONT, at
+        most LL_PAYLOAD bytes); on_acked hears of it once acknowledged."""
+        if self.state != "connected":
+            raise LinkError("not connected")
+        if llid not in (LLID_START, LLID_CONT) or not 0 < len(payload) <= LL_PAYLOAD:
+            raise LinkError(f"not a data PDU: LLID {llid}, {len(payload)} bytes")
+        self._txq.append((llid, bytes(payload), "data"))
+
     @property
     def pending(self) -> int:
         """Packets queued or sent and not yet acknowledged."""
         return len(self._txq) + (1 if self._cur and self._cur[1] else 0)
 
-    def start_encryption(self, ltk: bytes, seed: bytes = bytes(12)) -> None:
+    def start_encryption(self, ltk: bytes, seed: bytes = bytes(12), rand: bytes = bytes(8),
+                         ediv: int = 0) -> None:
         """Start LL encryption with ``ltk`` (16 bytes, little endian as SMP
-        gives it); SKDm and IVm are seed[:8] and seed[8:12].  Listeners in
-        ``on_encryption`` hear (True, "") once both sides encrypt."""
+        gives it); SKDm and IVm are seed[:8] and seed[8:12]; ``rand`` and
+        ``ediv`` identify a legacy-pairing key (zero for Secure Connections).
+        Listeners in ``on_encryption`` hear (True, "") once both sides encrypt."""
         if self.state != "connected":
             raise LinkError("not connected")
         skdm, ivm = bytes(seed[:8]).ljust(8, b"\0"), bytes(seed[8:12]).ljust(4, b"\0")
         self._enc_setup = (bytes(ltk), skdm, ivm)
-        self._ctrl(bytes([LL_ENC_REQ]) + bytes(8) + bytes(2) + skdm + ivm)
+        self._ctrl(bytes([LL_ENC_REQ]) + bytes(rand[:8]).ljust(8, b"\0")
+                   + struct.pack("<H", ediv & 0xFFFF) + skdm + ivm)
 
     def _encryption_result(self, ok: bool, why: str = "") -> None:
         self.encrypted = ok
@@ -225,7 +245,7 @@ class LinkCentral:
     def _reset_link(self) -> None:
         self._ev.cancel()
         self._txq: deque = deque()
-        self._cur: Optional[tuple] = None       # (llid, payload) being sent until acked
+        self._cur: Optional[tuple] = None       # the PDU being sent until acked (see _send)
         self._sn = self._nesn = 0
         self._event_count = 0
         self._anchor0 = 0
@@ -242,10 +262,13 @@ class LinkCentral:
         self.encrypted = False
         self._md = 0
 
-    def _set_state(self, state: str, reason: Optional[str] = None) -> None:
+    def _set_state(self, state: str, reason: Optional[str] = None,
+                   code: Optional[int] = None) -> None:
         self.state = state
         if reason is not None:
             self.reason = reason
+        if code is not None:
+            self.reason_code = code
         if state in ("closed", "lost", "idle"):
             self._ev.cancel()
         log.info("central: %s%s", state, f" ({reason})" if reason else "")
@@ -288,7 +311,7 @@ class LinkCentral:
         lldata = struct.pack("<I", self.aa) + self.crc_init.to_bytes(3, "little") + struct.pack(
             "<BHHHH", self.win_size, self.win_offset, self.interval, 0, self.timeout) \
             + self.chmap.to_bytes(5, "little") + bytes([(self.hop & 0x1F) | (0 << 5)])
-        hdr_out = 5 | 0x40 | (0x80 if hdr & 0x40 else 0)        # CONNECT_IND, TxAdd random
+        hdr_out = 5 | (0x40 if self.own_random else 0) | (0x80 if hdr & 0x40 else 0)  # CONNECT_IND
         pdu = bytes([hdr_out, 34]) + self.address + adva + lldata
         start = p.end + T_IFS
         if any(q.start == start and q.sender != "watch" for q in self.air.log[-4:]):
@@ -312,7 +335,7 @@ class LinkCentral:
         n = self._event_count
         anchor = self._anchor(n)
         if anchor - self._last_heard > self.timeout * 10_000 * US:
-            self._set_state("lost", "supervision timeout")
+            self._set_state("lost", "supervision timeout", 0x08)
             return
         self._event_count += 1
         self._channel = csa1_channels(self.hop, self.chmap, 1, n)[0]
@@ -320,27 +343,44 @@ class LinkCentral:
         self._ev.schedule_at(self._anchor(n + 1) - 50 * US)
         self._send(anchor)
 
+    def _next_pdu(self) -> tuple:
+        """The next PDU to send.  While the encryption start procedure runs
+        (LL_ENC_REQ sent, LL_START_ENC_RSP not yet heard) only control PDUs
+        go: data waits in the queue, and is sent encrypted afterwards (Core
+        Vol 6 Part B 5.1.3.1: the central pauses data traffic)."""
+        if not self._txq:
+            return (LLID_CONT, b"")
+        if self._enc_setup is not None and self._txq[0][0] != LLID_CTRL:
+            for i, item in enumerate(self._txq):
+                if item[0] == LLID_CTRL:
+                    del self._txq[i]
+                    return item
+            return (LLID_CONT, b"")
+        return self._txq.popleft()
+
     def _send(self, start: int) -> None:
-        if self._cur is None:
-            self._cur = self._txq.popleft() if self._txq else (LLID_CONT, b"")
-            if self._enc is not None and self._cur[1]:
-                llid, plain = self._cur
+        if self._cur is None:              # (LLID, payload on air, plain payload, tag)
+            item = self._next_pdu()
+            llid, plain = item[0], item[1]
+            payload = plain
+            if self._enc is not None and plain:
                 ccm, iv = self._enc
                 nonce = _nonce(self._enc_tx, 1, iv)
                 self._enc_tx += 1
-                self._cur = (llid, ccm.encrypt(nonce, plain, bytes([llid])), plain)
+                payload = ccm.encrypt(nonce, plain, bytes([llid]))
+            self._cur = (llid, payload, plain, item[2] if len(item) > 2 else None)
         llid, payload = self._cur[:2]
         md = self._md = 1 if self._txq else 0
         hdr = llid | (self._nesn << 2) | (self._sn << 3) | (md << 4)
         pdu = bytes([hdr, len(payload)]) + payload
         end = start + (1 + 4 + len(pdu) + 3) * 8 * US
         self.packets.append((start, ">", self._channel, llid, self._sn, self._nesn, md,
-                             bytes(self._cur[-1])))
+                             bytes(self._cur[2])))
         self.air.send(Packet(start, end, channel_freq(self._channel), 3, self.aa, pdu,
                              crc24(pdu, self.crc_init), self._channel | 0x40, "central"))
         if self._closing is not None:    # this packet acknowledged the watch's LL_TERMINATE_IND
             self._in_event = False
-            self._set_state("closed", self._closing)
+            self._set_state("closed", self._closing, self._closing_code)
 
     def _data(self, p: Packet) -> None:
         if not self._in_event or p.channel != self._channel or len(p.pdu) < 2:
@@ -356,10 +396,12 @@ class LinkCentral:
         if nesn != self._sn:                 # our packet was acknowledged
             self._sn ^= 1
             acked, self._cur = self._cur, None
-            if self._terminating and acked and acked[0] == LLID_CTRL and acked[-1][:1] == bytes(
+            if acked and acked[3] == "data" and self.on_acked is not None:
+                self.on_acked(1)
+            if self._terminating and acked and acked[0] == LLID_CTRL and acked[2][:1] == bytes(
                     [LL_TERMINATE_IND]):
                 self._in_event = False
-                self._set_state("closed", "terminated by the phone")
+                self._set_state("closed", "terminated by the phone", 0x16)
                 return
         if sn == self._nesn:                 # new data from the watch
             self._nesn ^= 1
@@ -369,7 +411,7 @@ class LinkCentral:
                     payload = ccm.decrypt(_nonce(self._enc_rx, 0, iv), payload, bytes([llid]))
                 except Exception:
                     self._in_event = False
-                    self._set_state("lost", "MIC failure")
+                    self._set_state("lost", "MIC failure", 0x3D)
                     return
                 self._enc_rx += 1
                 self.packets[-1] = self.packets[-1][:7] + (payload,)
@@ -385,6 +427,8 @@ class LinkCentral:
     def _received(self, llid: int, payload: bytes) -> None:
         if llid == LLID_CTRL:
             self._control(payload)
+        elif self.on_data is not None:
+            self.on_data(llid, payload)
         elif llid == LLID_START:
             self._rx_frag = bytearray(payload)
             self._rx_need = 4 + int.from_bytes(payload[:2], "little") if len(payload) >= 2 else 0
@@ -456,6 +500,7 @@ class LinkCentral:
             self._enc_setup = None
             self._encryption_result(False, f"the watch rejected encryption ({c.hex()})")
         elif op == LL_TERMINATE_IND:         # closed once our next packet acknowledges it
+            self._closing_code = c[1] if len(c) > 1 else 0x13
             self._closing = (f"terminated by the watch (reason {c[1]:#04x})" if len(c) > 1
                              else "terminated by the watch")
         elif op in (LL_UNKNOWN_RSP, LL_FEATURE_RSP, LL_REJECT_IND, LL_REJECT_EXT_IND,

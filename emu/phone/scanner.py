@@ -89,10 +89,14 @@ class Scanner:
         self.rescan_ticks = rescan_ticks
         self.devices: dict = {}
         self.pdus: list = []            # (tick, channel, PDU type name, AdvA) heard
+        self.enabled = True             # False: deaf (an HCI host's scan is off)
+        # fn(PDU type, TxAdd random, AdvA, data) for each advertising PDU heard
+        # (ADV_IND, ADV_DIRECT_IND, ADV_NONCONN_IND, SCAN_RSP, ADV_SCAN_IND)
+        self.on_pdu: list = []
         air.listen(self._heard)
 
     def _heard(self, p: Packet) -> None:
-        if p.aa != ADV_AA or p.channel < 37 or len(p.pdu) < 2:
+        if not self.enabled or p.aa != ADV_AA or p.channel < 37 or len(p.pdu) < 2:
             return
         if crc24(p.pdu, ADV_CRCINIT) != p.crc or p.white != (p.channel | 0x40):
             return                      # not a well-formed advertising channel packet
@@ -104,6 +108,9 @@ class Scanner:
             return
         adva = payload[:6]
         self.pdus.append((p.start, p.channel, name, fmt_addr(adva)))
+        if ptype in (0, 1, 2, 4, 6):
+            for fn in list(self.on_pdu):
+                fn(ptype, bool(hdr & 0x40), bytes(adva), bytes(payload[6:]))
         key = fmt_addr(adva)
         dev = self.devices.get(key)
         if dev is None:

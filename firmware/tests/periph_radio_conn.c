@@ -453,6 +453,9 @@ static void on_data(const pdu_t *p, uint32_t n) {
 }
 
 /* ---- advertising: ADV_IND, then the CONNECT_IND T_IFS after it ---- */
+#ifndef ADV_ATTEMPTS
+#define ADV_ATTEMPTS 10          /* advertising events, 20 ms apart, before giving up */
+#endif
 static uint32_t ci_end;                  /* the CONNECT_IND's last bit */
 
 static int advertise(void) {
@@ -463,7 +466,7 @@ static int advertise(void) {
     for (int i = 0; i < 6; i++) advbuf[3 + i] = adva[i];
     for (uint32_t i = 0; i < sizeof ad; i++) advbuf[9 + i] = ad[i];
     set_access_address(ADV_AA, 0x555555);
-    for (int attempt = 0; attempt < 10; attempt++) {
+    for (int attempt = 0; attempt < ADV_ATTEMPTS; attempt++) {
         set_channel(37);
         R(PACKETPTR) = (uint32_t)advbuf;
         R(SHORTS) = READY_START | END_DISABLE | DISABLED_RXEN;
