@@ -17,16 +17,17 @@ Read BD_ADDR, Read Buffer Size, Read RSSI, Read Remote Version Information,
 Disconnect, and LE: Set Event Mask, Read Buffer Size, Read Local Supported
 Features, Set Random Address, Set Scan Parameters, Set Scan Enable (with
 duplicate filtering), Create Connection and its Cancel, Read/Clear Filter
-Accept List (size 0: the list is not used), Connection Update (answered
-"unsupported"), Read Remote Features, Encrypt, Rand, Enable Encryption,
+Accept List (size 0: the list is not used), Connection Update (the LL
+connection update procedure, an instant six events ahead), Read Remote
+Features, Encrypt, Rand, Enable Encryption,
 Read Supported States.  Anything else is answered with Unknown HCI Command
 (0x01), as the spec asks.
 
 Events: Command Complete/Status, Disconnection Complete, Encryption Change,
 Read Remote Version Information Complete, Number Of Completed Packets (a
 host ACL packet is complete once the watch acknowledged it on the air), LE
-Meta: Connection Complete, Advertising Report, Read Remote Features
-Complete, each filtered by the host's event masks.
+Meta: Connection Complete, Advertising Report, Connection Update Complete,
+Read Remote Features Complete, each filtered by the host's event masks.
 
 ACL data: a host ACL packet (at most 27 bytes: the LE buffer size we
 report) becomes one LL data PDU (packet boundary "first" -> LLID start,
@@ -36,8 +37,9 @@ ACL packets; L2CAP, ATT, GATT and SMP are the host's business.
 Not modelled: advertising and the peripheral role, more than one
 connection, the filter accept list and address resolution (privacy),
 extended scanning and advertising, data length extension and the 2M PHY,
-connection parameter updates, LE ping and channel map updates initiated
-by the host, HCI flow control from the controller to the host.
+the connection parameters request procedure (a peripheral's request is
+rejected), channel map updates, HCI flow control from the controller to
+the host.
 """
 from __future__ import annotations
 
@@ -88,7 +90,7 @@ SUPPORTED = {
 
 # Event mask bits (Vol 4 Part E 7.3.1 and 7.8.1)
 EVM_DISCONNECTION, EVM_ENCRYPTION, EVM_REMOTE_VERSION, EVM_LE_META = 4, 7, 11, 61
-LEM_CONNECTION, LEM_ADV_REPORT, LEM_REMOTE_FEATURES = 0, 1, 3
+LEM_CONNECTION, LEM_ADV_REPORT, LEM_CONNECTION_UPDATE, LEM_REMOTE_FEATURES = 0, 1, 2, 3
 ADV_EVENT_TYPE = {0: 0, 1: 1, 6: 2, 2: 3, 4: 4}    # PDU type -> report event type
 
 ERR_UNKNOWN_COMMAND, ERR_UNKNOWN_CONNECTION, ERR_COMMAND_DISALLOWED = 0x01, 0x02, 0x0C
@@ -124,6 +126,7 @@ class HciController:
         self.link.on_acked = self._link_acked
         self.link.on_state.append(self._link_state)
         self.link.on_encryption.append(self._link_encryption)
+        self.link.on_update.append(self._link_update)
         self._bad_stream_logged = False
         self.reset()
 
@@ -328,7 +331,21 @@ class HciController:
         self._complete(op, b"\x00\x00")
 
     def _c_connection_update(self, op, p):
-        self._status(op, 0x1A if self._handle_open else ERR_UNKNOWN_CONNECTION)
+        handle = struct.unpack_from("<H", p)[0] & 0xFFF
+        interval_min, interval_max, latency, timeout = struct.unpack_from("<HHHH", p, 2)
+        if handle != HANDLE or not self._handle_open:
+            self._status(op, ERR_UNKNOWN_CONNECTION)
+            return
+        if not (6 <= interval_min <= interval_max <= 3200 and latency <= 499
+                and 10 <= timeout <= 3200
+                and timeout * 4 > (1 + latency) * interval_max):   # timeout > 2 intervals
+            self._status(op, ERR_INVALID_PARAMETERS)
+            return
+        if self.link._update is not None or self._enc_pending:
+            self._status(op, ERR_COMMAND_DISALLOWED)
+            return
+        self._status(op)
+        self.link.update(interval_min, latency, timeout)
 
     def _c_remote_features(self, op, p):
         if not self._handle_open:
@@ -474,6 +491,11 @@ class HciController:
             reason = link.reason_code if link.reason_code is not None else ERR_LOCAL_HOST
             if self._masked(EVM_DISCONNECTION):
                 self._event(0x05, struct.pack("<BHB", 0, HANDLE, reason))
+
+    def _link_update(self, interval: int, latency: int, timeout: int) -> None:
+        if self._handle_open:
+            self._le_event(0x03, struct.pack("<BHHHH", 0, HANDLE, interval, latency, timeout),
+                           LEM_CONNECTION_UPDATE)
 
     def _link_encryption(self, ok: bool, why: str) -> None:
         if not self._handle_open:

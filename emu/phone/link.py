@@ -46,9 +46,15 @@ firmware and phone actions give the same packets at the same ticks on
 every run.  ``packets`` logs (tick, direction,
 channel, LLID, SN, NESN, MD, payload) of the connection.
 
+Connection update: ``update(interval, latency, timeout)`` sends
+LL_CONNECTION_UPDATE_IND with an instant six events ahead and moves to the
+new timing at the instant.  Raw mode (``on_data``, ``send_data``,
+``on_acked``) hands data PDUs to an HCI controller (emu/phone/controller.py)
+instead of L2CAP; while encryption starts, data waits.
+
 Not modelled: encryption pause and key refresh, channel selection algorithm #2, the
-connection update and channel map update procedures (the parameters of the
-CONNECT_IND stay), data length extension and the 2M PHY, slave latency on
+channel map update procedure, the connection parameters request procedure
+(rejected), data length extension and the 2M PHY, slave latency on
 our side (the central sends every event), several connections, snapshots
 of a live connection (the link is dropped in a restored machine).
 """
@@ -75,6 +81,7 @@ CID_ATT, CID_SIG, CID_SMP = 4, 5, 6
 LL_TERMINATE_IND, LL_UNKNOWN_RSP, LL_FEATURE_REQ, LL_FEATURE_RSP = 0x02, 0x07, 0x08, 0x09
 LL_VERSION_IND, LL_REJECT_IND, LL_PERIPHERAL_FEATURE_REQ = 0x0C, 0x0D, 0x0E
 LL_ENC_REQ, LL_ENC_RSP, LL_START_ENC_REQ, LL_START_ENC_RSP = 0x03, 0x04, 0x05, 0x06
+LL_CONNECTION_UPDATE_IND = 0x00
 LL_CONNECTION_PARAM_REQ, LL_REJECT_EXT_IND = 0x0F, 0x11
 LL_PING_REQ, LL_PING_RSP, LL_LENGTH_REQ, LL_LENGTH_RSP = 0x12, 0x13, 0x14, 0x15
 LL_NAMES = {0x00: "CONNECTION_UPDATE_IND", 0x01: "CHANNEL_MAP_IND", 0x02: "TERMINATE_IND",
@@ -140,6 +147,7 @@ class LinkCentral:
         self.on_state: list = []                                  # fn(state) on changes
         self.on_smp: Optional[Callable[[bytes], None]] = None     # SMP PDUs from the watch
         self.on_encryption: list = []                             # fn(ok, why)
+        self.on_update: list = []                                 # fn(interval, latency, timeout)
         # raw mode (an HCI controller, emu/phone/controller.py): data PDUs go to
         # on_data(llid, payload) instead of L2CAP; on_acked(n) counts the data
         # PDUs queued with send_data that the watch acknowledged
@@ -259,6 +267,7 @@ class LinkCentral:
         self._enc = None                  # (AESCCM, IV) once encryption is on
         self._enc_tx = self._enc_rx = 0   # packet counters
         self._enc_setup = None            # (LTK, SKDm, IVm) while starting
+        self._update = None               # (instant, interval, latency, timeout, offset)
         self.encrypted = False
         self._md = 0
 
@@ -329,10 +338,38 @@ class LinkCentral:
     def _anchor(self, n: int) -> int:
         return self._anchor0 + n * self.interval * UNIT
 
+    def update(self, interval: int, latency: int, timeout: int, win_offset: int = 0) -> int:
+        """The connection update procedure (Core Vol 6 Part B 5.1.1): send
+        LL_CONNECTION_UPDATE_IND with the new parameters and an instant six
+        events ahead; at the instant the first event of the new timing comes
+        ``win_offset`` x 1.25 ms after the old anchor, in a 1.25 ms transmit
+        window.  ``on_update`` listeners hear (interval, latency, timeout) at
+        the instant.  Returns the instant."""
+        if self.state != "connected":
+            raise LinkError("not connected")
+        if self._update is not None:
+            raise LinkError("a connection update is already under way")
+        instant = (self._event_count + 6) & 0xFFFF
+        self._update = (instant, interval, latency, timeout, win_offset)
+        self._ctrl(bytes([LL_CONNECTION_UPDATE_IND]) + struct.pack(
+            "<BHHHHH", 1, win_offset, interval, latency, timeout, instant))
+        return instant
+
     def _event(self) -> None:
         if self.state != "connected":
             return
         n = self._event_count
+        if self._update is not None and (n & 0xFFFF) == self._update[0]:
+            _instant, interval, latency, timeout, win_offset = self._update
+            self._update = None
+            start = self._anchor(n) + win_offset * UNIT + min(self.window_delay, UNIT // 2)
+            self.interval, self.timeout = interval, timeout
+            self._anchor0 = start - n * interval * UNIT
+            for fn in list(self.on_update):
+                fn(interval, latency, timeout)
+            if start - 50 * US > self.clock.now:
+                self._ev.schedule_at(start - 50 * US)
+                return
         anchor = self._anchor(n)
         if anchor - self._last_heard > self.timeout * 10_000 * US:
             self._set_state("lost", "supervision timeout", 0x08)
