@@ -150,13 +150,19 @@ class MmioTrace:
         self.w.line(f"{t:.9f} {pc:#010x} {m.describe_address(pc) or '?':24s} {kind}{size} "
                     f"{self._name(addr):22s} {addr:#010x} {value & 0xFFFFFFFF:#010x}")
 
+    # Unicorn syncs the CPU state to the accessing instruction before these
+    # hooks, IT bits included: put back as the running block keeps them, or
+    # a traced access in an IT block would change what the firmware does
+    # (CortexM.resume_after_access_hook)
     def _after_read(self, _uc, _acc, addr, size, value, _ud):
         if not self.w.full:
             self._emit("R", addr, size, value)
+        self.m.cpu.resume_after_access_hook()
 
     def _write(self, _uc, _acc, addr, size, value, _ud):
         if not self.w.full:
             self._emit("W", addr, size, value)
+        self.m.cpu.resume_after_access_hook()
 
     def close(self) -> None:
         uc = self.m.cpu.uc

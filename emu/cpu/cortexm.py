@@ -103,6 +103,7 @@ class StopReason:
 
 
 XPSR_IT = (3 << 25) | (0x3F << 10)   # EPSR.IT[1:0] and IT[7:2]
+EPSR_T = 1 << 24                      # EPSR with the T bit only (IT = 0)
 FAULT_REPEAT_WINDOW = 512_000_000 // 100   # 10 ms in ticks (see take_fault)
 
 
@@ -1082,8 +1083,9 @@ class CortexM:
 
         from unicorn.unicorn_py3.unicorn import uclib
         g = _mmio.FlashGuard()
-        err = g.install(ctypes.cast(uclib.uc_hook_add, ctypes.c_void_p).value,
-                        self.uc._uch.value, UC_HOOK_MEM_WRITE_PROT)
+        addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value   # noqa: E731
+        err = g.install(addr(uclib.uc_hook_add), self.uc._uch.value, UC_HOOK_MEM_WRITE_PROT,
+                        addr(uclib.uc_reg_write), A.UC_ARM_REG_EPSR)
         if err:
             raise UcError(err)
         return g
@@ -1111,6 +1113,27 @@ class CortexM:
                  "%s; further ones are counted in cpu.ignored_flash_writes", address, pc,
                  self.symbolize(pc))
 
+    def resume_after_access_hook(self) -> None:
+        """A data-access hook lets the access go on: the IT bits back to zero.
+
+        Before calling a memory hook Unicorn syncs the CPU state to the
+        accessing instruction (cpu_restore_state, for the PC the hook may
+        read), and that sets EPSR.IT to the instruction's IT state too.  The
+        translated code keeps the IT bits zero inside a block and writes them
+        only when the block ends in an IT block, so after a conditional
+        access in an IT block that ends within the block they stay stale, and
+        the next block is looked up and translated with them: its first
+        instructions conditional on the IT block's condition.  (Zephyr's
+        z_impl_k_queue_get does ``it eq; streq`` into a RAM page the stack
+        guard cuts, then ``bl z_queue_node_peek``, whose ``push {r4, lr}``
+        was skipped, flags failing EQ, and its ``pop {r4, pc}`` returned
+        into rodata.)  Inside a block they are zero whatever the IT block
+        (QEMU's arm_tr_tb_start); a hook that ends the slice instead (a fault)
+        keeps the restored state, which is the faulting instruction's.  The
+        native store hook does the same (FlashGuard in _mmio.c).  Not for
+        fetches: those hooks run while a block is translated."""
+        self.uc.reg_write(A.UC_ARM_REG_EPSR, EPSR_T)
+
     def _hook_write_prot(self, uc, access, address, size, value, _ud):
         mpu = self.mpu
         if mpu is not None and mpu._installed:
@@ -1129,6 +1152,7 @@ class CortexM:
             self._ignored_flash_py += 1
             if self.ignored_flash_writes == 1:
                 self._first_ignored_flash_write(address)
+            self.resume_after_access_hook()
             return True
         self._trap = ("write_prot", address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
         return False

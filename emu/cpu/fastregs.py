@@ -3,7 +3,7 @@
 The Python binding's ``reg_read``/``reg_write`` look up a register class
 and build a ctypes value on every call (about 1.3 us each); the exception
 entry and return paths make a dozen such calls per interrupt.  For the
-plain 32-bit registers (r0-r12, sp, lr, pc, xPSR and its parts, MSP, PSP,
+plain 32-bit registers (r0-r12, sp, lr, pc, xPSR and its parts, EPSR, MSP, PSP,
 CONTROL, PRIMASK, BASEPRI, FAULTMASK, s0-s31, FPSCR) :func:`install`
 replaces the instance's ``reg_read``, ``reg_write``, ``reg_read_batch``
 and ``reg_write_batch`` with direct calls of ``uc_reg_read``/
@@ -23,7 +23,8 @@ def _reg32_ids() -> frozenset:
     ids |= {A.UC_ARM_REG_SP, A.UC_ARM_REG_LR, A.UC_ARM_REG_PC, A.UC_ARM_REG_XPSR,
             A.UC_ARM_REG_APSR, A.UC_ARM_REG_APSR_NZCV, A.UC_ARM_REG_IPSR, A.UC_ARM_REG_MSP,
             A.UC_ARM_REG_PSP, A.UC_ARM_REG_CONTROL, A.UC_ARM_REG_PRIMASK,
-            A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK, A.UC_ARM_REG_FPSCR}
+            A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK, A.UC_ARM_REG_FPSCR,
+            A.UC_ARM_REG_EPSR}
     ids |= {A.UC_ARM_REG_S0 + i for i in range(32)}
     return frozenset(ids)
 

@@ -18,7 +18,9 @@ RTOS reprograms regions at every context switch); a privilege drop by
 ``MSR CONTROL`` at the next instruction.  The protection faults are decided
 here byte-exactly from the registers as they are: an allowed store into RAM
 is done in C (``FlashGuard.set_mpu``, one access byte per 32-byte granule)
-or here, an allowed load or fetch goes on.  A forbidden data access raises
+or here, an allowed load or fetch goes on (an access let go on puts the IT
+bits back to zero: Unicorn synced them to the accessing instruction for the
+hook, see ``CortexM.resume_after_access_hook``).  A forbidden data access raises
 MemManage with DACCVIOL and MMFAR (MMARVALID); a forbidden fetch IACCVIOL;
 a store into flash the MPU forbids faults before the NVMC would ignore it;
 exception stacking into a forbidden region MSTKERR (the words the MPU allows
@@ -348,6 +350,8 @@ class Mpu:
             return False                              # not the MPU's (flash stores, ...)
         if PPB_SCS <= address < PPB_SCS + 0x1000:
             if self.cpu.privileged():
+                if access != UC_MEM_FETCH_PROT:
+                    cpu.resume_after_access_hook()
                 return True                           # the pages lag a privilege change
             pc = uc.reg_read(UC_ARM_REG_PC)
             cpu._trap = ("ppb", address, pc)
@@ -366,6 +370,8 @@ class Mpu:
                     ctypes.memmove(ram[2] + address - ram[0], data, size)   # host memory
                 else:
                     uc.mem_write(address, data)
+            if what != X:
+                cpu.resume_after_access_hook()       # the IT bits as the block keeps them
             return True
         pc = uc.reg_read(UC_ARM_REG_PC)
         cpu._trap = ("mpu", what, address, pc)

@@ -1931,6 +1931,19 @@ static PyTypeObject RegsType = {
  * store calls ``first(address)`` (the CPU logs it with the guest PC).  In
  * write mode, or before a source is set, it returns false and the Python
  * hook decides (the store then goes through the NVMC model).
+ *
+ * A store it lets go on (true) leaves the engine's IT state as it was
+ * before Unicorn called the hook: Unicorn syncs the CPU state to the
+ * storing instruction first (cpu_restore_state, for the PC), and that
+ * also sets the IT bits to that instruction's (a conditional store in an
+ * IT block: nonzero), while the translated code keeps them zero inside a
+ * block and writes them back only when the block ends in an IT block.
+ * The next block would be looked up, and translated, with the stale bits:
+ * its first instructions conditional on the IT block's condition (Zephyr's
+ * z_impl_k_queue_get: "it eq; streq" into a page the stack guard cuts,
+ * then the callee's "push {r4, lr}" skipped).  So the hook puts them back
+ * to zero (EPSR = T only; ``install``'s uc_reg_write and EPSR id), as
+ * CortexM.resume_after_access_hook does for the Python hooks.
  * ====================================================================== */
 typedef int (*uc_hook_add_fn)(void *uc, size_t *hh, int type, void *callback, void *user_data,
                               uint64_t begin, uint64_t end, ...);
@@ -1951,7 +1964,18 @@ typedef struct {
     unsigned char *mpu_host;
     uint64_t mpu_base, mpu_size;
     unsigned long long mpu_stores;
+    uc_reg_fn reg_write;   /* uc_reg_write, to zero the IT bits (install) */
+    int epsr_id;
 } FlashGuard;
+
+/* the store goes on: the IT bits back to what the running block keeps */
+static inline int guard_go_on(FlashGuard *g, void *uc) {
+    if (g->reg_write != NULL) {
+        uint64_t t = 1u << 24;                          /* EPSR: T, IT = 0 */
+        g->reg_write(uc, g->epsr_id, &t);
+    }
+    return 1;
+}
 
 static int guard_hook(void *uc, int type, uint64_t address, int size, int64_t value,
                       void *user_data) {
@@ -1971,7 +1995,7 @@ static int guard_hook(void *uc, int type, uint64_t address, int size, int64_t va
         for (int i = 0; i < size; i++)                  /* little-endian store */
             g->mpu_host[off + i] = (unsigned char)((uint64_t)value >> (8 * i));
         g->mpu_stores++;
-        return 1;
+        return guard_go_on(g, uc);
     }
     PyGILState_STATE st = PyGILState_Ensure();
     if (g->obj != NULL) {
@@ -1993,13 +2017,16 @@ static int guard_hook(void *uc, int type, uint64_t address, int size, int64_t va
         }
     }
     PyGILState_Release(st);
-    return drop;
+    return drop ? guard_go_on(g, uc) : 0;
 }
 
 static PyObject *FlashGuard_install(FlashGuard *g, PyObject *args) {
-    unsigned long long fn, uch, type;
-    if (!PyArg_ParseTuple(args, "KKK", &fn, &uch, &type))
+    unsigned long long fn, uch, type, reg_write = 0;
+    int epsr_id = 0;
+    if (!PyArg_ParseTuple(args, "KKK|Ki", &fn, &uch, &type, &reg_write, &epsr_id))
         return NULL;
+    g->reg_write = (uc_reg_fn)(uintptr_t)reg_write;
+    g->epsr_id = epsr_id;
     size_t hh = 0;
     int err = ((uc_hook_add_fn)(uintptr_t)fn)((void *)(uintptr_t)uch, &hh, (int)type,
                                               (void *)guard_hook, g, (uint64_t)1, (uint64_t)0);
@@ -2073,8 +2100,9 @@ static PyMethodDef FlashGuard_methods[] = {
     {"set_below", (PyCFunction)FlashGuard_set_below, METH_VARARGS,
      "set_below(address): only stores below address are looked at (0: all)"},
     {"install", (PyCFunction)FlashGuard_install, METH_VARARGS,
-     "install(uc_hook_add_address, uc_handle, UC_HOOK_MEM_WRITE_PROT) -> uc_err "
-     "(keep the guard alive as long as the engine)"},
+     "install(uc_hook_add_address, uc_handle, UC_HOOK_MEM_WRITE_PROT[, uc_reg_write_address, "
+     "UC_ARM_REG_EPSR]) -> uc_err (keep the guard alive as long as the engine; with "
+     "uc_reg_write a store let go on leaves the IT bits zero)"},
     {"set_source", (PyCFunction)FlashGuard_set_source, METH_VARARGS,
      "set_source(nvmc, config_offset, first): drop stores while nvmc.values[config] & 3 != 1"},
     {NULL}
