@@ -19,9 +19,13 @@ import pytest
 from test_zephyr_samples import boot
 
 VERDICTS = (b"PROJECT EXECUTION SUCCESSFUL", b"PROJECT EXECUTION FAILED")
-# name -> emulated seconds allowed (measured: 1.9, 11.9, 3.8, 3.9, 19.1, 3.3, 0.8)
+# name -> emulated seconds allowed (measured: 1.9, 11.9, 3.8, 3.9, 19.1, 3.3, 0.8);
+# lifo (tests/kernel/lifo/lifo_api), mp_protection and mp_userspace
+# (tests/kernel/mem_protect/protection and userspace) are the builds twister
+# found failing on 2026-12-04, each an emulator defect fixed since
 KERNEL_TESTS = {"kernel_common": 10, "semaphore": 30, "timer_api": 10, "sleep": 10,
-                "fpu_sharing_generic_short": 40, "mem_protect": 10, "fatal_exception": 10}
+                "fpu_sharing_generic_short": 40, "mem_protect": 10, "fatal_exception": 10,
+                "lifo": 10, "mp_protection": 10, "mp_userspace": 10}
 
 
 def run_ztest(name: str, seconds: float, **kw):
