@@ -113,6 +113,9 @@ class Machine:
         self.cpu.itm_handler = self._itm
         self.console = bytearray()        # ITM port 0 + semihosting output
         self.console_listeners: list = []
+        # told (one line) when a file the machine writes as it runs fails: a
+        # trace or VCD stream, the NOR flash file (emu/outputs.py)
+        self.output_error_listeners: list = []
         self.exit_code: Optional[int] = None
         self.resets = 0
         self.breakpoint_handler: Optional[Callable[[int, int], bool]] = None
@@ -192,19 +195,20 @@ class Machine:
         it to stop (emu/trace.py)."""
         from emu.trace import InsnTrace, parse_range
         start, end = parse_range(self, range) if range else (0, 0xFFFFFFFF)
-        return InsnTrace(self, out, limit=limit, start=start, end=end)
+        return InsnTrace(self, out, limit=limit, start=start, end=end,
+                         on_error=self.report_output_error)
 
     def vcd(self, path: str):
         """Start a value change dump into ``path`` (emu/vcd.py): pins, SPI
         and I2C bytes, interrupt lines.  Returns it; ``close()`` to finish."""
         from emu.vcd import VcdRecorder
-        return VcdRecorder(self, path)
+        return VcdRecorder(self, path, on_error=self.report_output_error)
 
     def trace_mmio(self, out, limit: int = 64 << 20):
         """Start tracing every peripheral access into ``out`` (a path or a
         text file).  Returns the tracer; ``close()`` it to stop."""
         from emu.trace import MmioTrace
-        return MmioTrace(self, out, limit=limit)
+        return MmioTrace(self, out, limit=limit, on_error=self.report_output_error)
 
     @property
     def air(self):
@@ -288,6 +292,17 @@ class Machine:
     # ------------------------------------------------------------------
     # debug output
     # ------------------------------------------------------------------
+    def report_output_error(self, message: str) -> None:
+        """A file the machine writes as it runs could not be written (a trace,
+        a VCD, the NOR flash file): ``message`` is one line naming it.  Goes to
+        each of ``output_error_listeners`` (the CLI stops the run and exits
+        non-zero), or to the log when there are none."""
+        if self.output_error_listeners:
+            for fn in list(self.output_error_listeners):
+                fn(message)
+        else:
+            log.error("%s", message)
+
     def close(self) -> None:
         """Release the board's resources (the PineTime saves its NOR flash file)."""
         close = getattr(self.board, "close", None)

@@ -13,6 +13,8 @@ import io
 
 import numpy as np
 
+from emu.outputs import atomic_write
+
 
 def encode_png(img) -> bytes:
     """PNG bytes for an (H, W, 3) uint8 array (or (H, W) greyscale)."""
@@ -28,9 +30,9 @@ def encode_png(img) -> bytes:
 
 
 def write_png(path: str, img) -> None:
-    data = encode_png(img)
-    with open(path, "wb") as f:
-        f.write(data)
+    """Write the image to ``path`` atomically (emu/outputs.py): the previous
+    file stays whole until the new one is complete."""
+    atomic_write(path, encode_png(img))
 
 
 def read_png(path: str) -> np.ndarray:

@@ -94,6 +94,8 @@ import types
 import zipfile
 from typing import Any, Optional
 
+from emu.outputs import atomic_write
+
 log = logging.getLogger("emu.snapshot")
 
 FORMAT = "pinetime-emu-snapshot"
@@ -102,7 +104,7 @@ BLOB_MIN = 256             # bytes objects at least this long go to their own zi
 
 # Modules whose objects are never part of the saved graph (host-side or rebuilt).
 SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
-                "frontends.scenario", "emu.png", "emu.snapshot",
+                "frontends.scenario", "emu.png", "emu.snapshot", "emu.outputs",
                 # the phone's side of the air (a host device, like a real phone)
                 "emu.phone.gattphone", "emu.phone.link", "emu.phone.gatt", "emu.phone.smp",
                 "emu.phone.scanner", "emu.air")
@@ -668,7 +670,8 @@ def _emulator_version() -> str:
 
 
 def save(machine, path: str) -> None:
-    """Write ``machine``'s whole state to ``path``."""
+    """Write ``machine``'s whole state to ``path``, atomically: a failure
+    (a full disk, Ctrl-C, kill -9) leaves the previous file as it was."""
     global _NOT_SAVED_LOGGED
     meta, blobs = build_state(machine)
     meta["emulator"] = _emulator_version()      # informative; "version" is what is checked
@@ -681,8 +684,7 @@ def save(machine, path: str) -> None:
         z.writestr("snapshot.json", json.dumps(meta, separators=(",", ":")))
         for i, b in enumerate(blobs):
             z.writestr(f"blob/{i}", b)
-    with open(path, "wb") as f:
-        f.write(buf.getvalue())
+    atomic_write(path, buf.getbuffer())      # the previous snapshot stays whole until then
 
 
 def read_snapshot(path: str) -> tuple:

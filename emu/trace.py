@@ -26,6 +26,11 @@ emulated time, the guest PC and symbol, R or W with the access size, the
 peripheral and register as the register tables name them (``+0xNNN`` where
 a table has no name), address and value (the value read, after the read).
 
+A trace given a path is written in whole lines (emu/outputs.py's
+StreamOutput): a write error (a full disk, a removed folder) stops it,
+leaves the lines written so far and calls ``on_error`` with one line naming
+the file.
+
 Not traced: the core's own register accesses outside these ranges, DMA
 (EasyDMA reads and writes RAM without the CPU), and accesses made by the
 emulator itself (snapshots, GDB memory reads).
@@ -37,6 +42,8 @@ from typing import Optional, TextIO, Union
 
 from unicorn import UC_HOOK_CODE, UC_HOOK_MEM_WRITE
 import unicorn.arm_const as A
+
+from emu.outputs import StreamOutput
 
 UC_HOOK_MEM_READ_AFTER = 1 << 13      # the Python binding does not list it
 DEFAULT_LIMIT = 64 << 20
@@ -81,13 +88,21 @@ def parse_range(machine, text: str) -> tuple:
 
 
 class _Writer:
-    def __init__(self, out: Union[str, TextIO], limit: int):
-        self._own = isinstance(out, str)
-        self.f = open(out, "w", encoding="utf-8") if self._own else out
+    def __init__(self, out: Union[str, TextIO], limit: int, on_error=None):
+        self._own = not hasattr(out, "write")
+        self._on_error = on_error
+        self.error: Optional[str] = None
+        self.f = StreamOutput(out, on_error=self._failed) if self._own else out
         self.limit = limit
         self.written = 0
         self.full = False
         self.lines = 0
+
+    def _failed(self, message: str) -> None:
+        self.full = True                  # the hooks stop tracing
+        self.error = message
+        if self._on_error is not None:
+            self._on_error(message)
 
     def line(self, text: str) -> bool:
         if self.full:
@@ -112,10 +127,11 @@ class _Writer:
 class MmioTrace:
     """Every guest access to the peripherals and the PPB, with register names."""
 
-    def __init__(self, machine, out: Union[str, TextIO], limit: int = DEFAULT_LIMIT):
+    def __init__(self, machine, out: Union[str, TextIO], limit: int = DEFAULT_LIMIT,
+                 on_error=None):
         from unicorn.unicorn_py3.unicorn import HOOK_MEM_ACCESS_CFUNC, uclib
         self.m = machine
-        self.w = _Writer(out, limit)
+        self.w = _Writer(out, limit, on_error)
         self._names: dict = {}
         uc = machine.cpu.uc
         self._cbs = [HOOK_MEM_ACCESS_CFUNC(self._after_read), HOOK_MEM_ACCESS_CFUNC(self._write)]
@@ -179,9 +195,9 @@ class InsnTrace:
     """Every executed instruction in a range, disassembled, with what it changed."""
 
     def __init__(self, machine, out: Union[str, TextIO], limit: int = DEFAULT_LIMIT,
-                 start: int = 0, end: int = 0xFFFFFFFF):
+                 start: int = 0, end: int = 0xFFFFFFFF, on_error=None):
         self.m = machine
-        self.w = _Writer(out, limit)
+        self.w = _Writer(out, limit, on_error)
         self.md = machine.cpu.cost_model.md
         self._dis: dict = {}
         self._pending: Optional[tuple] = None     # (prefix, register values before)

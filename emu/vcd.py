@@ -21,6 +21,11 @@ Pulses (``byte``, ``start``, ``stop``) are 1 for one nanosecond.  Nothing
 is written until something changes; the run is not changed by recording
 (the same cycles, tested).
 
+The file is written as the run goes, in whole lines (emu/outputs.py's
+StreamOutput): a write error (a full disk, a removed folder) stops the dump,
+leaves a valid prefix of it (the header and whole value changes) and calls
+``on_error`` with one line naming the file.
+
 Not recorded: analog levels (SAADC inputs), the RADIO's packets (see
 ``machine.air.log``), the SPI/TWI clock and data waveforms bit by bit.
 """
@@ -28,14 +33,16 @@ from __future__ import annotations
 
 from vcd import VCDWriter
 
+from emu.outputs import StreamOutput
+
 NS_PER_TICK = 1000 / 512
 
 
 class VcdRecorder:
-    def __init__(self, machine, path: str):
+    def __init__(self, machine, path: str, on_error=None):
         self.m = machine
         self.clock = machine.clock
-        self._f = open(path, "w", encoding="ascii")
+        self._f = StreamOutput(path, encoding="ascii", on_error=on_error)
         self.w = VCDWriter(self._f, timescale="1 ns", date="emulated",
                            comment=f"pinetime-emu {getattr(machine, 'board_name', '')}")
         self._t = 0
@@ -152,4 +159,9 @@ class VcdRecorder:
             pass
         self.w.close(t + 1)
         self._f.close()
+
+    @property
+    def error(self):
+        """The one-line write error that stopped the dump, or None."""
+        return self._f.error
 

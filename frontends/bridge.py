@@ -31,6 +31,8 @@ import socket
 import sys
 from typing import Optional
 
+from emu.outputs import Files, atomic_write
+
 log = logging.getLogger("frontends.bridge")
 MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading pauses
 
@@ -222,6 +224,22 @@ def _remote_port(s: str) -> int:
     return v
 
 
+def _pull_destination(name: str) -> str:
+    """--pull FILE writes the watch's FILE to a local file of the same name."""
+    return os.path.basename(name)
+
+
+def phone_files(a):
+    """Every file ``phone`` reads and writes (emu/outputs.py), checked before
+    it connects."""
+    files = Files()
+    files.read("--exec", a.exec_file)
+    files.read("--upload", a.upload)
+    files.read("--push", a.push)
+    files.write("--pull", _pull_destination(a.pull) if a.pull else None)
+    return files
+
+
 def _wasptool_verb(a, s) -> int:
     """One of wasptool's verbs against a running --bridge."""
     import time as _host_time   # a host tool: the host's clock is what --rtc sends
@@ -255,10 +273,9 @@ def _wasptool_verb(a, s) -> int:
                 print(f"{name}: {len(data)} bytes written")
             elif a.pull:
                 got = w.pull(a.pull)
-                local = os.path.basename(a.pull)
+                local = _pull_destination(a.pull)
                 try:
-                    with open(local, "wb") as f:
-                        f.write(got)
+                    atomic_write(local, got)     # whole, or the previous file kept
                 except OSError as e:
                     return err(f"cannot write {local}: {e.strerror or e}", EXIT_USAGE)
                 print(f"{local}: {len(got)} bytes read")
@@ -397,6 +414,10 @@ def phone_client_main(argv=None) -> int:
     ap.add_argument("--wait", type=_wait_seconds, default=1.0, metavar="S",
                     help="seconds to print replies (default 1)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    problem = phone_files(a).problem()
+    if problem is not None:
+        print(f"pinetime-emu phone: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     gatt_only = a.set_time is not None or a.steps or a.music or a.music_state or \
         a.firmware_version or a.read or a.write
     try:

@@ -9,8 +9,11 @@
 
 Exit status: 0 success; 1 the firmware faulted, locked up or exited non-zero
 (or a scenario failed); 2 bad input (unreadable or corrupt firmware, a bad
-option, an output file that could not be written), always one line on stderr
-and always before anything runs: options and output paths are checked first.
+option, an output that is an input or another output, an output file that
+could not be written), always one line on stderr and, but for a write that
+fails during or after the run (a full disk: the run stops, one line per
+file), always before anything runs: options and output paths are checked
+first (emu/outputs.py).
 ``phone`` and ``test`` parse their own command lines (frontends.bridge,
 frontends.scenario) with the same one-line :class:`ArgumentParser`.
 """
@@ -25,7 +28,7 @@ from typing import Optional
 
 from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, FLASH_FILE_SIZE,  # noqa: F401
                               ArgumentParser, _address, _int, _port, _scale, _seconds,
-                              flash_file_problem, output_path_problem)
+                              flash_file_problem)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "a raw .bin, a full 512 KiB flash dump, an MCUBoot image "
                                    "(InfiniTime), or a Nordic DFU .zip package (application "
                                    "only).  Bad input (a file "
-                                   "that cannot be loaded or written, a bad option) is one "
-                                   "line on stderr and exit status 2, before anything runs.")
+                                   "that cannot be loaded or written, an output that is an "
+                                   "input or another output, a bad option) is one "
+                                   "line on stderr and exit status 2, before anything runs.  "
+                                   "Files written whole (snapshot, screenshot, recording, "
+                                   "flash) replace the old file only when complete.")
     r.add_argument("firmware", metavar="FIRMWARE",
                    help="firmware file: .elf, .hex, raw .bin, 512 KiB flash dump, MCUBoot "
                         "image, DFU .zip")
@@ -102,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(the NOR flash comes from the snapshot unless --flash-file is given)")
     r.add_argument("--save-snapshot", metavar="FILE", default=None,
                    help="save a machine snapshot when the run ends (after --seconds; its "
-                        "directory must exist)")
+                        "directory must exist); the same FILE as --snapshot continues that "
+                        "snapshot in place")
     r.add_argument("--vcd", metavar="FILE", default=None,
                    help="write a value change dump over emulated time: GPIO pins, SPI and I2C "
                         "bytes, interrupt lines, backlight and motor (GTKWave, PulseView)")
@@ -256,14 +263,9 @@ def _run_args_problem(args) -> Optional[str]:
         if args.hci_transport[1] is not None and args.hci_transport[1] == args.gdb \
                 and args.hci_transport[1] != 0:
             return f"--hci and --gdb both ask for port {args.gdb}"
-    for option, path in (("--screenshot", args.screenshot),
-                         ("--save-snapshot", args.save_snapshot),
-                         ("--trace", args.trace), ("--trace-mmio", args.trace_mmio),
-                         ("--record", args.record), ("--vcd", args.vcd)):
-        if path is not None:
-            problem = output_path_problem(path)
-            if problem is not None:
-                return f"{option} {path}: {problem}"
+    problem = run_files(args).problem()
+    if problem is not None:
+        return problem
     if args.record is not None and not args.record.lower().endswith((".gif", ".png", ".apng")):
         return f"--record {args.record}: the recording is written as .gif or .png (APNG)"
     if args.trace or args.trace_mmio:
@@ -272,11 +274,32 @@ def _run_args_problem(args) -> Optional[str]:
             parse_size(args.trace_limit)
         except TraceError as e:
             return f"--trace-limit: {e}"
-    if args.flash_file is not None and args.flash_file.lower() != "none":
-        problem = flash_file_problem(args.flash_file, args.firmware)
-        if problem is not None:
-            return f"--flash-file {args.flash_file}: {problem}"
     return None
+
+
+def run_files(args):
+    """Every file ``run`` reads and writes (emu/outputs.py): an output that is
+    an input or another output is refused before anything runs.  The one
+    exception: ``--snapshot S --save-snapshot S`` continues S in place (it is
+    read whole before the run; the save is atomic)."""
+    from emu.outputs import Files
+    files = Files()
+    files.read("FIRMWARE", args.firmware)
+    files.read("--softdevice-hex", args.softdevice_hex)
+    files.read("--snapshot", args.snapshot)
+    files.write("--save-snapshot", args.save_snapshot, may_replace=("--snapshot",))
+    files.write("--screenshot", args.screenshot)
+    files.write("--record", args.record)
+    files.write("--vcd", args.vcd)
+    files.write("--trace", args.trace)
+    files.write("--trace-mmio", args.trace_mmio)
+    if args.flash_file is not None and args.flash_file.lower() != "none":
+        files.write("--flash-file", args.flash_file, check=flash_file_problem)
+    elif args.flash_file is None and args.snapshot is None and args.board in (None,
+                                                                              "pinetime"):
+        from emu.board.pinetime import default_flash_path
+        files.write("the default flash file", default_flash_path(), checked=False)
+    return files
 
 
 def cmd_info(args) -> int:
@@ -384,6 +407,10 @@ def cmd_run(args) -> int:
             sys.stdout.write(data.decode("utf-8", "replace"))
             sys.stdout.flush()
         machine.console_listeners.append(echo)
+    # a file that fails as the run goes (a trace, the VCD, the flash file)
+    # stops the run at the next slice boundary: one line each, exit status 2
+    term = _Terminator(machine)
+    machine.output_error_listeners.append(term.fail)
     pollers = []
     closers = []
     if args.trace or args.trace_mmio:
@@ -417,7 +444,13 @@ def cmd_run(args) -> int:
                 c()
             _error(f"--record: {e}")
             return EXIT_USAGE
-        closers.append(rec.close)
+
+        def close_recording(rec=rec):
+            try:
+                rec.close()                # atomic: a failure keeps the previous file
+            except OSError as e:
+                term.fail(f"--record {args.record}: cannot write ({e.strerror or e})")
+        closers.append(close_recording)
     # Every board has a UART console: a terminal on the pins its UART0 console
     # uses (emu/devices/terminal.py).  Its output reaches stdout through the
     # machine console; stdin is typed into it.  A terminal on stdin is taken
@@ -495,7 +528,6 @@ def cmd_run(args) -> int:
     # Ctrl-C and `kill` (SIGTERM) end the run at a slice boundary: the
     # closers below still save the NOR flash file, finish traces and VCDs
     # and close the servers
-    term = _Terminator(machine)
     old_term = term.install()
     try:
         if args.headless:
@@ -505,6 +537,8 @@ def cmd_run(args) -> int:
         term.poll()
         if getattr(args, "save_snapshot", None):
             rc = _save_snapshot(machine, args.save_snapshot) or rc
+    except _OutputFailed:
+        rc = EXIT_USAGE                   # the lines are printed below
     except _Terminated:
         print("pinetime-emu: terminated", file=sys.stderr)
         rc = 143
@@ -520,7 +554,11 @@ def cmd_run(args) -> int:
                 pass
         close = getattr(machine.board, "close", None)
         if close is not None:
-            close()
+            close()                       # the flash file: a failure goes to term.fail
+    if term.failures:
+        for message in term.failures:
+            _error(message)
+        rc = EXIT_USAGE
     return rc
 
 
@@ -528,8 +566,12 @@ def _save_snapshot(machine, path: str) -> int:
     from emu.snapshot import SnapshotError
     try:
         machine.save_snapshot(path)
-    except (SnapshotError, OSError) as e:
+    except SnapshotError as e:
         _error(f"cannot save snapshot: {e}")
+        return EXIT_USAGE
+    except OSError as e:                  # atomic: the previous file is as it was
+        _error(f"--save-snapshot {path}: cannot write ({e.strerror or e}); "
+               f"{'the previous file is unchanged' if os.path.exists(path) else 'not saved'}")
         return EXIT_USAGE
     print(f"pinetime-emu: snapshot saved to {path} (t={machine.time:.6f} s)", file=sys.stderr)
     return 0
@@ -546,7 +588,7 @@ def _finish(machine, args, result) -> int:
     if args.screenshot:
         try:
             machine.board.screenshot(args.screenshot)
-        except OSError as e:            # checked before the run; gone since
+        except OSError as e:            # checked before the run; gone since (atomic)
             _error(f"--screenshot {args.screenshot}: cannot write ({e.strerror or e})")
             return EXIT_USAGE
         print(f"pinetime-emu: screenshot saved to {args.screenshot}", file=sys.stderr)
@@ -566,6 +608,11 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM arrived: the run ends through the same clean-up as Ctrl-C."""
 
 
+class _OutputFailed(KeyboardInterrupt):
+    """A file written as the run goes failed (a trace, the VCD, the flash
+    file): the run ends through the same clean-up as Ctrl-C, exit status 2."""
+
+
 class _Terminator:
     """SIGTERM and SIGINT (Ctrl-C) ask the machine to halt at the next block
     boundary: raising from the handler could land inside one of Unicorn's
@@ -576,6 +623,15 @@ class _Terminator:
     def __init__(self, machine):
         self.machine = machine
         self.fired = None
+        self.failures: list = []          # one-line messages of outputs that failed
+
+    def fail(self, message: str) -> None:
+        """An output could not be written (Machine.report_output_error): halt
+        at the next block boundary; ``poll`` ends the run."""
+        if message not in self.failures:
+            self.failures.append(message)
+        self.machine.halt_requested = True
+        self.machine.cpu.request_stop()
 
     def handler(self, signum, frame) -> None:
         import signal
@@ -587,6 +643,8 @@ class _Terminator:
 
     def poll(self) -> None:
         import signal
+        if self.failures:
+            raise _OutputFailed()
         if self.fired == signal.SIGTERM:
             raise _Terminated()
         if self.fired is not None:

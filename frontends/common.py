@@ -1,8 +1,11 @@
 """What every command line of the emulator shares: the exit statuses, the
-one-line :class:`ArgumentParser`, the option types and the checks of output
-paths made before anything runs.  It sits below every front end (the CLI, the
-bridge's ``phone`` client, the scenario runner) so none of them imports
-another for these.
+one-line :class:`ArgumentParser`, the option types and the flash file's own
+check.  It sits below every front end (the CLI, the bridge's ``phone``
+client, the scenario runner) so none of them imports another for these.
+The files a command reads and writes are declared to
+:class:`emu.outputs.Files` (clashes refused, each output's folder checked),
+imported where used: ``twister-flash`` runs under a Python without the
+emulator's dependencies and imports this module.
 """
 from __future__ import annotations
 
@@ -69,35 +72,16 @@ def _seconds(s: str) -> float:
     return v
 
 
-def output_path_problem(path: str) -> Optional[str]:
-    """Why a file cannot be written at ``path`` (None if it can): checked before
-    a run, so a long run never ends in a failed save."""
-    if path == "":
-        return "empty file name"
-    if os.path.isdir(path):
-        return "is a directory"
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        return f"directory {parent} does not exist"
-    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(path)
-                                                     and not os.access(path, os.W_OK)):
-        return "not writable"
-    return None
-
-
-def flash_file_problem(path: str, firmware: str) -> Optional[str]:
-    """Why ``path`` cannot back the 4 MiB SPI NOR flash (None if it can).  The
-    file is rewritten whole when the flash changes, so an existing file must
-    already be a flash image (or empty): anything else would be clobbered."""
-    problem = output_path_problem(path)
-    if problem is not None:
-        return problem
+def flash_file_problem(path: str) -> Optional[str]:
+    """Why an existing ``path`` cannot back the 4 MiB SPI NOR flash (None if it
+    can; a new file can).  The file is rewritten whole when the flash
+    changes, so an existing file must already be a flash image (or empty):
+    anything else would be clobbered.  (That it is writable, and no input or
+    other output of the command, :class:`emu.outputs.Files` checks.)"""
     if not os.path.exists(path):
         return None
     if not os.path.isfile(path):
         return "not a regular file"
-    if os.path.exists(firmware) and os.path.samefile(path, firmware):
-        return "is the firmware file"
     size = os.path.getsize(path)
     if size not in (0, FLASH_FILE_SIZE):
         return (f"{size} bytes, not a {FLASH_FILE_SIZE // (1024 * 1024)} MiB flash image "

@@ -12,16 +12,19 @@ the time its first part arrived and shows the panel after the last, so a
 firmware that pushes a frame in many small windows makes one frame per
 interval; identical consecutive frames are merged too.  Written with Pillow when the recording
 is closed: GIF (256 colours per frame, durations in 10 ms steps) or APNG
-(exact pixels, millisecond durations).
+(exact pixels, millisecond durations), atomically (emu/outputs.py).
 
 A change of the backlight's level makes a frame too (the level is applied
 to each frame as it is taken).
 """
 from __future__ import annotations
 
+import io
+
 import numpy as np
 
 from emu.clock import TICKS_PER_MS
+from emu.outputs import atomic_write
 
 
 class RecordError(Exception):
@@ -84,6 +87,8 @@ class Recorder:
             images.append(Image.fromarray(img, "RGB"))
             durations.append(max(1, round((nxt - t) / TICKS_PER_MS)))
         fmt = "GIF" if self.path.lower().endswith(".gif") else "PNG"
-        images[0].save(self.path, format=fmt, save_all=True, append_images=images[1:],
+        buf = io.BytesIO()
+        images[0].save(buf, format=fmt, save_all=True, append_images=images[1:],
                        duration=durations, loop=0)
+        atomic_write(self.path, buf.getbuffer())     # whole, or the previous file kept
         return self.path

@@ -81,7 +81,12 @@ Phone steps other than ``phone_connect``, ``wait_phone`` and
 Paths in steps are relative to the scenario file.  Each scenario gets a
 fresh machine (with ``--snapshot FILE``: a machine restored from FILE, so a
 suite boots once and every scenario starts from the booted state); after a
-failing step the rest of that scenario is skipped.
+failing step the rest of that scenario is skipped.  A file a step or
+``--junit`` writes may not be one the command reads (the firmware, a
+scenario, ``--snapshot``, a golden PNG, a file to upload) nor another
+output (a ``screenshot`` step may write its file again, a later step may
+read what an earlier one wrote, ``save_snapshot`` may write what a
+``load_snapshot`` step read): that is refused before any scenario runs.  Screenshots, snapshots and the report are written atomically.
 Output is one line per step, ``PASS``/``FAIL``/``SKIP`` with the emulated
 time; a failure says what was seen instead (the console tail, the lit count,
 the pixel colour, how many pixels changed and where, the last 200 bytes the
@@ -112,6 +117,7 @@ from typing import Any, Callable, Optional
 from xml.sax.saxutils import quoteattr, escape
 
 from emu.clock import TICKS_PER_SECOND
+from emu.outputs import Files, atomic_write, file_identity
 from frontends import testbench as tb
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -293,6 +299,7 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
                 raise ScenarioError(f"{where}: no file {path}")
             with open(path, encoding="utf-8") as f:
                 a["code"], shown = f.read(), os.path.basename(path)
+            a["source"] = path
         else:
             a["code"] = _text(a["code"], f"{where} code")
             shown = repr(a["code"][:30])
@@ -840,8 +847,7 @@ def write_junit(path: str, scenarios: list, firmware: str) -> None:
         parts.append(f"    <system-out>{escape(log)}</system-out>")
         parts.append("  </testcase>")
     parts.append("</testsuite>")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(parts) + "\n")
+    atomic_write(path, "\n".join(parts) + "\n")     # whole, or the previous report kept
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -863,6 +869,47 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start every scenario from this machine snapshot (taken on the same "
                         "firmware and board, e.g. with 'pinetime-emu run --save-snapshot')")
     return p
+
+
+# the step kinds that write a file, and those that read one (besides the
+# scenario files themselves)
+_STEP_OUTPUTS = ("screenshot", "save_snapshot")
+_STEP_INPUTS = {"expect_screen": "png", "load_snapshot": "path", "upload": "path",
+                "exec": "source"}
+
+
+def test_files(args, scenarios: list) -> Files:
+    """Every file ``test`` reads and writes (emu/outputs.py): a report or a
+    step's output that is an input (the firmware, a scenario, --snapshot, a
+    golden PNG, a file to upload) or another output is refused before any
+    scenario runs.  A file an earlier step wrote is not an input (screenshot,
+    then compare with it later; save a snapshot, then load it).  Exceptions:
+    a step may write its file again (two ``screenshot`` steps to one file),
+    and ``save_snapshot`` may write the file a ``load_snapshot`` step read
+    (a snapshot continued in place)."""
+    files = Files()
+    files.read("--firmware", args.firmware)
+    files.read("--snapshot", args.snapshot)
+    for sc in scenarios:
+        files.read("SCENARIO", sc.path)
+    written = set()              # identities of the files steps have written so far
+    for sc in scenarios:
+        name = os.path.basename(sc.path)
+        for step in sc.steps:
+            label = f"{name} step {step.index} ({step.kind})"
+            kind = f"{step.kind} step"
+            if step.kind in _STEP_OUTPUTS:
+                path = step.args["path"]
+                also = ("load_snapshot step",) if step.kind == "save_snapshot" else ()
+                # the step makes its folder: only clashes are checked
+                files.write(label, path, kind=kind, may_replace=(kind,) + also, checked=False)
+                written.add(file_identity(path))
+            elif step.kind in _STEP_INPUTS:
+                path = step.args.get(_STEP_INPUTS[step.kind])
+                if path is not None and file_identity(path) not in written:
+                    files.read(label, path, kind=kind)    # not one an earlier step wrote
+    files.write("--junit", args.junit)
+    return files
 
 
 def _usage_error(msg: str) -> int:
@@ -890,11 +937,9 @@ def main(argv: Optional[list] = None, out=None) -> int:
             return _usage_error(f"{sc.path}: unknown board {sc.board!r}")
     if not os.path.exists(args.firmware):
         return _usage_error(f"{args.firmware}: no such file")
-    if args.junit is not None:
-        from frontends.common import output_path_problem
-        problem = output_path_problem(args.junit)
-        if problem is not None:
-            return _usage_error(f"--junit {args.junit}: {problem}")
+    problem = test_files(args, scenarios).problem()
+    if problem is not None:
+        return _usage_error(problem)
     from emu.snapshot import SnapshotError
     detected = None
     for sc in scenarios:

@@ -274,14 +274,21 @@ def wait_for_screen_change(machine, reference, box: Sequence[int], timeout_ms: f
 # PNG
 # ----------------------------------------------------------------------
 def write_png(path: str, array) -> None:
-    """Save an (H, W), (H, W, 3) or (H, W, 4) uint8 array as a PNG (Pillow)."""
+    """Save an (H, W), (H, W, 3) or (H, W, 4) uint8 array as a PNG (Pillow),
+    atomically (emu/outputs.py: the previous file stays whole until then)."""
+    import io
+
     import numpy as np
     from PIL import Image
+
+    from emu.outputs import atomic_write
     a = np.ascontiguousarray(np.asarray(array, dtype=np.uint8))
     mode = {2: "L"}.get(a.ndim) or {3: "RGB", 4: "RGBA", 1: "L"}[a.shape[2]]
     if a.ndim == 3 and a.shape[2] == 1:
         a = a[..., 0]
-    Image.fromarray(a, mode).save(path, format="PNG")
+    buf = io.BytesIO()
+    Image.fromarray(a, mode).save(buf, format="PNG")
+    atomic_write(path, buf.getbuffer())
 
 
 def read_png(path: str):

@@ -93,7 +93,7 @@ def test_flash_file_never_clobbers_a_file_that_is_not_a_flash_image(demo, tmp_pa
     assert_refused(r, "--flash-file", "not a 4 MiB flash image")
     assert notes.read_text() == "precious\n"
     assert_refused(cli("run", demo, "--headless", "--seconds", "1", "--flash-file", demo),
-                   "--flash-file", "is the firmware file")
+                   "--flash-file", "the same file as FIRMWARE")
 
 
 def test_flash_file_new_or_4mib_is_accepted(demo, tmp_path):

@@ -105,6 +105,7 @@ class PineTime(BareNrf52832):
         self.display = St7789(pins[18], pins[26], backlight=self.backlight,
                               panel_inverted=True)     # true colours with INVON
         self.flash = Xt25f32(clock, self.flash_path)
+        self.flash.on_error = machine.report_output_error     # a failed save: one line
         spi.attach(self.display, pins[SPI_DEVICES["display"]])
         spi.attach(self.flash, pins[SPI_DEVICES["flash"]])
 

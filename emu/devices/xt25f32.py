@@ -17,9 +17,13 @@ decoded.
 
 Content lives in memory and is backed by a file (optional): loaded at
 construction (short or missing file = erased 0xFF), saved by save() when
-dirty (write a temporary file, fsync, os.replace: a crash mid-save leaves
-the previous content intact), periodically every SAVE_PERIOD of emulated
-time when dirty, and on close().
+dirty (emu/outputs.py's atomic_write: a temporary file, fsync, os.replace;
+a crash or a full disk mid-save leaves the previous content intact),
+periodically every SAVE_PERIOD of emulated time when dirty, and on close().
+A save that fails is never silent: with ``on_error`` set (the machine sets
+it: ``Machine.report_output_error``) it is reported there once, in one line,
+and the content stays dirty so the next save tries again; without it,
+close() raises the OSError and the periodic save logs it.
 
 Not modelled: status register 2/3 writes (01/31) and block protection,
 dual/quad I/O reads, suspend/resume, the OTP security registers' contents
@@ -30,10 +34,10 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
-from typing import Optional
+from typing import Callable, Optional
 
 from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US
+from emu.outputs import atomic_write
 
 log = logging.getLogger("emu.dev.xt25f32")
 
@@ -61,6 +65,8 @@ class Xt25f32:
         self.path = path
         self.data = bytearray(b"\xff" * SIZE)
         self.dirty = False
+        self.on_error: Optional[Callable[[str], None]] = None   # a failed save, one line
+        self._save_failed = False
         self._logged: set = set()
         self._busy_ev = clock.event(f"{name}.busy", self._op_done)
         self._save_ev = clock.event(f"{name}.autosave", self._autosave)
@@ -100,21 +106,21 @@ class Xt25f32:
             return False
         d = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".flash-", dir=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(self.data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic_write(self.path, self.data)
         self.dirty = False
+        self._save_failed = False
         return True
+
+    def _save_or_report(self) -> None:
+        try:
+            self.save()
+        except OSError as e:
+            if self.on_error is None:
+                raise
+            if not self._save_failed:          # one line per failure, not per retry
+                self._save_failed = True
+                self.on_error(f"{self.path}: cannot save the flash "
+                              f"({e.strerror or e}); its last changes are not in the file")
 
     def save_state(self) -> dict:
         """Contents and volatile state (the backing file path is not state)."""
@@ -140,7 +146,7 @@ class Xt25f32:
         if self._busy_ev.pending:
             self._busy_ev.cancel()
             self._op_done()
-        self.save()
+        self._save_or_report()
 
     # --------------------------------------------------------- SPI contract
     def select(self, selected: bool) -> None:
@@ -278,6 +284,6 @@ class Xt25f32:
 
     def _autosave(self) -> None:
         try:
-            self.save()
+            self._save_or_report()
         except OSError as e:
             log.error("%s: saving %s failed: %s", self.name, self.path, e)
