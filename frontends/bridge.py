@@ -340,7 +340,7 @@ def _console(s, quiet: float = 3.0) -> int:
 
 def phone_client_main(argv=None) -> int:
     """pinetime-emu phone [--port N] (--gb JSON | --notify T B | --call NAME NUM | --repl LINE)"""
-    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser
+    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _host
     ap = ArgumentParser(prog="pinetime-emu phone",
                         description="Send one Gadgetbridge message, REPL line or wasptool verb "
                                     "to a running 'pinetime-emu run FIRMWARE --bridge PORT' and "
@@ -349,7 +349,7 @@ def phone_client_main(argv=None) -> int:
                                     "phone is used instead: --notify, --call, --gb, --rtc, "
                                     "--set-time, --battery, --steps, --music, --music-state, "
                                     "--firmware-version, --read and --write.")
-    ap.add_argument("--host", default="127.0.0.1", help="bridge address (127.0.0.1)")
+    ap.add_argument("--host", default="127.0.0.1", type=_host, help="bridge address (127.0.0.1)")
     ap.add_argument("--port", type=_remote_port, default=7878, help="bridge port (7878)")
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--gb", type=_gb_json, metavar="JSON",

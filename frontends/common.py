@@ -69,6 +69,20 @@ def _seconds(s: str) -> float:
     return v
 
 
+def _host(s: str) -> str:
+    """A host name or address to listen on or connect to: text a resolver can
+    take (the command line may carry bytes that are not UTF-8, or a name
+    longer than DNS allows)."""
+    try:
+        s.encode("idna")
+        ok = "\x00" not in s and s == s.strip()
+    except UnicodeError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"not a host name or address: {s!r}")
+    return s
+
+
 def output_path_problem(path: str) -> Optional[str]:
     """Why a file cannot be written at ``path`` (None if it can): checked before
     a run, so a long run never ends in a failed save."""
@@ -76,6 +90,8 @@ def output_path_problem(path: str) -> Optional[str]:
         return "empty file name"
     if os.path.isdir(path):
         return "is a directory"
+    if os.path.exists(path) and not os.path.isfile(path):
+        return "not a regular file"             # /dev/null, a FIFO, a device: give a file
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         return f"directory {parent} does not exist"
