@@ -33,6 +33,7 @@ from typing import Optional
 
 log = logging.getLogger("frontends.bridge")
 MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading pauses
+MAX_UNREAD = 1 << 20        # TX bytes a client may leave unread before it is dropped
 
 
 class TcpByteServer:
@@ -48,16 +49,21 @@ class TcpByteServer:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind((host, port))
-        self.listener.listen(1)
+        self.listener.listen(16)          # a burst of clients is refused quickly, not left queued
         self.listener.setblocking(False)
         self.port = self.listener.getsockname()[1]
         self.client: Optional[socket.socket] = None
         self.rx_pending = bytearray()     # from the client, not yet taken by the watch
         self.tx_pending = bytearray()     # from the watch, waiting for the socket
+        self._unread = False              # the client stopped reading: drop it
         log.info("%s listening on %s:%d", what, host, self.port)
 
     def poll(self) -> None:
         try:
+            if self._unread:
+                log.warning("%s: the client left more than %d bytes unread; dropping it",
+                            self.what, MAX_UNREAD)
+                self._drop()
             self._accept()
             if self.client is not None:
                 self._read()
@@ -73,13 +79,16 @@ class TcpByteServer:
         self.listener.close()
 
     def _accept(self) -> None:
-        try:
-            conn, addr = self.listener.accept()
-        except BlockingIOError:
-            return
-        if self.client is not None:
+        while True:                       # every waiting client: one is taken, the rest told no
+            try:
+                conn, addr = self.listener.accept()
+            except BlockingIOError:
+                return
+            if self.client is None:
+                break
+            log.info("%s: a second client from %s:%d refused (one at a time)", self.what,
+                     *addr[:2])
             conn.close()
-            return
         conn.setblocking(False)
         self.client = conn
         self.rx_pending.clear()
@@ -111,8 +120,11 @@ class TcpByteServer:
             del self.tx_pending[:n]
 
     def _from_watch(self, data) -> None:
-        if self.client is not None:
+        if self.client is not None and not self._unread:
             self.tx_pending += data
+            if len(self.tx_pending) > MAX_UNREAD:     # connected, never reading:
+                self._unread = True                   # dropped at the next poll
+                self.tx_pending.clear()
 
     def _drop(self) -> None:
         if self.client is not None:
@@ -121,8 +133,13 @@ class TcpByteServer:
             except OSError:
                 pass
             self.client = None
-            self._on_disconnect()
+            try:
+                self._on_disconnect()
+            except Exception as e:       # noqa: BLE001 - the emulator goes on regardless
+                log.warning("%s: after the client left: %s", self.what, e)
         self.tx_pending.clear()
+        self.rx_pending.clear()
+        self._unread = False
 
     def _on_connect(self) -> None:
         pass
@@ -229,6 +246,7 @@ def _wasptool_verb(a, s) -> int:
     from emu.phone.wasptool import SocketTransport, WaspTool, WaspToolError
 
     def err(msg: str, code: int) -> int:
+        msg = str(msg).replace("\r", "\\r").replace("\n", "\\n")      # one line
         print(f"pinetime-emu phone: error: {msg}", file=sys.stderr)
         return code
     data = None
@@ -244,6 +262,9 @@ def _wasptool_verb(a, s) -> int:
             return _console(s, quiet=max(a.wait, 3.0))
         w = WaspTool(SocketTransport(s), timeout_s=a.timeout)
         try:
+            if a.reset:                                 # no REPL line: it may not parse any
+                w.reset()
+                return EXIT_OK
             w.run("")                                   # a fresh prompt first
             if a.exec_file:
                 sys.stdout.write(w.exec_text(data.decode("utf-8", "replace")))
@@ -272,8 +293,6 @@ def _wasptool_verb(a, s) -> int:
                 print(w.memfree())
             elif a.battery:
                 print(f"{w.battery()}%")
-            elif a.reset:
-                w.reset()
             elif a.send_notification:
                 w.notify(a.title, a.body)
         except WaspToolError as e:
@@ -371,7 +390,9 @@ def phone_client_main(argv=None) -> int:
                       help="print the watch's clock against the host's")
     what.add_argument("--memfree", action="store_true", help="print the free heap (after a GC)")
     what.add_argument("--battery", action="store_true", help="print the battery level (%%)")
-    what.add_argument("--reset", action="store_true", help="restart the watch")
+    what.add_argument("--reset", action="store_true",
+                      help="restart the watch's software: Ctrl-C then Ctrl-D, a soft reset that "
+                           "works when the REPL answers every line MemoryError")
     what.add_argument("--console", action="store_true",
                       help="an interactive terminal on the REPL (Ctrl-] quits)")
     what.add_argument("--send-notification", action="store_true",
@@ -470,7 +491,7 @@ def _probe_gatt(s, wait: float):
 
     def first_line(data: bytes) -> bool:
         got.extend(data)
-        return b"\n" in got or not got.startswith(b"{")
+        return b"\n" in got or not got.startswith(b"{") or len(got) > 65536
     try:
         _receive(s, wait, first_line)
     except OSError:
