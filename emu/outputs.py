@@ -50,6 +50,8 @@ def output_path_problem(path: str) -> Optional[str]:
         return "empty file name"
     if os.path.isdir(path):
         return "is a directory"
+    if os.path.exists(path) and not os.path.isfile(path):
+        return "not a regular file"             # /dev/null, a FIFO, a device: give a file
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         return f"directory {parent} does not exist"

@@ -63,8 +63,9 @@ def parse_size(text: str) -> int:
     num = t[:-1] if t[-1:] in "kmg" else t
     try:
         n = int(float(num) * mult)
-    except ValueError:
-        raise TraceError(f"bad size {text!r} (a number of bytes, or with k, M or G)") from None
+    except (ValueError, OverflowError):       # not a number; inf, or 1e309 read as inf
+        raise TraceError(f"bad size {text!r} (a finite number of bytes, or with k, M or G)"
+                         ) from None
     if n <= 0:
         raise TraceError(f"bad size {text!r}: must be positive")
     return n

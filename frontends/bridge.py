@@ -35,6 +35,7 @@ from emu.outputs import Files, atomic_write
 
 log = logging.getLogger("frontends.bridge")
 MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading pauses
+MAX_UNREAD = 1 << 20        # TX bytes a client may leave unread before it is dropped
 
 
 class TcpByteServer:
@@ -50,16 +51,21 @@ class TcpByteServer:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind((host, port))
-        self.listener.listen(1)
+        self.listener.listen(16)          # a burst of clients is refused quickly, not left queued
         self.listener.setblocking(False)
         self.port = self.listener.getsockname()[1]
         self.client: Optional[socket.socket] = None
         self.rx_pending = bytearray()     # from the client, not yet taken by the watch
         self.tx_pending = bytearray()     # from the watch, waiting for the socket
+        self._unread = False              # the client stopped reading: drop it
         log.info("%s listening on %s:%d", what, host, self.port)
 
     def poll(self) -> None:
         try:
+            if self._unread:
+                log.warning("%s: the client left more than %d bytes unread; dropping it",
+                            self.what, MAX_UNREAD)
+                self._drop()
             self._accept()
             if self.client is not None:
                 self._read()
@@ -75,13 +81,16 @@ class TcpByteServer:
         self.listener.close()
 
     def _accept(self) -> None:
-        try:
-            conn, addr = self.listener.accept()
-        except BlockingIOError:
-            return
-        if self.client is not None:
+        while True:                       # every waiting client: one is taken, the rest told no
+            try:
+                conn, addr = self.listener.accept()
+            except BlockingIOError:
+                return
+            if self.client is None:
+                break
+            log.info("%s: a second client from %s:%d refused (one at a time)", self.what,
+                     *addr[:2])
             conn.close()
-            return
         conn.setblocking(False)
         self.client = conn
         self.rx_pending.clear()
@@ -113,8 +122,11 @@ class TcpByteServer:
             del self.tx_pending[:n]
 
     def _from_watch(self, data) -> None:
-        if self.client is not None:
+        if self.client is not None and not self._unread:
             self.tx_pending += data
+            if len(self.tx_pending) > MAX_UNREAD:     # connected, never reading:
+                self._unread = True                   # dropped at the next poll
+                self.tx_pending.clear()
 
     def _drop(self) -> None:
         if self.client is not None:
@@ -123,8 +135,13 @@ class TcpByteServer:
             except OSError:
                 pass
             self.client = None
-            self._on_disconnect()
+            try:
+                self._on_disconnect()
+            except Exception as e:       # noqa: BLE001 - the emulator goes on regardless
+                log.warning("%s: after the client left: %s", self.what, e)
         self.tx_pending.clear()
+        self.rx_pending.clear()
+        self._unread = False
 
     def _on_connect(self) -> None:
         pass
@@ -247,6 +264,7 @@ def _wasptool_verb(a, s) -> int:
     from emu.phone.wasptool import SocketTransport, WaspTool, WaspToolError
 
     def err(msg: str, code: int) -> int:
+        msg = str(msg).replace("\r", "\\r").replace("\n", "\\n")      # one line
         print(f"pinetime-emu phone: error: {msg}", file=sys.stderr)
         return code
     data = None
@@ -262,6 +280,9 @@ def _wasptool_verb(a, s) -> int:
             return _console(s, quiet=max(a.wait, 3.0))
         w = WaspTool(SocketTransport(s), timeout_s=a.timeout)
         try:
+            if a.reset:                                 # no REPL line: it may not parse any
+                w.reset()
+                return EXIT_OK
             w.run("")                                   # a fresh prompt first
             if a.exec_file:
                 sys.stdout.write(w.exec_text(data.decode("utf-8", "replace")))
@@ -289,8 +310,6 @@ def _wasptool_verb(a, s) -> int:
                 print(w.memfree())
             elif a.battery:
                 print(f"{w.battery()}%")
-            elif a.reset:
-                w.reset()
             elif a.send_notification:
                 w.notify(a.title, a.body)
         except WaspToolError as e:
@@ -357,7 +376,7 @@ def _console(s, quiet: float = 3.0) -> int:
 
 def phone_client_main(argv=None) -> int:
     """pinetime-emu phone [--port N] (--gb JSON | --notify T B | --call NAME NUM | --repl LINE)"""
-    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser
+    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _host
     ap = ArgumentParser(prog="pinetime-emu phone",
                         description="Send one Gadgetbridge message, REPL line or wasptool verb "
                                     "to a running 'pinetime-emu run FIRMWARE --bridge PORT' and "
@@ -366,7 +385,7 @@ def phone_client_main(argv=None) -> int:
                                     "phone is used instead: --notify, --call, --gb, --rtc, "
                                     "--set-time, --battery, --steps, --music, --music-state, "
                                     "--firmware-version, --read and --write.")
-    ap.add_argument("--host", default="127.0.0.1", help="bridge address (127.0.0.1)")
+    ap.add_argument("--host", default="127.0.0.1", type=_host, help="bridge address (127.0.0.1)")
     ap.add_argument("--port", type=_remote_port, default=7878, help="bridge port (7878)")
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--gb", type=_gb_json, metavar="JSON",
@@ -388,7 +407,9 @@ def phone_client_main(argv=None) -> int:
                       help="print the watch's clock against the host's")
     what.add_argument("--memfree", action="store_true", help="print the free heap (after a GC)")
     what.add_argument("--battery", action="store_true", help="print the battery level (%%)")
-    what.add_argument("--reset", action="store_true", help="restart the watch")
+    what.add_argument("--reset", action="store_true",
+                      help="restart the watch's software: Ctrl-C then Ctrl-D, a soft reset that "
+                           "works when the REPL answers every line MemoryError")
     what.add_argument("--console", action="store_true",
                       help="an interactive terminal on the REPL (Ctrl-] quits)")
     what.add_argument("--send-notification", action="store_true",
@@ -491,7 +512,7 @@ def _probe_gatt(s, wait: float):
 
     def first_line(data: bytes) -> bool:
         got.extend(data)
-        return b"\n" in got or not got.startswith(b"{")
+        return b"\n" in got or not got.startswith(b"{") or len(got) > 65536
     try:
         _receive(s, wait, first_line)
     except OSError:

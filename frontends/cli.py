@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import sys
 from typing import Optional
 
-from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, FLASH_FILE_SIZE,  # noqa: F401
-                              ArgumentParser, _address, _int, _port, _scale, _seconds,
-                              flash_file_problem)
+from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _address,
+                              _host, _port, _scale, _seconds, flash_file_problem)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,11 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(Bumble, BlueZ): HCI in H4 framing on 127.0.0.1:PORT, or on a "
                         "pseudo-terminal whose path is printed; paced to real time while "
                         "a host is attached")
-    r.add_argument("--bridge-host", default="127.0.0.1", metavar="HOST",
+    r.add_argument("--bridge-host", default="127.0.0.1", metavar="HOST", type=_host,
                    help="bridge address (127.0.0.1)")
     r.add_argument("--gdb", type=_port, default=None, metavar="PORT",
                    help="GDB remote stub on HOST:PORT (0 = any free port)")
-    r.add_argument("--gdb-host", default="127.0.0.1", metavar="HOST",
+    r.add_argument("--gdb-host", default="127.0.0.1", metavar="HOST", type=_host,
                    help="GDB stub address (127.0.0.1)")
     r.add_argument("--gdb-wait", action="store_true",
                    help="with --gdb: halt at reset until GDB continues")
@@ -161,6 +159,10 @@ def _version() -> str:
 
 def main(argv: Optional[list] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    for stream in (sys.stdout, sys.stderr):
+        # a file name that is not UTF-8 reaches us as surrogates: print it, escaped
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     if argv and argv[0] == "phone":
         try:
             from frontends.bridge import phone_client_main
@@ -191,7 +193,8 @@ def main(argv: Optional[list] = None) -> int:
         return cmd_run(args)
     if args.command == "info":
         return cmd_info(args)
-    parser.print_help()
+    print("pinetime-emu: error: a command is needed: run, info, phone or test "
+          "(see pinetime-emu --help)", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -522,7 +525,9 @@ def cmd_run(args) -> int:
             if args.gdb_wait:
                 while stub.conn is None:
                     stub.poll(0.2)
-    except OSError as e:
+    except (OSError, UnicodeError, TypeError) as e:   # TypeError: a host that is not text
+        for c in closers:
+            c()
         _error(f"cannot listen: {e}")
         return EXIT_USAGE
     # Ctrl-C and `kill` (SIGTERM) end the run at a slice boundary: the

@@ -72,6 +72,20 @@ def _seconds(s: str) -> float:
     return v
 
 
+def _host(s: str) -> str:
+    """A host name or address to listen on or connect to: text a resolver can
+    take (the command line may carry bytes that are not UTF-8, or a name
+    longer than DNS allows)."""
+    try:
+        s.encode("idna")
+        ok = "\x00" not in s and s == s.strip()
+    except UnicodeError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"not a host name or address: {s!r}")
+    return s
+
+
 def flash_file_problem(path: str) -> Optional[str]:
     """Why an existing ``path`` cannot back the 4 MiB SPI NOR flash (None if it
     can; a new file can).  The file is rewritten whole when the flash

@@ -35,6 +35,7 @@ from typing import Optional
 from emu.phone.gatt import GattError
 
 MAX_LINE = 4096
+MAX_ANSWER = 1 << 20        # bytes of one answer line the phone client waits for
 
 
 class GattBridge:
@@ -102,15 +103,20 @@ class GattBridge:
     def _start(self, ident, op, make) -> None:
         try:
             gen, conv = make()
-        except GattError as e:
+        except (GattError, ValueError, TypeError, OverflowError) as e:
             return self._reply(ident, op, error=str(e))
         task = self.gp.gatt.start(gen, op)
 
         def done(t, ident=ident, op=op, conv=conv):
             if t.error:
                 self._reply(ident, op, error=t.error)
-            else:
-                self._reply(ident, op, **conv(t.result))
+                return
+            try:
+                kw = conv(t.result)
+            except (IndexError, ValueError, TypeError) as e:   # e.g. an empty value
+                self._reply(ident, op, error=f"unexpected value {t.result!r} ({e})")
+                return
+            self._reply(ident, op, **kw)
         task.callbacks.append(done)
         if task.done:
             done(task)
@@ -130,6 +136,8 @@ class GattBridge:
         try:
             if s.startswith(b"GB(") and s.endswith(b")"):
                 msg = json.loads(s[3:-1].decode("utf-8"))
+                if not isinstance(msg, dict):
+                    raise ValueError("not a JSON object")
                 op, make = self._gadgetbridge(msg)
             else:
                 msg = json.loads(s.decode("utf-8"))
@@ -137,7 +145,8 @@ class GattBridge:
                     raise ValueError("not a JSON object")
                 ident = msg.get("id")
                 op, make = self._op(msg)
-        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError, OverflowError,
+                RecursionError) as e:       # RecursionError: JSON nested thousands deep
             text = line.decode("utf-8", "replace")[:60]
             return self._reply(ident, "?", error=f"cannot understand {text!r}: {e}")
         self.waiting.append((ident, op, make))
@@ -217,7 +226,8 @@ def client_verb(a, s, early: bytes) -> int:
     import time as _host_time        # a host tool: timeouts are host time
     from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE
 
-    def err(msg: str, code: int) -> int:
+    def err(msg, code: int) -> int:
+        msg = str(msg).replace("\r", "\\r").replace("\n", "\\n")      # one line
         print(f"pinetime-emu phone: error: {msg}", file=sys.stderr)
         return code
     if a.set_time is not None:
@@ -287,6 +297,9 @@ def client_verb(a, s, early: bytes) -> int:
             if not data:
                 return err("the bridge closed the connection", EXIT_GUEST)
             buf += data
+            if len(buf) > MAX_ANSWER and b"\n" not in buf:
+                return err(f"the bridge sent more than {MAX_ANSWER} bytes without a line end: "
+                           f"not a pinetime-emu bridge", EXIT_USAGE)
     except OSError as e:
         return err(f"connection to the bridge lost ({e.strerror or e})", EXIT_GUEST)
     return err("no answer from the watch", EXIT_GUEST)

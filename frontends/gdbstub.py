@@ -51,6 +51,7 @@ Not modelled:
 from __future__ import annotations
 
 import logging
+import re
 import select
 import socket
 from typing import Optional
@@ -133,6 +134,33 @@ class GdbError(Exception):
         self.code = code
 
 
+_HEX = re.compile(r"[0-9a-fA-F]{1,16}")
+
+
+def _hex(s, most: int = 0xFFFFFFFF) -> int:
+    """A number the protocol sends as hex digits: only hex digits (int(s, 16)
+    alone would take '-1', '0x10', ' 1' and '1_0'), at most ``most``."""
+    if isinstance(s, (bytes, bytearray)):
+        s = s.decode("latin-1")
+    if not _HEX.fullmatch(s):
+        raise GdbError(1)
+    v = int(s, 16)
+    if v > most:
+        raise GdbError(1)
+    return v
+
+
+def _addr_len(s) -> tuple:
+    """'ADDR,LENGTH': an address and a length that stay within the 4 GiB space."""
+    parts = (s.decode("latin-1") if isinstance(s, (bytes, bytearray)) else s).split(",")
+    if len(parts) != 2:
+        raise GdbError(1)
+    a, ln = _hex(parts[0]), _hex(parts[1])
+    if a + ln > 1 << 32:
+        raise GdbError(1)
+    return a, ln
+
+
 class GdbStub:
     """Serves one GDB client at a time on a TCP port (0 picks a free port)."""
 
@@ -184,7 +212,9 @@ class GdbStub:
             readable, _, _ = select.select(socks, [], [], timeout)
         except (OSError, ValueError):
             readable = []
-        if self.listener in readable and self.conn is None:
+        if self.listener in readable and self.conn is not None:
+            self._refuse_extra_client()
+        elif self.listener in readable and self.conn is None:
             try:
                 conn, _ = self.listener.accept()
                 conn.setblocking(False)
@@ -198,6 +228,21 @@ class GdbStub:
                 pass
         if self.conn is not None and (self.conn in readable or self.inbuf):
             self._read_and_serve()
+
+    def _refuse_extra_client(self) -> None:
+        """One client at a time: a second one is told so and closed (left in the
+        listen queue it would make every poll return at once)."""
+        try:
+            extra, _ = self.listener.accept()
+        except OSError:
+            return
+        try:
+            extra.setblocking(False)
+            extra.send(b"$E01#a6")
+        except OSError:
+            pass
+        extra.close()
+        log.info("a second gdb client was refused: one client at a time")
 
     def run_machine(self, until_tick: int, chunk_ticks: int = TICKS_PER_SECOND // 1000) -> str:
         """Run the machine up to ``until_tick`` while serving the socket.
@@ -385,8 +430,13 @@ class GdbStub:
         for addr in list(self.breakpoints):
             self._remove_bp(addr)
         for key in list(self.watchpoints):
-            self.uc.hook_del(self.watchpoints.pop(key))
-        self._need_block_hook()
+            self._del_hook(self.watchpoints.pop(key))
+        self._bp_kind.clear()
+        try:
+            self._need_block_hook()
+            self.uc.ctl_flush_tb()
+        except (UcError, OverflowError, ValueError):
+            log.exception("gdb: clearing the translation cache failed")
         self.halted = False
 
     def _send_raw(self, data: bytes) -> None:
@@ -436,6 +486,14 @@ class GdbStub:
                 del buf[0]
                 continue
             end = buf.find(b"#")
+            # a '$' inside a packet (GDB escapes it in data) starts a new one: the
+            # client gave up on a broken packet and sent another
+            nxt = buf.find(b"$", 1, len(buf) if end < 0 else min(end + 3, len(buf)))
+            if nxt > 0:
+                del buf[:nxt]
+                if not self.no_ack:
+                    self._send_raw(b"-")
+                continue
             if end < 0:
                 if len(buf) > PACKET_SIZE * 2 + 16:
                     del buf[:]
@@ -466,6 +524,9 @@ class GdbStub:
             except GdbError as e:
                 reply = f"E{e.code:02x}"
             except (ValueError, IndexError, KeyError, UcError, OverflowError):
+                reply = "E01"
+            except Exception:       # noqa: BLE001 - a client never stops the stub
+                log.exception("gdb: packet %r failed", body[:64])
                 reply = "E01"
             if reply is not None:
                 self._send(reply)
@@ -517,7 +578,7 @@ class GdbStub:
         if s.startswith("vFlashErase:"):
             # GDB's `load` into the memory map's flash (Cortex-Debug's
             # target-download): erased bytes read 0xFF, as after an NVMC erase
-            a, ln = (int(x, 16) for x in s[12:].split(","))
+            a, ln = _addr_len(s[12:])
             r = self._region(a)
             if r is None or r[2] != "flash" or a + ln > r[1] or ln > 1 << 24:
                 raise GdbError(1)
@@ -525,7 +586,7 @@ class GdbStub:
             return "OK"
         if s.startswith("vFlashWrite:"):
             colon = pkt.index(b":", 12)
-            a = int(pkt[12:colon].decode(), 16)
+            a = _hex(pkt[12:colon])
             data = pkt[colon + 1:]          # binary, already unescaped with the packet
             r = self._region(a)
             if r is None or r[2] != "flash":
@@ -549,13 +610,13 @@ class GdbStub:
                 off += n
             return "OK"
         if cmd == "p":
-            n = int(s[1:], 16)
+            n = _hex(s[1:])
             if not 0 <= n < NUM_REGS:
                 raise GdbError(1)
             return self._reg_hex(n)
         if cmd == "P":
             r, v = s[1:].split("=")
-            n = int(r, 16)
+            n = _hex(r)
             if not 0 <= n < NUM_REGS:
                 raise GdbError(1)
             raw = bytes.fromhex(v)
@@ -564,13 +625,13 @@ class GdbStub:
             self._set_reg(n, int.from_bytes(raw, "little"))
             return "OK"
         if cmd == "m":
-            a, ln = (int(x, 16) for x in s[1:].split(","))
-            if ln > PACKET_SIZE // 2 or ln < 0 or a + ln > 1 << 32:
+            a, ln = _addr_len(s[1:])
+            if ln > PACKET_SIZE // 2:
                 raise GdbError(1)
             return self._read_mem(a, ln).hex()
         if cmd == "M":
             hdr, hexdata = s[1:].split(":", 1)
-            a, ln = (int(x, 16) for x in hdr.split(","))
+            a, ln = _addr_len(hdr)
             data = bytes.fromhex(hexdata)
             if len(data) != ln:
                 raise GdbError(1)
@@ -578,7 +639,7 @@ class GdbStub:
             return "OK"
         if cmd == "X":
             colon = pkt.index(b":")
-            a, ln = (int(x, 16) for x in pkt[1:colon].decode().split(","))
+            a, ln = _addr_len(pkt[1:colon])
             data = pkt[colon + 1:]          # already unescaped with the packet
             if len(data) != ln:
                 raise GdbError(1)
@@ -589,11 +650,11 @@ class GdbStub:
             return self._bp_packet(cmd == "Z", s[1:])
         if cmd in "cC":
             if cmd == "c" and len(s) > 1:
-                self.cpu.pc = int(s[1:], 16)
+                self.cpu.pc = _hex(s[1:])
             return self._do_continue()
         if cmd in "sS":
             if cmd == "s" and len(s) > 1:
-                self.cpu.pc = int(s[1:], 16)
+                self.cpu.pc = _hex(s[1:])
             return self._do_step()
         if cmd == "D":
             self._send("OK")
@@ -606,9 +667,9 @@ class GdbStub:
         return ""
 
     def _xfer(self, data: bytes, rng: str) -> str:
-        off, ln = (int(x, 16) for x in rng.split(","))
-        chunk = data[off:off + ln]
-        return ("l" if off + ln >= len(data) else "m") + chunk.decode("latin-1")
+        off, ln = _addr_len(rng)
+        chunk = data[off:off + min(ln, PACKET_SIZE)]
+        return ("l" if off + len(chunk) >= len(data) else "m") + chunk.decode("latin-1")
 
     def _memory_map(self) -> str:
         parts = ['<?xml version="1.0"?><!DOCTYPE memory-map PUBLIC "+//IDN gnu.org//DTD GDB '
@@ -695,21 +756,30 @@ class GdbStub:
 
     # breakpoints ----------------------------------------------------------
     def _bp_packet(self, insert: bool, args: str) -> str:
-        kind_s, addr_s, len_s = args.split(",")[:3]
-        kind, addr, ln = int(kind_s), int(addr_s, 16), int(len_s.split(";")[0], 16)
+        parts = args.split(",")
+        if len(parts) < 3:
+            raise GdbError(1)
+        kind_s, addr_s, len_s = parts[:3]
+        kind, addr, ln = _hex(kind_s, 0xFF), _hex(addr_s), _hex(len_s.split(";")[0])
         if kind in (0, 1):
+            if addr + 4 > 1 << 32:
+                raise GdbError(1)
             if insert:
-                self._bp_kind[addr] = kind
                 if addr not in self.breakpoints:
-                    self.breakpoints[addr] = self.uc.hook_add(UC_HOOK_CODE, self._hook_bp,
-                                                              begin=addr, end=addr)
-                    self.uc.ctl_remove_cache(addr, addr + 4)
+                    h = self.uc.hook_add(UC_HOOK_CODE, self._hook_bp, begin=addr, end=addr)
+                    try:
+                        self.uc.ctl_remove_cache(addr, addr + 4)
+                    except Exception:
+                        self._del_hook(h)           # no half-made breakpoint stays
+                        raise
+                    self.breakpoints[addr] = h
+                self._bp_kind[addr] = kind
             else:
                 self._remove_bp(addr)
             self._need_block_hook()
             return "OK"
         if kind in (2, 3, 4):
-            if not 0 < ln <= 0x10000:
+            if not 0 < ln <= 0x10000 or addr + ln > 1 << 32:
                 raise GdbError(1)
             key = (kind, addr, ln)
             if insert:
@@ -727,10 +797,21 @@ class GdbStub:
         return ""
 
     def _remove_bp(self, addr: int) -> None:
+        """Never raises: it runs when a client goes, whatever the client sent."""
         h = self.breakpoints.pop(addr, None)
+        self._bp_kind.pop(addr, None)
         if h is not None:
+            self._del_hook(h)
+            try:
+                self.uc.ctl_remove_cache(addr, addr + 4)
+            except (UcError, OverflowError, ValueError):
+                self.uc.ctl_flush_tb()
+
+    def _del_hook(self, h) -> None:
+        try:
             self.uc.hook_del(h)
-            self.uc.ctl_remove_cache(addr, addr + 4)
+        except (UcError, KeyError, ValueError):
+            log.exception("gdb: removing a hook failed")
 
     # execution commands -----------------------------------------------------
     def _do_step(self) -> Optional[str]:

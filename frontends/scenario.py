@@ -92,7 +92,10 @@ time; a failure says what was seen instead (the console tail, the lit count,
 the pixel colour, how many pixels changed and where, the last 200 bytes the
 watch sent the phone, the messages received).  Exit status: 0 all passed, 1
 any failed, 2 bad input (unreadable scenario, unknown step, bad arguments,
-unloadable firmware) with a one-line error.
+unloadable firmware) with a one-line error naming the file and step.  A
+scenario is UTF-8 text of at most 256 KiB, with at most 100 000 values once
+its aliases are expanded, nested at most 64 deep; times are finite and within
+the emulated clock's range (as ``--seconds``), taps on the 240x240 panel.
 
 Not modelled / limits: ``set_time`` sends wasp-os's
 ``watch.rtc.set_localtime(...)`` line (what wasptool sends), not Gadgetbridge's
@@ -110,23 +113,42 @@ import argparse
 import calendar
 import datetime
 import json
+import math
 import os
+import reprlib
+import stat
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 from xml.sax.saxutils import quoteattr, escape
 
-from emu.clock import TICKS_PER_SECOND
+from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND
 from emu.outputs import Files, atomic_write, file_identity
 from frontends import testbench as tb
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TIMEOUT_MS = 1000.0
 PHONE_TIMEOUT_MS = 5000.0
+MAX_MS = float(NEVER // 2 // TICKS_PER_MS)  # the emulated clock's range (about 142 years)
+PANEL = 240                     # the touch panel (CST816S over the 240x240 ST7789)
+MAX_COORD = 4095                # screen coordinates (boxes, pixels): checked on the screen too
+# a scenario file is small: these bound what reading one can cost
+MAX_FILE_BYTES = 256 << 10
+MAX_VALUES = 100_000            # values in the document, each use of an alias (*x) counted
+MAX_CHARS = 4 << 20             # characters in its strings, the same way
+MAX_DEPTH = 64                  # lists and mappings inside each other
+
+_reprlib = reprlib.Repr()
+_reprlib.maxstring = _reprlib.maxother = 60
+_reprlib.maxlong = 24
+_reprlib.maxlevel, _reprlib.maxlist, _reprlib.maxdict = 2, 4, 4
 
 
 class ScenarioError(Exception):
-    """Bad scenario input (exit status 2)."""
+    """Bad scenario input (exit status 2).  The message is always one line."""
+
+    def __init__(self, msg: str):
+        super().__init__(msg.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 @dataclass
@@ -162,29 +184,46 @@ class Scenario:
 # ----------------------------------------------------------------------
 # parsing
 # ----------------------------------------------------------------------
-def _num(v: Any, what: str, positive: bool = False) -> float:
+def _num(v: Any, what: str, positive: bool = False, most: Optional[float] = None) -> float:
+    """A time: a finite number >= 0 (> 0 if ``positive``), at most ``most``
+    (default: the emulated clock's range in ms, as the CLI bounds --seconds)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ScenarioError(f"{what} must be a number, got {v!r}")
+        raise ScenarioError(f"{what} must be a number, got {_show(v)}")
+    most = MAX_MS if most is None else most
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ScenarioError(f"{what} must be a finite number, got {_show(v)}")
     if v < 0 or (positive and v == 0):
-        raise ScenarioError(f"{what} must be {'positive' if positive else '>= 0'}, got {v!r}")
+        raise ScenarioError(f"{what} must be {'positive' if positive else '>= 0'}, got {_show(v)}")
+    if v > most:
+        raise ScenarioError(f"{what} must be at most {most:.15g} (the emulated clock's range), "
+                            f"got {_show(v)}")
     return float(v)
 
 
-def _int(v: Any, what: str) -> int:
+def _int(v: Any, what: str, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
+    """An integer, within lo..hi (inclusive) when they are given."""
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ScenarioError(f"{what} must be an integer, got {v!r}")
+        raise ScenarioError(f"{what} must be an integer, got {_show(v)}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ScenarioError(f"{what} must be {lo}..{hi}, got {_show(v)}")
     return v
+
+
+def _show(v: Any) -> str:
+    """A value for an error message: its repr, one line, cut short."""
+    return _reprlib.repr(v)
 
 
 def _mapping(v: Any, kind: str, required: tuple, optional: tuple = ()) -> dict:
     if not isinstance(v, dict):
-        raise ScenarioError(f"{kind}: expected a mapping with {', '.join(required)}, got {v!r}")
+        keys = f" with {', '.join(required)}" if required else ""
+        raise ScenarioError(f"{kind}: expected a mapping{keys}, got {_show(v)}")
     missing = [k for k in required if k not in v]
     if missing:
         raise ScenarioError(f"{kind}: missing {', '.join(missing)}")
     extra = [k for k in v if k not in required + optional]
     if extra:
-        raise ScenarioError(f"{kind}: unknown key(s) {', '.join(map(str, extra))}")
+        raise ScenarioError(f"{kind}: unknown key(s) {', '.join(map(_show, extra))}")
     return dict(v)
 
 
@@ -194,13 +233,13 @@ def _onoff(v: Any, kind: str) -> bool:
         return True
     if v in (False, "off", "OFF", "Off"):
         return False
-    raise ScenarioError(f"{kind}: expected on or off, got {v!r}")
+    raise ScenarioError(f"{kind}: expected on or off, got {_show(v)}")
 
 
 def _parse_step(raw: Any, index: int, base: str) -> Step:
     if not isinstance(raw, dict) or len(raw) != 1:
         raise ScenarioError(f"step {index}: expected a one-key mapping like 'run: {{ms: 10}}', "
-                            f"got {raw!r}")
+                            f"got {_show(raw)}")
     (kind, v), = raw.items()
     kind = str(kind)
     where = f"step {index} ({kind})"
@@ -211,7 +250,7 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
         if "ms" in a and "s" in a:
             raise ScenarioError(f"{where}: give exactly one of ms or s")
         if "s" in a:
-            a = {"ms": _num(a["s"], f"{where} s") * 1000.0}
+            a = {"ms": _num(a["s"], f"{where} s", most=MAX_MS / 1000) * 1000.0}
             label = f"run {a['ms'] / 1000:g} s"
         else:
             a["ms"] = _num(a["ms"], f"{where} ms")
@@ -233,11 +272,12 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
         label = f"wait_symbol {a['name']}"
     elif kind == "tap":
         a = _mapping(v, where, ("x", "y"))
-        a["x"], a["y"] = _int(a["x"], f"{where} x"), _int(a["y"], f"{where} y")
+        a["x"] = _int(a["x"], f"{where} x (on the {PANEL}x{PANEL} touch panel)", 0, PANEL - 1)
+        a["y"] = _int(a["y"], f"{where} y (on the {PANEL}x{PANEL} touch panel)", 0, PANEL - 1)
         label = f"tap ({a['x']},{a['y']})"
     elif kind == "swipe":
         if v not in ("up", "down", "left", "right"):
-            raise ScenarioError(f"{where}: expected up, down, left or right, got {v!r}")
+            raise ScenarioError(f"{where}: expected up, down, left or right, got {_show(v)}")
         a = {"direction": v}
         label = f"swipe {v}"
     elif kind == "button":
@@ -250,7 +290,7 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
         if not 0 <= a["pin"] < 32:
             raise ScenarioError(f"{where}: pin must be 0..31, got {a['pin']}")
         if a["level"] not in (0, 1):
-            raise ScenarioError(f"{where}: level must be 0 or 1, got {a['level']!r}")
+            raise ScenarioError(f"{where}: level must be 0 or 1, got {_show(a['level'])}")
         a["timeout_ms"] = _num(a.get("timeout_ms", 0), f"{where} timeout_ms")
         label = f"expect_pin P0.{a['pin']:02d} == {int(a['level'])}"
     elif kind == "screenshot":
@@ -263,12 +303,14 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
             v = {"png": v}
         a = _mapping(v, where, ("png",), ("tolerance", "mask"))
         a["png"] = os.path.join(base, str(a["png"]))
-        a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance")
+        a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance", 0, 255)
         masks = a.get("mask", []) or []
         if not isinstance(masks, list) or not all(
-                isinstance(m, list) and len(m) == 4 and all(isinstance(i, int) for i in m)
-                for m in masks):
-            raise ScenarioError(f"{where}: mask must be a list of [x, y, w, h]")
+                isinstance(m, list) and len(m) == 4
+                and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= MAX_COORD
+                        for i in m) for m in masks):
+            raise ScenarioError(f"{where}: mask must be a list of [x, y, w, h] "
+                                f"(integers 0..{MAX_COORD})")
         a["mask"] = [tuple(m) for m in masks]
         label = f"expect_screen {v['png']}"
     elif kind == "expect_motor":
@@ -297,8 +339,12 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
             path = os.path.join(base, _text(a.pop("file"), f"{where} file"))
             if not os.path.isfile(path):
                 raise ScenarioError(f"{where}: no file {path}")
-            with open(path, encoding="utf-8") as f:
-                a["code"], shown = f.read(), os.path.basename(path)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    a["code"], shown = f.read(), os.path.basename(path)
+            except (OSError, UnicodeDecodeError) as e:
+                raise ScenarioError(f"{where}: cannot read {path} as UTF-8 text "
+                                    f"({getattr(e, 'strerror', None) or e})") from None
             a["source"] = path
         else:
             a["code"] = _text(a["code"], f"{where} code")
@@ -311,13 +357,14 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
     elif kind in PHONE_STEPS or kind in SCREEN_STEPS:
         a, label = (_parse_phone_step if kind in PHONE_STEPS else _parse_screen_step)(kind, v, where)
     else:
-        raise ScenarioError(f"step {index}: unknown step {kind!r} (known: {', '.join(STEPS)})")
+        raise ScenarioError(f"step {index}: unknown step {_show(kind)} "
+                            f"(known: {', '.join(STEPS)})")
     return Step(kind, a, label, index)
 
 
 def _text(v: Any, what: str) -> str:
     if not isinstance(v, str) or not v:
-        raise ScenarioError(f"{what} must be a non-empty string, got {v!r}")
+        raise ScenarioError(f"{what} must be a non-empty string, got {_show(v)}")
     return v
 
 
@@ -367,7 +414,7 @@ def _parse_phone_step(kind: str, v: Any, where: str) -> tuple:
     if kind == "music":
         a = _mapping(v, where, (), ("artist", "track", "album", "state", "timeout_ms"))
         if "state" in a and a["state"] not in ("play", "pause"):
-            raise ScenarioError(f"{where}: state must be play or pause, got {a['state']!r}")
+            raise ScenarioError(f"{where}: state must be play or pause, got {_show(a['state'])}")
         if ("artist" in a) != ("track" in a):
             raise ScenarioError(f"{where}: give artist and track together")
         if "artist" not in a and "state" not in a:
@@ -383,9 +430,10 @@ def _parse_phone_step(kind: str, v: Any, where: str) -> tuple:
                 t = datetime.datetime.fromisoformat(t)
             except ValueError:
                 raise ScenarioError(f"{where}: expected a time like 2025-12-03T14:42:00, "
-                                    f"got {a['time']!r}") from None
+                                    f"got {_show(a['time'])}") from None
         if not isinstance(t, datetime.datetime):
-            raise ScenarioError(f"{where}: expected a time like 2025-12-03T14:42:00, got {t!r}")
+            raise ScenarioError(f"{where}: expected a time like 2025-12-03T14:42:00, "
+                                f"got {_show(t)}")
         if t.tzinfo is not None:        # the watch keeps local time: use the wall-clock fields
             t = t.replace(tzinfo=None)
         a["unix"] = calendar.timegm(t.timetuple())
@@ -394,23 +442,30 @@ def _parse_phone_step(kind: str, v: Any, where: str) -> tuple:
     # expect_phone_message
     if not isinstance(v, dict):
         raise ScenarioError(f"{where}: expected a mapping of keys and values the message "
-                            f"holds, e.g. {{t: call, n: ACCEPT}}, got {v!r}")
+                            f"holds, e.g. {{t: call, n: ACCEPT}}, got {_show(v)}")
     match = {str(k): val for k, val in v.items() if k != "timeout_ms"}
     if not match:
         raise ScenarioError(f"{where}: give at least one key the message must hold")
+    try:
+        shown = json.dumps(match, separators=(",", ":"))
+    except (TypeError, ValueError):
+        raise ScenarioError(f"{where}: values must be what JSON holds (text, numbers, true, "
+                            f"false, null, lists, mappings), got {_show(match)}") from None
     a = {"match": match}
     _timeout(a, where, dict(v).get("timeout_ms", DEFAULT_TIMEOUT_MS))
-    return a, "expect_phone_message " + json.dumps(match, separators=(",", ":"))
+    return a, "expect_phone_message " + shown
 
 
 def _box_arg(v: Any, where: str) -> tuple:
     if v is None:
         return None
     if (not isinstance(v, list) or len(v) != 4
-            or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v)
+            or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= MAX_COORD
+                       for i in v)
             or v[2] == 0 or v[3] == 0):
-        raise ScenarioError(f"{where}: box must be [x, y, w, h] (integers, w and h > 0), "
-                            f"got {v!r}")
+        raise ScenarioError(f"{where}: box must be [x, y, w, h] (integers 0..{MAX_COORD}, "
+                            f"w and h > 0), "
+                            f"got {_show(v)}")
     return tuple(v)
 
 
@@ -420,9 +475,11 @@ def _parse_screen_step(kind: str, v: Any, where: str) -> tuple:
         a["box"] = _box_arg(a["box"], where)
         if "min_lit" not in a and "max_lit" not in a:
             raise ScenarioError(f"{where}: give min_lit, max_lit or both")
-        for k in ("min_lit", "max_lit", "threshold"):
+        for k in ("min_lit", "max_lit"):
             if k in a:
                 a[k] = _int(a[k], f"{where} {k}")
+        if "threshold" in a:
+            a["threshold"] = _int(a["threshold"], f"{where} threshold", 0, 255)
         a.setdefault("threshold", 64)
         _timeout(a, where, DEFAULT_TIMEOUT_MS if kind == "wait_region" else 0)
         rng = (f"{a['min_lit']} <= " if "min_lit" in a else "") + "lit" + (
@@ -436,45 +493,114 @@ def _parse_screen_step(kind: str, v: Any, where: str) -> tuple:
         opt = ("box", "tolerance") + (("timeout_ms",) if kind == "wait_screen_change" else ())
         a = _mapping(v if v is not None else {}, where, (), opt)
         a["box"] = _box_arg(a.get("box"), where)
-        a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance")
+        a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance", 0, 255)
         if kind == "wait_screen_change":
             _timeout(a, where, DEFAULT_TIMEOUT_MS)
         return a, kind + (f" {list(a['box'])}" if a["box"] else "")
     # expect_pixel
     a = _mapping(v, where, ("x", "y", "rgb"), ("tolerance", "timeout_ms"))
-    a["x"], a["y"] = _int(a["x"], f"{where} x"), _int(a["y"], f"{where} y")
+    a["x"] = _int(a["x"], f"{where} x", 0, MAX_COORD)
+    a["y"] = _int(a["y"], f"{where} y", 0, MAX_COORD)
     rgb = a["rgb"]
     try:
         a["rgb"] = tb._rgb(rgb)
         if len(a["rgb"]) != 3 or not all(0 <= c <= 255 for c in a["rgb"]):
             raise ValueError
     except (TypeError, ValueError):
-        raise ScenarioError(f"{where}: rgb must be \"#rrggbb\" or [r, g, b], got {rgb!r}") from None
-    a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance")
+        raise ScenarioError(f"{where}: rgb must be \"#rrggbb\" or [r, g, b], "
+                            f"got {_show(rgb)}") from None
+    a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance", 0, 255)
     _timeout(a, where, 0)
     return a, f"expect_pixel ({a['x']},{a['y']}) #{'%02x%02x%02x' % a['rgb']}"
+
+
+def _read_text(path: str) -> str:
+    """The scenario file as text: a small regular file, UTF-8."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScenarioError(f"{path}: not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise ScenarioError(f"{path}: {st.st_size} bytes, more than a scenario can be "
+                                f"({MAX_FILE_BYTES})")
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read ({e.strerror or e})") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        raise ScenarioError(f"{path}: UTF-16 or UTF-32 text (it starts with a byte-order mark); "
+                            f"save it as UTF-8")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ScenarioError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at line "
+                            f"{line})") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _check_size(doc: Any, path: str) -> None:
+    """Refuse a document that is too big once its aliases are expanded (a
+    'billion laughs' of nested *aliases is a few lines of YAML but 10**9
+    values when printed or walked), nested too deeply, or holding strings
+    that are not Unicode text (lone surrogates from \\ud800 escapes).
+    Costs at most MAX_VALUES steps."""
+    values, chars = 0, 0
+    stack = [(doc, 1)]
+    while stack:
+        v, depth = stack.pop()
+        values += 1
+        if values > MAX_VALUES or chars > MAX_CHARS:
+            raise ScenarioError(f"{path}: too big (more than {MAX_VALUES} values or {MAX_CHARS} "
+                                f"characters, counting each use of an alias *name)")
+        if isinstance(v, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise ScenarioError(f"{path}: lists and mappings nested more than "
+                                    f"{MAX_DEPTH} deep")
+            items = [x for kv in v.items() for x in kv] if isinstance(v, dict) else v
+            stack.extend((x, depth + 1) for x in items)
+        elif isinstance(v, (str, bytes)):
+            chars += len(v)
+            if isinstance(v, str):
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ScenarioError(f"{path}: the string {_show(v)} is not Unicode text "
+                                        f"(a lone surrogate)") from None
 
 
 def load_scenario(path: str) -> Scenario:
     """Parse and validate one scenario file; ScenarioError on bad input."""
     import yaml
+    text = _read_text(path)
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-    except OSError as e:
-        raise ScenarioError(f"{path}: cannot read ({e.strerror or e})") from None
+        doc = yaml.safe_load(text)
+    except yaml.reader.ReaderError as e:         # a control character, not a YAML problem
+        line = text[:e.position].count("\n") + 1
+        code = ord(e.character) if isinstance(e.character, str) else e.character
+        raise ScenarioError(f"{path}: invalid YAML at line {line}: control character "
+                            f"U+{code:04X} is not allowed") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         raise ScenarioError(f"{path}: invalid YAML{at}") from None
+    except RecursionError:
+        raise ScenarioError(f"{path}: lists and mappings nested too deeply") from None
+    _check_size(doc, path)
     name = os.path.splitext(os.path.basename(path))[0]
     board = None
     if isinstance(doc, dict):
         unknown = [k for k in doc if k not in ("name", "board", "steps")]
         if unknown:
-            raise ScenarioError(f"{path}: unknown top-level key(s) {', '.join(map(str, unknown))}")
+            raise ScenarioError(f"{path}: unknown top-level key(s) "
+                                f"{', '.join(map(_show, unknown))}")
         name = str(doc.get("name", name))
         board = doc.get("board")
+        if board is not None:
+            from emu.machine import BOARDS
+            if not isinstance(board, str) or board not in BOARDS:
+                raise ScenarioError(f"{path}: unknown board {_show(board)} "
+                                    f"(known: {', '.join(sorted(BOARDS))})")
         steps = doc.get("steps")
     else:
         steps = doc
@@ -702,10 +828,19 @@ def _whole(m) -> tuple:
 
 def _box(m, a) -> tuple:
     whole = _whole(m)
-    return a["box"] or whole
+    return _on_screen(m, a["box"]) if a["box"] else whole
+
+
+def _on_screen(m, box: tuple) -> tuple:
+    """``box`` if it lies on the screen; a failed step saying the screen's size if not."""
+    _x, _y, w, h = _whole(m)
+    if box[0] + box[2] > w or box[1] + box[3] > h:
+        _fail(m, f"box {list(box)} on the screen", f"the screen is {w}x{h}")
+    return box
 
 
 def _do_region(m, a, ctx=None):
+    _on_screen(m, a["box"])
     tb.wait_for_region(m, a["box"], a["timeout_ms"], min_lit=a.get("min_lit"),
                        max_lit=a.get("max_lit"), threshold=a["threshold"])
 
@@ -745,6 +880,7 @@ def _do_wait_screen_change(m, a, ctx):
 
 
 def _do_expect_pixel(m, a, ctx=None):
+    _on_screen(m, (a["x"], a["y"], 1, 1))
     tb.wait_for_pixel(m, a["x"], a["y"], a["rgb"], a["timeout_ms"], a["tolerance"])
 
 
@@ -913,6 +1049,7 @@ def test_files(args, scenarios: list) -> Files:
 
 
 def _usage_error(msg: str) -> int:
+    msg = msg.replace("\r", "\\r").replace("\n", "\\n")         # one line, always
     print(f"pinetime-emu test: error: {msg}", file=sys.stderr)
     return EXIT_USAGE
 

@@ -128,8 +128,7 @@ class UartTcpServer(TcpByteServer):
         self.board.console.on_output(self._from_board)
 
     def _from_board(self, b: int) -> None:
-        if self.client is not None:
-            self.tx_pending.append(b)
+        self._from_watch(bytes((b,)))
 
     def _forward(self) -> None:
         if self.rx_pending:

@@ -320,6 +320,7 @@ def test_wasp_os_on_the_real_s132_answers_over_bumble():
     m = Machine(app, softdevice_hex=sd, flash_file=None)
     m.run(seconds=6)                      # first boot formats the NOR; then a reboot
     m.system_reset()
+    m.run(seconds=6)                      # to the clock face, with the REPL idle
     emu = EmuThread(m)
     emu.start()
     nus_rx = bumble.core.UUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")
@@ -337,8 +338,8 @@ def test_wasp_os_on_the_real_s132_answers_over_bumble():
         tx = next(c for c in chars if c.uuid == nus_tx)
         got = bytearray()
         await tx.subscribe(lambda value: got.extend(value))
-        await rx.write_value(b"\x03", with_response=True)       # Ctrl-C: a fresh prompt
-        await asyncio.sleep(1)
+        await rx.write_value(b"\r", with_response=True)         # a fresh prompt
+        await asyncio.sleep(0.5)
         await rx.write_value(b"6*7\r", with_response=True)
         for _ in range(100):
             if b"42" in got:

@@ -11,12 +11,17 @@ phone --exec FILE`` etc.: wall-clock timeouts, the emulator paces itself):
 * ``eval(expr)``: type an expression at the REPL, return what it shows;
 * ``upload(data, name)`` / ``push``: write a file into the watch's
   filesystem, 48 bytes per REPL line through ``ubinascii.a2b_base64`` (the
-  REPL line buffer and the heap stay small, as with wasptool);
+  REPL line buffer and the heap stay small, as with wasptool), into
+  ``name.part`` first and then renamed over ``name`` (``os.rename``): an
+  upload that fails part-way leaves the watch's old ``name`` as it was;
 * ``pull(name)``: read a file back the same way (base64 lines);
 * ``set_rtc(t)`` / ``check_rtc(t)``: set the watch's clock to a time tuple,
   or return the watch's time minus ``t`` in seconds;
-* ``memfree()``, ``battery()``, ``reset()``, ``notify(title, body)``
-  (``wasp.system.notify`` as wasptool's ``--send-notification`` does).
+* ``memfree()``, ``battery()``, ``notify(title, body)`` (``wasp.system.notify``
+  as wasptool's ``--send-notification`` does);
+* ``reset()``: Ctrl-C then Ctrl-D, MicroPython's soft reset, which the REPL
+  handles without its parser (wasptool types ``watch.reset()``, which a REPL
+  answering every line ``MemoryError`` cannot run).
 
 Errors raised by the watch (a Python exception printed at the REPL) raise
 :class:`WaspToolError` with the exception's line.
@@ -25,7 +30,7 @@ wasp-os's MicroPython heap is small (about 8 KB free at the clock face):
 every string constant typed at the REPL is interned for good and the parser
 needs a 512-byte block per line, so after a long session (an upload, then a
 pull) the watch may answer ``MemoryError``, on a real watch as here.  A
-reset clears it (``reset()``, or Ctrl-D with ``machine.phone.send(b"\\x04")``
+soft reset clears it (``reset()``, or Ctrl-D with ``machine.phone.send(b"\\x04")``
 and a reconnect); the first boot after formatting the flash leaves the heap
 in that state too.
 """
@@ -74,6 +79,9 @@ class MachineTransport:
         return len(self.phone.output)
 
 
+MAX_REPLY = 4 << 20        # bytes a reply may run to before the watch is given up on
+
+
 class SocketTransport:
     """A running emulator's --bridge (raw TCP): waits use the host clock."""
 
@@ -92,6 +100,9 @@ class SocketTransport:
             if not data:
                 raise WaspToolError("the bridge closed the connection")
             self.buf += data
+            if len(self.buf) > MAX_REPLY:       # a peer that streams and never prompts
+                raise WaspToolError(f"more than {MAX_REPLY} bytes from the bridge without "
+                                    f"the reply waited for")
 
     def mark(self) -> int:
         return len(self.buf)
@@ -178,18 +189,36 @@ class WaspTool:
 
     # -- files ---------------------------------------------------------------
     def upload(self, data: bytes, name: str) -> None:
-        """Write ``data`` as the watch's file ``name``."""
+        """Write ``data`` as the watch's file ``name``: into ``name.part``, then
+        renamed over ``name``, so that a failure part-way (the watch's heap,
+        a lost link) leaves the old ``name`` as it was."""
+        part = name + ".part"
         # short lines and a collection around the transfer: the watch's heap
         # is small and its parser needs a 512-byte block for every line
-        _check_error(self.run("from ubinascii import a2b_base64 as _a; import gc; gc.collect()"),
-                     "upload")
-        _check_error(self.run(f"_f = open({name!r}, 'wb')"), f"upload {name}")
+        _check_error(self.run("from ubinascii import a2b_base64 as _a; import gc, os; "
+                              "gc.collect()"), "upload")
+        _check_error(self.run(f"_f = open({part!r}, 'wb')"), f"upload {name}")
         try:
             for i in range(0, len(data), CHUNK):
                 b64 = base64.b64encode(data[i:i + CHUNK]).decode()
                 _check_error(self.run(f"_f.write(_a({b64!r}))"), f"upload {name}")
-        finally:
-            self.run("_f.close(); del _f, _a; gc.collect()")
+            _check_error(self.run("_f.close(); del _f, _a; gc.collect()"), f"upload {name}")
+        except (WaspToolError, OSError) as e:
+            self._try(f"_f.close(); del _f, _a; os.remove({part!r}); gc.collect()",
+                      min(self.timeout_s, 5.0))             # tidy up if the watch still can
+            raise WaspToolError(f"{e} (the watch's {name} is unchanged)") from None
+        # littlefs (wasp-os) renames over an existing file; FAT needs it removed first
+        if self._try(f"os.rename({part!r}, {name!r})") is None:
+            self._try(f"os.remove({name!r})")
+            _check_error(self.run(f"os.rename({part!r}, {name!r})"),
+                         f"upload {name} (written as {part}, not renamed)")
+
+    def _try(self, line: str, timeout_s: Optional[float] = None) -> Optional[str]:
+        """Run a line; None if it failed (the REPL raised, or the link is gone)."""
+        try:
+            return _check_error(self.run(line, timeout_s), line)
+        except (WaspToolError, OSError):
+            return None
 
     def push(self, data: bytes, name: str) -> None:
         """wasptool's --push: the same bytes, binary-safe (as upload)."""
@@ -206,15 +235,15 @@ class WaspTool:
                 line = _check_error(self.run(f"print(_f.read({CHUNK}))"), f"pull {name}").strip()
                 try:
                     chunk = ast.literal_eval(line)
-                except (ValueError, SyntaxError):
-                    raise WaspToolError(f"pull {name}: unexpected reply {line!r}") from None
-                if not isinstance(chunk, bytes):
-                    raise WaspToolError(f"pull {name}: unexpected reply {line!r}")
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    raise WaspToolError(f"pull {name}: unexpected reply {line[:80]!r}") from None
+                if not isinstance(chunk, bytes) or len(chunk) > CHUNK:
+                    raise WaspToolError(f"pull {name}: unexpected reply {line[:80]!r}")
                 if not chunk:
                     break
                 out += chunk
         finally:
-            self.run("_f.close(); del _f; gc.collect()")
+            self._try("_f.close(); del _f; gc.collect()", min(self.timeout_s, 5.0))
         return bytes(out)
 
     # -- the watch -----------------------------------------------------------
@@ -249,5 +278,10 @@ class WaspTool:
                      "notify")
 
     def reset(self) -> None:
-        """wasptool --reset: the watch restarts (no prompt is waited for)."""
-        self.t.send(b"watch.reset()\r")
+        """Restart the watch's software (no prompt is waited for): Ctrl-C stops
+        whatever runs and clears the line, Ctrl-D at the empty prompt is
+        MicroPython's soft reset, which reruns wasp-os with a fresh heap.
+        Neither goes through the REPL's parser, so this works when every line
+        typed would answer ``MemoryError`` (wasptool's ``watch.reset()``
+        would not)."""
+        self.t.send(b"\x03\x03\x04")
