@@ -50,11 +50,9 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import io
 import json
 import os
 import struct
-import zipfile
 from dataclasses import dataclass, field
 from typing import Optional
 

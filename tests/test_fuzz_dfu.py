@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from fuzzing import (INTERESTING32, byte_mutation, elf_header_mutation, json_mutation, rezip,
-                     zip_header_mutation)
+from fuzz_files import (INTERESTING32, byte_mutation, elf_header_mutation, json_mutation,
+                        rezip, zip_header_mutation)
 from frontends import cli
 
 SEED = int(os.environ.get("PINETIME_EMU_FUZZ_SEED", "24"))

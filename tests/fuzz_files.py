@@ -1,4 +1,4 @@
-"""Bounded, seeded mutation of files for the fuzz tests (test_fuzz_*.py).
+"""Bounded, seeded mutation of files for test_fuzz_dfu.py and test_fuzz_snapshot.py.
 
 Every generator takes a ``random.Random`` and yields ``(description, bytes)``;
 the same seed gives the same cases, so a failure names a case that can be
