@@ -24,6 +24,11 @@ into exit status 2.
   SoftDevice is emulated at its API and the bootloader is not run.  A
   package whose application is an MCUBoot image (InfiniTime's
   ``pinetime-mcuboot-app-dfu-*.zip``) is placed like that image, below.
+  The package is read as hostile (emu/safezip.py): only stored and deflated
+  members, none encrypted, the application no larger than the flash, the
+  manifest and init packet at most 64 KiB each (declared sizes checked
+  before inflating, and inflating stops at the cap), names that are
+  strings; anything else is a one-line FirmwareError.
 * MCUBoot image (InfiniTime's ``pinetime-mcuboot-app-image-*.bin``, from
   imgtool): a 32-bit magic 0x96f3b83d, then the header (ih_hdr_size at +8,
   ih_img_size at +12, version at +20), the image, and the TLV area whose
@@ -45,11 +50,9 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import io
 import json
 import os
 import struct
-import zipfile
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -59,6 +62,9 @@ MCUBOOT_SLOT = 0x8000                   # primary slot: InfiniTime's gcc_nrf52-m
 MCUBOOT_SLOT_SIZE = 0x74000             # 0x8000-0x7BFFF (imgtool --slot-size 475136)
 MCUBOOT_VECTOR_COPY = 0x7F00            # where the PineTime bootloader puts the app's vectors
 MAX_FILE_SIZE = 256 * 1024 * 1024       # a firmware ELF with debug information fits
+MAX_DFU_PACKAGE = 16 * 1024 * 1024      # an application (at most the flash) with room to spare
+MAX_MANIFEST = 64 * 1024                # manifest.json: a few hundred bytes in practice
+MAX_INIT_PACKET = 64 * 1024             # the .dat: 14 bytes legacy, a few hundred signed
 
 
 class FirmwareError(Exception):
@@ -173,7 +179,7 @@ def load_firmware(path: str, base: Optional[int] = None,
     if data[:4] == b"\x7fELF":
         img = _load_elf(name, data)
     elif data[:4] == b"PK\x03\x04":
-        img = _load_dfu_zip(name, data, base)
+        img = _load_dfu_zip(name, data, base, layout)
     elif data[:4] == MCUBOOT_MAGIC.to_bytes(4, "little"):
         img = _load_mcuboot(name, data, base)
     elif data[:1] == b":" and _looks_like_hex(data):
@@ -200,6 +206,11 @@ def load_firmware(path: str, base: Optional[int] = None,
     else:
         img.vector_table = _find_vector_table(img, layout)
     return img
+
+
+def _short_repr(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."
 
 
 def _is_text(data: bytes) -> bool:
@@ -329,15 +340,29 @@ def crc16_ccitt(data: bytes, crc: int = 0xFFFF) -> int:
     return crc
 
 
-def _load_dfu_zip(name: str, data: bytes, base: Optional[int]) -> FirmwareImage:
+def _load_dfu_zip(name: str, data: bytes, base: Optional[int],
+                  layout: MemoryLayout) -> FirmwareImage:
+    from emu.safezip import MissingMember, ZipError, open_zip, read_member, shown
+    if len(data) > MAX_DFU_PACKAGE:
+        raise FirmwareError(f"{name}: {len(data)} bytes, too large for a DFU package of an "
+                            f"application for a {layout.flash_size // 1024} KiB flash (at most "
+                            f"{MAX_DFU_PACKAGE // (1024 * 1024)} MiB)")
     try:
-        z = zipfile.ZipFile(io.BytesIO(data))
-        manifest = json.loads(z.read("manifest.json"))["manifest"]
-    except KeyError:
+        z = open_zip(data)
+        text = read_member(z, "manifest.json", MAX_MANIFEST)
+    except MissingMember:
         raise FirmwareError(f"{name}: a zip without manifest.json: not a Nordic DFU "
                             "package") from None
-    except (zipfile.BadZipFile, ValueError, TypeError) as e:
+    except ZipError as e:
         raise FirmwareError(f"{name}: corrupt DFU package ({e})") from None
+    try:
+        manifest = json.loads(text)["manifest"]
+    except KeyError:
+        raise FirmwareError(f"{name}: corrupt DFU package (manifest.json has no "
+                            "\"manifest\" object)") from None
+    except (ValueError, TypeError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else " ".join(str(e).split())
+        raise FirmwareError(f"{name}: corrupt DFU package (manifest.json: {why})") from None
     if not isinstance(manifest, dict):
         raise FirmwareError(f"{name}: corrupt DFU package (manifest is not an object)")
     others = sorted(k for k in manifest if k in ("softdevice", "bootloader",
@@ -348,12 +373,22 @@ def _load_dfu_zip(name: str, data: bytes, base: Optional[int]) -> FirmwareImage:
     app = manifest.get("application")
     if not isinstance(app, dict) or "bin_file" not in app:
         raise FirmwareError(f"{name}: DFU package has no application")
+    for key in ("bin_file", "dat_file"):
+        v = app.get(key)
+        if (key == "bin_file" or v is not None) and (not isinstance(v, str) or not v):
+            raise FirmwareError(f"{name}: corrupt DFU package (manifest's application "
+                                f"{key} is {_short_repr(v)}, not a file name)")
+    # nothing in the package can be larger than the flash it would go into
+    # (checked before inflating, and inflating stops there)
     try:
-        image = z.read(app["bin_file"])
-        dat = z.read(app["dat_file"]) if app.get("dat_file") else b""
-    except (KeyError, zipfile.BadZipFile, OSError) as e:
+        image = read_member(z, app["bin_file"], layout.flash_size)
+        dat = read_member(z, app["dat_file"], MAX_INIT_PACKET) if app.get("dat_file") else b""
+    except ZipError as e:
         raise FirmwareError(f"{name}: corrupt DFU package ({e})") from None
-    notes = [f"Nordic DFU package: application {app['bin_file']} ({len(image)} bytes)"]
+    if not image:
+        raise FirmwareError(f"{name}: DFU package's application {shown(app['bin_file'])} is "
+                            "empty")
+    notes = [f"Nordic DFU package: application {shown(app['bin_file'])} ({len(image)} bytes)"]
     if len(dat) >= 14:
         # legacy init packet: device type, revision, app version, SD list, CRC16
         n_sd = struct.unpack_from("<H", dat, 8)[0]
@@ -361,8 +396,8 @@ def _load_dfu_zip(name: str, data: bytes, base: Optional[int]) -> FirmwareImage:
             want = struct.unpack_from("<H", dat, 10 + 2 * n_sd)[0]
             got = crc16_ccitt(image)
             if got != want:
-                raise FirmwareError(f"{name}: corrupt DFU package: {app['bin_file']} has CRC16 "
-                                    f"{got:#06x}, its init packet says {want:#06x}")
+                raise FirmwareError(f"{name}: corrupt DFU package: {shown(app['bin_file'])} has "
+                                    f"CRC16 {got:#06x}, its init packet says {want:#06x}")
             notes.append(f"init packet CRC16 {want:#06x} matches")
     if image[:4] == MCUBOOT_MAGIC.to_bytes(4, "little"):
         img = _load_mcuboot(name, image, base)

@@ -19,7 +19,8 @@ import logging
 import struct
 from typing import Callable, Optional, Union
 
-from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US, Clock
+from emu import checks
+from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US, Clock
 from emu.cpu.cortexm import StopReason
 from emu.loader import (FirmwareError, FirmwareImage, MemoryLayout, SymbolTable,
                         load_firmware)
@@ -28,6 +29,7 @@ from emu.phone import Phone
 log = logging.getLogger("emu.machine")
 
 SEMIHOSTING_BKPT = 0xAB
+MAX_RUN_TICKS = NEVER               # the furthest a run may go: no deadline (~285 years)
 SYS_WRITEC, SYS_WRITE0, SYS_WRITE, SYS_EXIT, SYS_EXIT_EXTENDED = 0x03, 0x04, 0x05, 0x18, 0x20
 ADP_STOPPED_APPLICATION_EXIT = 0x20026
 
@@ -72,10 +74,31 @@ class RunResult:
 
 
 class Machine:
+    """A whole emulated device.
+
+    ``Machine(firmware, board=None, base=None, pure_python=False,
+    softdevice_hex=None, **board_options)``.  Raises FirmwareError (one line
+    naming the file) when the firmware cannot be loaded or its board cannot
+    be told; TypeError for an argument of the wrong type or an option the
+    board does not take (``Machine(fw, bogus_option=1)``); ValueError for an
+    unknown board or a value out of range (``base`` beyond 32 bits, a
+    PineTime ``bpm`` below 0, a ``flash_file`` that is a directory or a
+    device)."""
+
     def __init__(self, firmware: Union[str, FirmwareImage, None] = None, *,
                  board: Optional[str] = None, base: Optional[int] = None,
                  pure_python: bool = False, softdevice_hex: Optional[str] = None,
                  **board_options):
+        import os
+        if firmware is not None and not isinstance(firmware, (str, os.PathLike, FirmwareImage)):
+            raise TypeError(f"firmware must be a path or a FirmwareImage, not "
+                            f"{type(firmware).__name__}")
+        if softdevice_hex is not None and not isinstance(softdevice_hex, (str, os.PathLike)):
+            raise TypeError(f"softdevice_hex must be a path, not {type(softdevice_hex).__name__}")
+        if board is not None and not isinstance(board, str):
+            raise TypeError(f"board must be a name, not {type(board).__name__}")
+        if base is not None:
+            base = checks.integer("base", base, 0, 0xFFFFFFFF)
         self.clock = Clock()
         # a real SoftDevice image (MBR + S132 hex) to run under the app instead
         # of the emulated S132 API: SVCs then reach the guest's own handler
@@ -243,11 +266,28 @@ class Machine:
         boundaries).  In System OFF the CPU runs nothing and time passes from
         event to event until a wake-up reset; the result's ``system_off``
         says so (reason ``"off"`` when nothing is scheduled before ``until``).
+
+        ``until_tick=emu.clock.NEVER`` runs with no deadline.  TypeError if a
+        time is not a number (``ticks`` and ``until_tick`` integers) or
+        ``stop`` is not callable; ValueError if a time is negative or not
+        finite, or the end lies beyond the clock's range (NEVER, about 285
+        years of emulated time); an ``until_tick`` already passed returns at
+        once.
         """
+        if stop is not None and not callable(stop):
+            raise TypeError(f"stop must be callable, not {type(stop).__name__}")
         if until_tick is None:
-            span = ticks + int(round(seconds * TICKS_PER_SECOND)) + int(round(ms * TICKS_PER_MS)) \
-                + int(round(us * TICKS_PER_US))
+            longest = MAX_RUN_TICKS - self.clock.now
+            span = checks.integer("ticks", ticks, 0, longest)
+            for name, value, unit in (("seconds", seconds, TICKS_PER_SECOND),
+                                      ("ms", ms, TICKS_PER_MS), ("us", us, TICKS_PER_US)):
+                span += int(round(checks.number(name, value, 0, longest / unit) * unit))
+            if span > longest:
+                raise ValueError(f"run of {span} ticks goes beyond the clock's range "
+                                 f"(at most {longest} more)")
             until_tick = self.clock.now + span
+        else:
+            until_tick = checks.integer("until_tick", until_tick, 0, MAX_RUN_TICKS)
         cpu = self.cpu
         scs = self.soc.scs
         while True:
@@ -278,7 +318,15 @@ class Machine:
     def run_until(self, predicate: Callable[[], bool], timeout_ms: float,
                   poll_ms: float = 1.0) -> bool:
         """Run until ``predicate()`` is true (checked every slice and at least every
-        ``poll_ms`` of emulated time); False on timeout."""
+        ``poll_ms`` of emulated time); False on timeout.  TypeError if
+        ``predicate`` is not callable or a time not a number, ValueError if a
+        time is negative or not finite (``poll_ms`` must be above 0)."""
+        if not callable(predicate):
+            raise TypeError(f"predicate must be callable, not {type(predicate).__name__}")
+        longest = (MAX_RUN_TICKS - self.clock.now) / TICKS_PER_MS
+        timeout_ms = checks.number("timeout_ms", timeout_ms, 0, longest)
+        if checks.number("poll_ms", poll_ms, 0, longest) == 0:
+            raise ValueError("poll_ms must be above 0")
         end = self.clock.now + int(timeout_ms * TICKS_PER_MS)
         step = max(1, int(poll_ms * TICKS_PER_MS))
         while self.clock.now < end:
@@ -397,5 +445,7 @@ class Machine:
             m = cls(fw, board=meta.get("board", "pinetime"), **opts)
         except (FirmwareError, OSError) as e:
             raise snapshot.SnapshotError(f"{path}: cannot load its firmware {fw}: {e}") from None
+        except (ValueError, TypeError) as e:          # a board or option it names
+            raise snapshot.SnapshotError(f"{path}: cannot build its machine: {e}") from None
         m.load_snapshot(path)
         return m

@@ -193,14 +193,15 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _sweep(folder: str, name: str) -> None:
+def _sweep(folder: str, name: str) -> list:
     """Remove temporary files for ``name`` left by processes that no longer
-    exist (a save killed with kill -9)."""
+    exist (a save killed with kill -9); the paths removed."""
     prefix = f".{name}."
+    removed: list = []
     try:
         names = os.listdir(folder)
     except OSError:
-        return
+        return removed
     for n in names:
         if not (n.startswith(prefix) and n.endswith(TMP_SUFFIX)):
             continue
@@ -208,8 +209,18 @@ def _sweep(folder: str, name: str) -> None:
         if pid.isdigit() and not _pid_alive(int(pid)):
             try:
                 os.unlink(os.path.join(folder, n))
+                removed.append(os.path.join(folder, n))
             except OSError:
                 pass
+    return removed
+
+
+def sweep_temporaries(path: str) -> list:
+    """Remove what saves to ``path`` killed midway left beside it (their
+    process is gone); the paths removed.  A save does this by itself; a
+    file the emulator keeps (the NOR flash) calls it when it is opened."""
+    folder, name = os.path.split(os.path.realpath(path))
+    return _sweep(folder, name)
 
 
 def temporary_files(path: str) -> list:

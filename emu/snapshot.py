@@ -101,6 +101,20 @@ log = logging.getLogger("emu.snapshot")
 FORMAT = "pinetime-emu-snapshot"
 VERSION = 1
 BLOB_MIN = 256             # bytes objects at least this long go to their own zip member
+# What a snapshot file may hold when read (a machine's whole state is a few
+# MiB: the 4 MiB NOR flash is the largest part); more is a damaged or hostile file.
+MAX_FILE = 64 * 1024 * 1024          # the snapshot file
+MAX_JSON = 64 * 1024 * 1024          # snapshot.json inflated
+MAX_BLOB = 16 * 1024 * 1024          # one blob inflated
+MAX_BLOBS = 128 * 1024 * 1024        # all blobs read, together
+U64 = 1 << 64
+# Bytes and arrays of a fixed size: restored only over one of the same length.
+FIXED_SIZE_ATTRS = {
+    "emu.devices.xt25f32.Xt25f32": {"data"},
+    "emu.buses.I2cRegisterDevice": {"regs"},
+    "emu.devices.bma421.Bma421": {"config"},
+    "emu.soc.nrf52832.Nrf52832": {"ficr", "uicr_default"},
+}
 
 # Modules whose objects are never part of the saved graph (host-side or rebuilt).
 SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
@@ -395,6 +409,8 @@ class _Decoder:
         if isinstance(v, list):
             return [self.dec(x) for x in v]
         if not isinstance(v, dict):
+            if type(v) is int and not -U64 < v < U64:
+                raise SnapshotError(f"number {str(v)[:20]}... out of range in snapshot data")
             return v
         if len(v) >= 1:
             k = next(iter(v))
@@ -523,12 +539,73 @@ def _capture(obj, enc: _Encoder, path: str, skipped: Optional[list] = None) -> d
     return attrs
 
 
-def _restore(obj, attrs: dict, dec: _Decoder) -> None:
+def _kind(v) -> Optional[str]:
+    """What sort of value ``v`` is, for checking a restored attribute against
+    the one it replaces (None: no value, fits anything)."""
+    if v is None:
+        return None
+    if isinstance(v, (bool, int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return "bytes"
+    if isinstance(v, (list, tuple, collections.deque)):
+        return "a sequence"
+    if isinstance(v, dict):
+        return "a mapping"
+    if isinstance(v, (set, frozenset)):
+        return "a set"
+    if isinstance(v, random.Random):
+        return "a random generator"
+    if type(v).__module__ == "numpy":
+        import numpy as np
+        if isinstance(v, np.ndarray):
+            return "an array"
+        if isinstance(v, np.generic):
+            return "a number"
+    return f"a {type(v).__name__}"
+
+
+def _fixed_size(obj, name: str) -> bool:
+    return any(name in FIXED_SIZE_ATTRS.get(f"{c.__module__}.{c.__qualname__}", ())
+               for c in type(obj).__mro__)
+
+
+def _check_value(where: str, old, new, fixed: bool = False) -> None:
+    """SnapshotError unless ``new`` may replace ``old``: the same sort of value
+    (None fits any), an array of the same shape and type, bytes of the same
+    length when the attribute has a fixed size."""
+    k_old, k_new = _kind(old), _kind(new)
+    if k_old is None or k_new is None:
+        return
+    if k_old != k_new:
+        raise SnapshotError(f"{where} is {k_new} in the snapshot, {k_old} in this machine")
+    if k_old == "an array" and (old.shape != new.shape or old.dtype != new.dtype):
+        raise SnapshotError(f"{where} is a {new.dtype} array of shape {tuple(new.shape)} in "
+                            f"the snapshot, {old.dtype} {tuple(old.shape)} in this machine")
+    if fixed and k_old == "bytes" and len(old) != len(new):
+        raise SnapshotError(f"{where} is {len(new)} bytes in the snapshot, {len(old)} in "
+                            "this machine")
+
+
+def _decode_attrs(obj, path: str, attrs: dict, dec: "_Decoder") -> dict:
+    """The attributes ``attrs`` decoded and checked against ``obj``'s own."""
+    out = {}
     for name, x in attrs.items():
-        if not isinstance(name, str) or name.startswith("__"):
+        if not isinstance(name, str) or name.startswith("__") or not name.isidentifier():
             raise SnapshotError(f"bad attribute name {name!r} in snapshot data")
+        v = dec.dec(x)
+        old = getattr(obj, name, None)
+        _check_value(f"{path}.{name}", old, v, _fixed_size(obj, name))
+        out[name] = v
+    return out
+
+
+def _restore(obj, values: dict) -> None:
+    for name, v in values.items():
         try:
-            setattr(obj, name, dec.dec(x))
+            setattr(obj, name, v)
         except AttributeError:
             # a read-only property shadowing nothing: state lives elsewhere
             log.debug("attribute %s of %s not settable", name, type(obj).__name__)
@@ -688,26 +765,129 @@ def save(machine, path: str) -> None:
 
 
 def read_snapshot(path: str) -> tuple:
-    """(metadata, blob reader) from a snapshot file; SnapshotError if it is not one."""
+    """(metadata, blob reader) from a snapshot file; SnapshotError if it is not one.
+
+    The file must be a regular file of at most MAX_FILE bytes (a device such
+    as /dev/zero is refused before it is read); its zip members are read
+    with caps (emu/safezip.py: snapshot.json MAX_JSON, each blob MAX_BLOB,
+    all blobs MAX_BLOBS), and the metadata's fields must have their types
+    and ranges (:func:`meta_problem`)."""
+    from emu.safezip import MissingMember, ZipError, open_zip, read_member, read_regular_file
     try:
-        z = zipfile.ZipFile(path)
-        meta = json.loads(z.read("snapshot.json").decode("utf-8"))
+        data = read_regular_file(path, MAX_FILE)
     except FileNotFoundError:
         raise SnapshotError(f"{path}: no such file") from None
-    except (zipfile.BadZipFile, KeyError, ValueError, UnicodeDecodeError, OSError) as e:
+    except ZipError as e:
+        raise SnapshotError(f"{path}: {e}, not a pinetime-emu snapshot") from None
+    except OSError as e:
+        raise SnapshotError(f"{path}: cannot read ({e.strerror or e})") from None
+    try:
+        z = open_zip(data)
+        text = read_member(z, "snapshot.json", MAX_JSON)
+    except MissingMember:
+        raise SnapshotError(f"{path}: not a pinetime-emu snapshot (no snapshot.json in "
+                            "it)") from None
+    except ZipError as e:
         raise SnapshotError(f"{path}: not a pinetime-emu snapshot or corrupt ({e})") from None
+    try:
+        meta = json.loads(text.decode("utf-8"))
+    except RecursionError:
+        raise SnapshotError(f"{path}: corrupt snapshot (snapshot.json is nested too "
+                            "deeply)") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SnapshotError(f"{path}: not a pinetime-emu snapshot or corrupt (snapshot.json: "
+                            f"{' '.join(str(e).split())[:200]})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise SnapshotError(f"{path}: not a pinetime-emu snapshot")
     if meta.get("version") != VERSION:
-        raise SnapshotError(f"{path}: snapshot format version {meta.get('version')} "
+        raise SnapshotError(f"{path}: snapshot format version {_short(meta.get('version'))} "
                             f"(this emulator reads version {VERSION})")
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise SnapshotError(f"{path}: corrupt snapshot ({problem})")
+    cache: dict = {}
+    total = [0]
 
     def blob(i: int) -> bytes:
+        if type(i) is not int or i < 0:
+            raise SnapshotError(f"{path}: corrupt snapshot (blob reference {_short(i)})")
+        if i in cache:
+            return cache[i]
         try:
-            return z.read(f"blob/{int(i)}")
-        except (KeyError, zipfile.BadZipFile, ValueError, OSError) as e:
+            b = read_member(z, f"blob/{i}", MAX_BLOB)
+        except ZipError as e:
             raise SnapshotError(f"{path}: corrupt snapshot (blob {i}: {e})") from None
+        total[0] += len(b)
+        if total[0] > MAX_BLOBS:
+            raise SnapshotError(f"{path}: corrupt snapshot (its blobs hold more than "
+                                f"{MAX_BLOBS} bytes)")
+        cache[i] = b
+        return b
     return meta, blob
+
+
+def _int(v, lo: int = 0, hi: int = U64) -> bool:
+    return type(v) is int and lo <= v < hi
+
+
+def meta_problem(meta: dict) -> Optional[str]:
+    """What is wrong with the fields of a snapshot's metadata (types, ranges),
+    or None.  What must match the machine is checked when it is restored."""
+    from emu.clock import NEVER
+    if not isinstance(meta.get("board"), str):
+        return "board is not a name"
+    opts = meta.get("board_options", {})
+    if not isinstance(opts, dict) or not all(
+            isinstance(v, (int, float, str, bool)) or v is None for v in opts.values()):
+        return "board_options is not a mapping of plain values"
+    fw = meta.get("firmware")
+    if fw is not None and (not isinstance(fw, dict) or not all(
+            isinstance(fw.get(k), str) or fw.get(k) is None for k in ("path", "sha256"))):
+        return "firmware is not {path, sha256}"
+    if "emulator" in meta and not isinstance(meta["emulator"], str):
+        return "emulator is not a version string"
+    st = meta.get("state")
+    if not isinstance(st, dict):
+        return "no state"
+    clock, cpu = st.get("clock"), st.get("cpu")
+    if not isinstance(clock, dict) or not _int(clock.get("now"), 0, NEVER) \
+            or not _int(clock.get("seq"), 0, NEVER) or not isinstance(clock.get("events"), list):
+        return "clock is not {now, seq, events} within the clock's range"
+    for ev in clock["events"]:
+        if not (isinstance(ev, list) and len(ev) == 3 and _int(ev[0], 0, NEVER + 1)
+                and _int(ev[1], -1, NEVER) and isinstance(ev[2], str)):
+            return f"clock event {_short(ev)} is not [due tick, sequence, name]"
+    if not isinstance(cpu, dict) or not isinstance(cpu.get("registers"), dict) \
+            or not isinstance(cpu.get("counter"), dict):
+        return "cpu is not {registers, counter}"
+    for name, v in cpu["registers"].items():
+        if not _int(v, 0, 1 << 32):
+            return f"CPU register {_short(name)} is {_short(v)}, not a 32-bit value"
+    counter = cpu["counter"]
+    if not _int(counter.get("cycles"), 0, 1 << 63) or not _int(counter.get("blocks"), 0, 1 << 63):
+        return "cpu counter is not {cycles, blocks} counts"
+    mems = st.get("memories")
+    if not isinstance(mems, list):
+        return "memories is not a list"
+    for m in mems:
+        if not (isinstance(m, dict) and isinstance(m.get("name"), str)
+                and _int(m.get("start"), 0, 1 << 32) and _int(m.get("size"), 0, 1 << 32)
+                and isinstance(m.get("data"), dict) and _int(m["data"].get("$b"))):
+            return f"memory {_short(m)} is not {{name, start, size, data blob}}"
+    objects = st.get("objects")
+    if not isinstance(objects, dict) or "machine" not in objects:
+        return "objects is not a mapping of the machine's parts"
+    for path, entry in objects.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("class"), str)
+                and isinstance(entry.get("attrs"), dict)
+                and isinstance(entry.get("aliases", []), list)
+                and all(isinstance(a, str) for a in entry.get("aliases", []))):
+            return f"part {_short(path)} is not {{class, attrs, aliases}}"
+    spi = st.get("spi_selected", {})
+    if not isinstance(spi, dict) or not all(
+            isinstance(v, list) and all(isinstance(x, bool) for x in v) for v in spi.values()):
+        return "spi_selected is not a mapping of lists of flags"
+    return None
 
 
 def check_compatible(machine, meta: dict, path: str = "snapshot") -> None:
@@ -739,8 +919,9 @@ def load(machine, path: str) -> dict:
                     _emulator_version())
     try:
         apply_state(machine, meta["state"], blob)
-    except SnapshotError:
-        raise
+    except SnapshotError as e:
+        text = str(e)
+        raise SnapshotError(text if text.startswith(f"{path}:") else f"{path}: {text}") from None
     except Exception as e:      # a damaged file must not crash the caller with a traceback
         raise SnapshotError(f"{path}: corrupt or incompatible snapshot "
                             f"({type(e).__name__}: {e}); the machine is left partly "
@@ -749,6 +930,12 @@ def load(machine, path: str) -> dict:
 
 
 def apply_state(machine, state: dict, blob) -> None:
+    """Restore ``state`` (checked by :func:`meta_problem`) into ``machine``.
+    Everything that must fit the machine is checked and decoded before
+    anything changes: the memory regions (names, addresses, sizes, data),
+    the CPU's register names, the parts (:func:`map_objects`), every
+    attribute against the one it replaces (:func:`_check_value`), the SPI
+    buses' selections and the clock's events."""
     cpu = machine.cpu
     clock = machine.clock
     graph = map_objects(machine, state["objects"])
@@ -756,12 +943,58 @@ def apply_state(machine, state: dict, blob) -> None:
     # memories (and forget translated code and block costs)
     regions = {name: (s, e) for s, e, name in _memory_regions(cpu)}
     memories = []
+    seen: set = set()
     for m in state["memories"]:
-        s, e = regions.get(m["name"], (None, None))
+        name = m["name"]
+        if name in seen:
+            raise SnapshotError(f"the snapshot has memory region {name} twice")
+        if name not in regions:
+            raise SnapshotError(f"the snapshot has memory region {_short(name)}, which this "
+                                "machine does not have")
+        seen.add(name)
+        s, e = regions.pop(name)
+        if s != m["start"] or e - s != m["size"]:
+            raise SnapshotError(f"memory region {name} is {m['size']} bytes at "
+                                f"{m['start']:#x} in the snapshot, {e - s} bytes at {s:#x} "
+                                "in this machine")
         data = dec._bytes(m["data"])
-        if s != m["start"] or e - s != m["size"] or len(data) != m["size"]:
-            raise SnapshotError(f"memory region {m['name']} does not match this machine")
+        if len(data) != e - s:
+            raise SnapshotError(f"memory region {name}: {len(data)} bytes of data for "
+                                f"{e - s} bytes")
         memories.append((s, e, data))
+    if regions:
+        raise SnapshotError(f"the snapshot lacks memory region {', '.join(sorted(regions))}")
+    regs = state["cpu"]["registers"]
+    names = dict(_cpu_reg_ids(cpu))
+    if set(regs) != set(names):
+        odd = sorted(set(regs) ^ set(names))
+        raise SnapshotError(f"the snapshot's CPU registers do not match this core's "
+                            f"({', '.join(map(_short, odd[:5]))})")
+    for path, sel in state.get("spi_selected", {}).items():
+        bus = graph.get(path)
+        if _qualname(bus) != "emu.buses.SpiBus" or len(sel) != len(bus.devices):
+            raise SnapshotError(f"the snapshot selects devices on {_short(path)}, which is "
+                                "not an SPI bus of as many devices in this machine")
+    for when, seq, name in state["clock"]["events"]:
+        if name not in clock.events or name.startswith(HOST_EVENTS):
+            raise SnapshotError(f"the snapshot has a pending event {name!r} this machine "
+                                "does not have")
+    # the parts: decoded and checked before anything changes
+    saved: dict = {}
+    values: dict = {}
+    for path, entry in state["objects"].items():
+        obj = graph[path]
+        if "saved" in entry and hasattr(obj, "load_state"):
+            saved[path] = dec.dec(entry["saved"])
+            if path != "machine" and callable(getattr(obj, "save_state", None)):
+                _check_saved(path, obj, saved[path])
+        values[path] = _decode_attrs(obj, path, entry["attrs"], dec)
+        for name in _absent_attrs(obj, entry["attrs"]):
+            # dropped only if the model's code reads it with a default (set
+            # lazily: the machine being restored into ran and made it)
+            if not _may_be_absent(obj, name):
+                raise SnapshotError(f"the snapshot lacks {path}.{name}, which this machine "
+                                    "has")
 
     def write_memories() -> None:
         for s, e, data in memories:
@@ -770,19 +1003,13 @@ def apply_state(machine, state: dict, blob) -> None:
         cpu.counter.clear()
     write_memories()
     # objects: their own load_state first, then every attribute
-    for path, entry in state["objects"].items():
+    for path, st in saved.items():
+        graph[path].load_state(st)
+    for path, vals in values.items():
         obj = graph[path]
-        if "saved" in entry and hasattr(obj, "load_state"):
-            obj.load_state(dec.dec(entry["saved"]))
-    for path, entry in state["objects"].items():
-        obj = graph[path]
-        fresh = {n for n, v in _attr_items(obj)}
-        for name in fresh - set(entry["attrs"]) - _skip_attrs(obj):
-            v = getattr(obj, name, None)
-            if not _top_level_structure(v) and not type(v).__module__.startswith(
-                    _NEVER_SAVED_TYPES) and name in getattr(obj, "__dict__", {}):
-                delattr(obj, name)       # absent when the snapshot was taken
-        _restore(obj, entry["attrs"], dec)
+        for name in _absent_attrs(obj, vals):
+            delattr(obj, name)       # absent when the snapshot was taken
+        _restore(obj, vals)
     # again: a model's load_state may have touched memory (pins wiggled, devices
     # reacted); the saved bytes win
     write_memories()
@@ -791,7 +1018,7 @@ def apply_state(machine, state: dict, blob) -> None:
         for (d, _pin), s in zip(bus.devices, sel):
             bus._selected[id(d)] = bool(s)
     # CPU registers after the exception model's attributes (IPSR lives there)
-    load_cpu_registers(cpu, state["cpu"]["registers"])
+    load_cpu_registers(cpu, regs)
     cpu.cs.cycles = state["cpu"]["counter"]["cycles"]
     cpu.cs.blocks = state["cpu"]["counter"]["blocks"]
     cpu.cs.stop_flag = 0
@@ -806,10 +1033,7 @@ def apply_state(machine, state: dict, blob) -> None:
         ev.when = None
         ev._seq = -1
     for when, seq, name in c["events"]:
-        ev = clock.events.get(name)
-        if ev is None:
-            raise SnapshotError(f"the snapshot has a pending event {name!r} this machine "
-                                "does not have")
+        ev = clock.events[name]
         ev.when = when
         ev._seq = seq
         heap.append((when, seq, ev))
@@ -823,6 +1047,58 @@ def apply_state(machine, state: dict, blob) -> None:
     # resolved again from the restored models
     for model in machine.soc.bus.slots.values():
         model.ops_changed()
+
+
+_LAZY: dict = {}
+
+
+def _may_be_absent(obj, name: str) -> bool:
+    """True if ``obj``'s class (or a base) reads attribute ``name`` with a
+    default (``getattr(self, "name", ...)``, ``hasattr(self, "name")``): an
+    attribute set lazily, which a snapshot of an object without it may lack."""
+    key = (type(obj), name)
+    if key not in _LAZY:
+        import inspect
+        import sys
+        found = False
+        for cls in type(obj).__mro__:
+            mod = sys.modules.get(cls.__module__)
+            try:
+                text = inspect.getsource(mod) if mod is not None else ""
+            except (OSError, TypeError):
+                text = ""
+            if (f'getattr(self, "{name}",' in text or f"getattr(self, '{name}'," in text
+                    or f'hasattr(self, "{name}")' in text):
+                found = True
+                break
+        _LAZY[key] = found
+    return _LAZY[key]
+
+
+def _absent_attrs(obj, attrs) -> list:
+    """Attributes of ``obj`` that are state but not among the saved ``attrs``."""
+    out = []
+    skip = _skip_attrs(obj)
+    for name, v in _attr_items(obj):
+        if name in attrs or name in skip:
+            continue
+        if not _top_level_structure(v) and not type(v).__module__.startswith(
+                _NEVER_SAVED_TYPES) and name in getattr(obj, "__dict__", {}):
+            out.append(name)
+    return out
+
+
+def _check_saved(path: str, obj, new) -> None:
+    """A model's saved state (for its load_state) against what it would save
+    now: the same sort of value, key by key for a mapping."""
+    try:
+        old = obj.save_state()
+    except Exception:           # a model that cannot say (a callable queued by the user)
+        return
+    _check_value(f"{path}.save_state()", old, new)
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in old.keys() & new.keys():
+            _check_value(f"{path}.save_state()[{k!r}]", old[k], new[k])
 
 
 def audit(machine) -> list:

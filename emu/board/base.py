@@ -15,9 +15,31 @@ class Board:
     name = "board"
 
     def __init__(self, machine, **options):
+        if "flash_file" in options and options["flash_file"] is None:
+            del options["flash_file"]      # no file for a flash this board lacks: nothing to do
+        if options:
+            raise TypeError(f"unknown option{'s' if len(options) > 1 else ''} "
+                            f"{', '.join(sorted(options))} for board {self.name} (its options: "
+                            f"{', '.join(self.option_names()) or 'none'})")
         self.machine = machine
         self.reset_pending: Optional[str] = None   # set by e.g. a watchdog: reason
         self.options = options
+
+    @classmethod
+    def option_names(cls) -> list:
+        """The keyword options the board's constructor takes."""
+        import inspect
+        names = []
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            for p in inspect.signature(init).parameters.values():
+                if p.kind == p.KEYWORD_ONLY or (p.kind == p.POSITIONAL_OR_KEYWORD
+                                                and p.name not in ("self", "machine")):
+                    if p.name not in names and p.name != "pure_python":
+                        names.append(p.name)
+        return names
 
     def memory_layout(self) -> MemoryLayout:
         soc = self.soc

@@ -24,8 +24,9 @@ peripheral, at most one device driving each pin, no I2C address twice on a
 bus, no chip-select pin shared.
 
 Board options: ``flash_file`` (path backing the NOR flash; default
-``$XDG_DATA_HOME/pinetime-emu/flash.bin``; None keeps it in memory),
-``bpm`` (heart rate), ``hrs_seed``.
+``$XDG_DATA_HOME/pinetime-emu/flash.bin``; None keeps it in memory; a
+directory or a device is a ValueError), ``bpm`` (heart rate, 0 to 1000),
+``hrs_seed`` (an integer); any other option is a TypeError.
 
 Not modelled: ACCEL_INT P0.08 and the HRS interrupt (not connected to
 anything the firmware uses), the charger and battery discharge, the
@@ -37,6 +38,7 @@ import logging
 import os
 from typing import Optional
 
+from emu import checks
 from emu.board.bare import BareNrf52832
 from emu.devices.bma421 import Bma421
 from emu.devices.cst816s import Cst816s
@@ -81,6 +83,26 @@ def default_flash_path() -> str:
     return os.path.join(base, "pinetime-emu", "flash.bin")
 
 
+def check_flash_file(path) -> Optional[str]:
+    """The ``flash_file`` option: None (in memory) or the path of a file that
+    can back the 4 MiB NOR (new, or an existing regular file).  TypeError if
+    it is not a path, ValueError if it names a directory or something that
+    is not a regular file (a device such as /dev/full, a FIFO)."""
+    if path is None:
+        return None
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"flash_file must be a path or None, not {type(path).__name__}")
+    path = os.fspath(path)
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"flash_file must be a file name, not {path!r:.40}")
+    if os.path.isdir(path):
+        raise ValueError(f"flash_file {path}: is a directory")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ValueError(f"flash_file {path}: not a regular file (the NOR flash is saved "
+                         "there by replacing it)")
+    return path
+
+
 class PineTime(BareNrf52832):
     name = "pinetime"
     softdevice = "s132"      # emulated S132 API (emu/softdevice), machine.phone
@@ -94,7 +116,8 @@ class PineTime(BareNrf52832):
         clock = soc.clock
         pins = soc.pins
         self.flash_path: Optional[str] = default_flash_path() if flash_file is self._DEFAULT \
-            else flash_file
+            else check_flash_file(flash_file)
+        checks.integer("hrs_seed", hrs_seed)
         spi = soc.buses.add_spi("spi", sck=pin_of("SPI SCK"), mosi=pin_of("SPI MOSI"),
                                 miso=pin_of("SPI MISO"))
         i2c = soc.buses.add_i2c("i2c", scl=pin_of("I2C SCL"), sda=pin_of("I2C SDA"))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import operator
 import os
 import struct
 from typing import Callable, Optional
@@ -86,6 +87,20 @@ _EXC_IDS = ([A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
             + [A.UC_ARM_REG_FPSCR])
 assert A.UC_ARM_REG_R12 == A.UC_ARM_REG_R0 + 12
 
+_MEM_CHECKED = 1 << 16      # read_mem/write_mem sizes above this are checked against the map
+
+
+def _mem_range(addr, size) -> tuple:
+    """(addr, size) as ints inside the 32-bit address space, or TypeError /
+    ValueError naming the problem."""
+    try:
+        addr, size = operator.index(addr), operator.index(size)
+    except TypeError:
+        raise TypeError(f"address and size must be integers, not {type(addr).__name__} and "
+                        f"{type(size).__name__}") from None
+    if addr < 0 or size < 0 or addr + size > 1 << 32:
+        raise ValueError(f"{size} bytes at {addr:#x}: outside the 32-bit address space")
+    return addr, size
 
 class CpuHalt(Exception):
     """Raised inside the run loop to stop with a reason (lockup, exit, ...)."""
@@ -296,10 +311,40 @@ class CortexM:
         self.uc.mem_write(addr, struct.pack("<I", value & 0xFFFFFFFF))
 
     def read_mem(self, addr: int, size: int) -> bytes:
-        return bytes(self.uc.mem_read(addr, size))
+        """``size`` bytes of memory at ``addr`` (flash, RAM, FICR/UICR, ...).
+        TypeError if ``addr`` or ``size`` is not an integer; ValueError if the
+        range is outside the 32-bit address space or not all mapped memory."""
+        addr, size = _mem_range(addr, size)
+        if size > _MEM_CHECKED:
+            self._check_mapped(addr, size)
+        try:
+            return bytes(self.uc.mem_read(addr, size))
+        except UcError as e:
+            raise ValueError(f"cannot read {size} bytes at {addr:#010x}: {e}") from None
 
     def write_mem(self, addr: int, data: bytes) -> None:
-        self.uc.mem_write(addr, bytes(data))
+        """Write ``data`` (bytes-like) at ``addr``; the errors of :meth:`read_mem`."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, not {type(data).__name__}")
+        data = bytes(data)
+        addr, size = _mem_range(addr, len(data))
+        if size > _MEM_CHECKED:
+            self._check_mapped(addr, size)
+        try:
+            self.uc.mem_write(addr, data)
+        except UcError as e:
+            raise ValueError(f"cannot write {len(data)} bytes at {addr:#010x}: {e}") from None
+
+    def _check_mapped(self, addr: int, size: int) -> None:
+        """ValueError unless [addr, addr + size) is all mapped memory (checked
+        before Unicorn allocates a buffer for a large access)."""
+        at, end = addr, addr + size
+        while at < end:
+            r = self.region_at(at)
+            if r is None:
+                raise ValueError(f"cannot access {size} bytes at {addr:#010x}: nothing is "
+                                 f"mapped at {at:#010x}")
+            at = r[1]
 
     def region_at(self, addr: int):
         for r in self.regions:

@@ -31,8 +31,9 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
+from emu import checks
 from emu.buses import I2cRegisterDevice
-from emu.clock import TICKS_PER_MS
+from emu.clock import NEVER, TICKS_PER_MS
 from emu.devices.timeline import Timeline
 
 log = logging.getLogger("emu.dev.cst816s")
@@ -50,6 +51,16 @@ IRQ_CTL = 0xFA                            # EnTest 0x80, EnTouch 0x40, EnChange 
 EN_TOUCH, EN_CHANGE = 0x40, 0x20
 VERSION = (0x01, 0xB4, 0x00, 0x01)        # 0xA6..0xA9
 
+PANEL = 240                               # pixels each way
+
+
+def _point(x, y, delay_ms) -> tuple:
+    """(x, y, delay in ticks), checked: a pixel of the panel, a delay >= 0."""
+    x = int(checks.number("touch x", x, 0, PANEL - 1))
+    y = int(checks.number("touch y", y, 0, PANEL - 1))
+    delay = checks.number("delay_ms", delay_ms, 0, NEVER // 2 // TICKS_PER_MS)
+    return x, y, int(delay * TICKS_PER_MS)
+
 
 class Cst816s(I2cRegisterDevice):
     def __init__(self, clock, int_pin=None, rst_pin=None, name: str = "touch"):
@@ -66,19 +77,27 @@ class Cst816s(I2cRegisterDevice):
 
     # ------------------------------------------------------------------ API
     def tap(self, x: int, y: int, delay_ms: float = 0) -> None:
+        """A single click at panel pixel (x, y), ``delay_ms`` from now.
+        TypeError if a coordinate or the delay is not a number; ValueError if
+        (x, y) is off the 240x240 panel or the delay negative or not finite."""
         self._schedule(delay_ms, SINGLE_CLICK, x, y)
 
     def double_tap(self, x: int, y: int, delay_ms: float = 0) -> None:
+        """A double click at (x, y); the errors of :meth:`tap`."""
         self._schedule(delay_ms, DOUBLE_CLICK, x, y)
 
     def long_press(self, x: int, y: int, delay_ms: float = 0) -> None:
-        """Finger down at now+delay; the long-press report comes 1 s later."""
-        self.timeline.call_after(int(delay_ms * TICKS_PER_MS) + LONG_PRESS_TICKS,
-                                 "_report", LONG_PRESS, x, y)
+        """Finger down at now+delay; the long-press report comes 1 s later.
+        The errors of :meth:`tap`."""
+        x, y, delay = _point(x, y, delay_ms)
+        self.timeline.call_after(delay + LONG_PRESS_TICKS, "_report", LONG_PRESS, x, y)
 
     def swipe(self, direction: str, delay_ms: float = 0) -> None:
-        if direction not in SWIPES:
-            raise ValueError(f"swipe direction must be one of {sorted(SWIPES)}")
+        """A slide ``direction`` ("up", "down", "left", "right"), ``delay_ms``
+        from now; ValueError for another direction or a bad delay."""
+        if not isinstance(direction, str) or direction not in SWIPES:
+            raise ValueError(f"swipe direction must be one of {sorted(SWIPES)}, not "
+                             f"{direction!r:.40}")
         x, y = SWIPE_END[direction]
         self._schedule(delay_ms, SWIPES[direction], x, y)
 
@@ -102,7 +121,8 @@ class Cst816s(I2cRegisterDevice):
 
     # ------------------------------------------------------------- private
     def _schedule(self, delay_ms: float, gesture: int, x: int, y: int) -> None:
-        self.timeline.call_after(int(delay_ms * TICKS_PER_MS), "_report", gesture, x, y)
+        x, y, delay = _point(x, y, delay_ms)
+        self.timeline.call_after(delay, "_report", gesture, x, y)
 
     def _report(self, gesture: int, x: int, y: int) -> None:
         if self.in_reset or self.asleep:

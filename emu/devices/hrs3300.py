@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 
+from emu import checks
 from emu.buses import I2cRegisterDevice
 from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND
 
@@ -31,6 +32,7 @@ log = logging.getLogger("emu.dev.hrs3300")
 ADDRESS = 0x44
 HWT_MS = (800, 400, 200, 100, 75, 50, 12.5, 0)
 CONVERSION_TICKS = 25 * TICKS_PER_MS // 10          # ~2.5 ms integration at 16-bit RES
+MAX_BPM = 1000                                      # beats per minute
 DEFAULT_REGS = {0x00: 0x21, 0x01: 0x68, 0x0C: 0x2E, 0x16: 0x66, 0x17: 0x10}
 
 
@@ -42,6 +44,10 @@ def _splitmix(x: int) -> int:
 
 
 class Hrs3300(I2cRegisterDevice):
+    """``bpm`` (the wearer's heart rate, 0 for none, up to MAX_BPM) is checked
+    whenever it is set: TypeError if it is not a number, ValueError if it is
+    negative, above MAX_BPM or not finite."""
+
     def __init__(self, clock, bpm: float = 70.0, seed: int = 1, name: str = "hrs"):
         self.clock = clock
         self.name = name
@@ -63,6 +69,11 @@ class Hrs3300(I2cRegisterDevice):
         self.ptr = 0
         self._first = False
         self._ev.cancel()
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "bpm":      # heart rate (0: no pulse); checked where it is set
+            value = checks.number("heart rate (bpm)", value, 0, MAX_BPM)
+        super().__setattr__(name, value)
 
     @property
     def enabled(self) -> bool:

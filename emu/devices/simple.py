@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from emu.clock import TICKS_PER_MS
+from emu import checks
+from emu.clock import NEVER, TICKS_PER_MS
 from emu.devices.timeline import Timeline
 
 
@@ -115,6 +116,11 @@ class Backlight:
         return self.level
 
 
+def _delay(name: str, ms) -> float:
+    """Milliseconds from now: a finite number >= 0 within the clock's range."""
+    return checks.number(name, ms, 0, NEVER // 4 // TICKS_PER_MS)
+
+
 class PushButton:
     """A push button scripted at exact emulated times; a subclass's
     :meth:`_update` drives its pin from :attr:`pressed`."""
@@ -131,13 +137,19 @@ class PushButton:
         return self._pressed
 
     def press(self, delay_ms: float = 0) -> None:
-        self._at(delay_ms, True)
+        """Press ``delay_ms`` from now (TypeError if not a number, ValueError
+        if negative or not finite)."""
+        self._at(_delay("delay_ms", delay_ms), True)
 
     def release(self, delay_ms: float = 0) -> None:
-        self._at(delay_ms, False)
+        """Release ``delay_ms`` from now (the errors of :meth:`press`)."""
+        self._at(_delay("delay_ms", delay_ms), False)
 
     def hold(self, ms: float, delay_ms: float = 0) -> None:
-        """Press at now+delay, release ``ms`` later (exact emulated times)."""
+        """Press at now+delay, release ``ms`` later (exact emulated times).
+        TypeError if ``ms`` or ``delay_ms`` is not a number, ValueError if
+        either is negative or not finite."""
+        ms, delay_ms = _delay("ms", ms), _delay("delay_ms", delay_ms)
         self._at(delay_ms, True)
         self._at(delay_ms + ms, False)
 
@@ -197,7 +209,8 @@ class Battery:
 
     @voltage.setter
     def voltage(self, v: float) -> None:
-        self._voltage = float(v)
+        """Volts at the cell, 0 to 5 (TypeError / ValueError otherwise)."""
+        self._voltage = checks.number("battery voltage", v, 0.0, 5.0)
         fn = getattr(self.saadc, "set_input", None)
         if fn is not None:
             fn(self.ain, self._voltage / self.DIVIDER)

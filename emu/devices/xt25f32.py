@@ -34,6 +34,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import stat
+import time
 from typing import Callable, Optional
 
 from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US
@@ -58,6 +61,43 @@ RDSCUR = 0x2B
 PP, SE, BE32, BE64, CE1, CE2, DP, RES = 0x02, 0x20, 0x52, 0xD8, 0x60, 0xC7, 0xB9, 0xAB
 
 
+STALE_TEMP_SECONDS = 60          # a save's temporary file older than this was abandoned
+_TEMP_NAME = re.compile(r"\.flash-[A-Za-z0-9_]{8}\Z")      # tempfile.mkstemp(prefix=".flash-")
+
+
+def remove_stale_temporaries(path: str) -> list:
+    """Remove the temporary files a save killed midway left beside ``path``:
+    those of emu/outputs.py's atomic saves (``.NAME.PID.*.tmp``) whose
+    process is gone, and the ``.flash-XXXXXXXX`` of earlier versions'
+    saves, untouched for STALE_TEMP_SECONDS (a save in progress in another
+    emulator is left alone).  Returns the paths removed; a file that cannot
+    be removed is logged and left."""
+    from emu.outputs import sweep_temporaries
+    removed = sweep_temporaries(path)
+    for tmp in removed:
+        log.info("removed %s, left by a flash save that did not finish", tmp)
+    d = os.path.dirname(os.path.abspath(path))
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return removed
+    now = time.time()
+    for name in names:
+        if not _TEMP_NAME.match(name):
+            continue
+        tmp = os.path.join(d, name)
+        try:
+            st = os.lstat(tmp)
+            if not stat.S_ISREG(st.st_mode) or now - st.st_mtime < STALE_TEMP_SECONDS:
+                continue
+            os.unlink(tmp)
+            removed.append(tmp)
+            log.info("removed %s, left by a flash save that did not finish", tmp)
+        except OSError as e:
+            log.warning("cannot remove stale temporary %s: %s", tmp, e)
+    return removed
+
+
 class Xt25f32:
     def __init__(self, clock, path: Optional[str] = None, name: str = "flash"):
         self.clock = clock
@@ -78,6 +118,8 @@ class Xt25f32:
         self._cmd: Optional[int] = None
         self._buf = bytearray()
         self._addr = 0
+        if path:
+            remove_stale_temporaries(path)
         if path and os.path.exists(path):
             with open(path, "rb") as f:
                 raw = f.read(SIZE)
