@@ -4,11 +4,9 @@ A client connecting to 127.0.0.1:PORT is the phone connecting over BLE
 (GAP CONNECTED, NUS discovery, TX notifications enabled); its bytes are
 written to the NUS RX characteristic (paced like a phone, 20 bytes per
 connection event); TX notifications are sent back to it; closing the socket
-disconnects the phone, once what it sent has reached the watch (a tool that
-types a last Ctrl-D and quits at once still resets the watch).  One client at
-a time: another one is refused, unless the client before it is leaving (it
-closed its end): then it waits for that one's last bytes to be delivered and
-is served next (wasptool runs one console after another, many in a row).
+disconnects the phone.  One client at a time; more are refused, but a client
+that has just closed its end is noticed first (wasptool runs one console
+after another, many in a row).
 
 The emulator loop calls :meth:`BridgeServer.poll` at slice boundaries (every
 few ms of emulated time).  Sockets are non-blocking and no thread touches the
@@ -33,12 +31,10 @@ import logging
 import select
 import socket
 import sys
-import time
 from typing import Optional
 
 log = logging.getLogger("frontends.bridge")
 MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading pauses
-DRAIN_S = 5.0               # host seconds a leaving client's last bytes may take to deliver
 
 
 class TcpByteServer:
@@ -46,10 +42,7 @@ class TcpByteServer:
     client is refused.  :meth:`poll` (called by the emulator loop between
     slices) accepts, reads what the client sent into ``rx_pending`` (reading
     pauses at MAX_PENDING), lets the subclass :meth:`_forward` it, and writes
-    ``tx_pending`` back.  When the client closes its end, what it sent is
-    still forwarded until :meth:`_drained` (at most DRAIN_S host seconds);
-    then it is dropped, and a client that connected meanwhile (``waiting``)
-    takes its place.  Any socket error drops the client, never the
+    ``tx_pending`` back.  Any socket error drops the client, never the
     emulator.  Subclasses hook :meth:`_on_connect` and :meth:`_on_disconnect`."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, what: str = "bridge"):
@@ -61,8 +54,6 @@ class TcpByteServer:
         self.listener.setblocking(False)
         self.port = self.listener.getsockname()[1]
         self.client: Optional[socket.socket] = None
-        self.closing: Optional[float] = None   # host time the client closed its end
-        self.waiting: Optional[socket.socket] = None   # the next client, meanwhile
         self.rx_pending = bytearray()     # from the client, not yet taken by the watch
         self.tx_pending = bytearray()     # from the watch, waiting for the socket
         log.info("%s listening on %s:%d", what, host, self.port)
@@ -70,28 +61,16 @@ class TcpByteServer:
     def poll(self) -> None:
         try:
             self._accept()
-            if self.client is not None and self.closing is None:
-                self._read()
             if self.client is not None:
+                self._read()
+            if self.client is not None:      # (the read may have found it gone)
                 self._forward()
-                if self.closing is None:
-                    self._write()
-                else:
-                    self.tx_pending.clear()     # nobody to read it
-                    if (not self.rx_pending and self._drained()) or \
-                            time.monotonic() - self.closing > DRAIN_S:
-                        if self.rx_pending:
-                            log.warning("%s: %d bytes from the last client not delivered",
-                                        self.what, len(self.rx_pending))
-                        self._drop()
+                self._write()
         except Exception as e:          # never let the network break the emulator
             log.warning("%s: %s; dropping client", self.what, e)
             self._drop()
 
     def close(self) -> None:
-        if self.waiting is not None:
-            self.waiting.close()
-            self.waiting = None
         self._drop()
         self.listener.close()
 
@@ -100,27 +79,17 @@ class TcpByteServer:
             conn, addr = self.listener.accept()
         except BlockingIOError:
             return
-        if self.client is not None and self.closing is None:
+        if self.client is not None:
             self._read()                 # the last client may have just left
-        if self.client is not None and (self.closing is None or self.waiting is not None):
+        if self.client is not None:
             log.info("%s: refused %s:%d (one client at a time)", self.what, *addr[:2])
             conn.close()
             return
         conn.setblocking(False)
-        if self.client is not None:
-            self.waiting = conn          # served once the leaving client's bytes are in
-            return
-        self._take(conn)
-
-    def _take(self, conn) -> None:
         self.client = conn
-        self.closing = None
         self.rx_pending.clear()
         self.tx_pending.clear()
-        try:
-            log.info("%s: client connected from %s:%d", self.what, *conn.getpeername()[:2])
-        except OSError:
-            pass
+        log.info("%s: client connected from %s:%d", self.what, *addr)
         self._on_connect()
 
     def _read(self) -> None:
@@ -131,16 +100,12 @@ class TcpByteServer:
                 return
             if not data:
                 log.info("%s: client disconnected", self.what)
-                self.closing = time.monotonic()   # its last bytes still go to the watch
+                self._drop()
                 return
             self.rx_pending += data
 
     def _forward(self) -> None:
         """Hand rx_pending to the watch (subclasses)."""
-
-    def _drained(self) -> bool:
-        """What was forwarded has reached the watch (subclasses)."""
-        return True
 
     def _write(self) -> None:
         while self.tx_pending and self.client is not None:
@@ -151,7 +116,7 @@ class TcpByteServer:
             del self.tx_pending[:n]
 
     def _from_watch(self, data) -> None:
-        if self.client is not None and self.closing is None:
+        if self.client is not None:
             self.tx_pending += data
 
     def _drop(self) -> None:
@@ -161,13 +126,8 @@ class TcpByteServer:
             except OSError:
                 pass
             self.client = None
-            self.closing = None
             self._on_disconnect()
         self.tx_pending.clear()
-        self.rx_pending.clear()
-        if self.waiting is not None:
-            conn, self.waiting = self.waiting, None
-            self._take(conn)
 
     def _on_connect(self) -> None:
         pass
@@ -207,19 +167,14 @@ class BridgeServer(TcpByteServer):
                 ph.nus.discover()
             return
         if ph.nus.rx_handle is None:
-            if ph.sd is None:            # the real SoftDevice: discovery goes on over the air
-                ph.nus.discover()
+            # the real SoftDevice: discovery goes on over the air; the emulated
+            # one: the watch may have connected before its table was complete
+            ph.nus.discover()
             return
         if self.rx_pending and ph.central.writes_pending < 4:
             chunk = bytes(self.rx_pending[:80])
             del self.rx_pending[:80]
             ph.nus.send(chunk)
-
-    def _drained(self) -> bool:
-        ph = self.phone
-        if self.gatt_bridge is not None or not ph.central.connected:
-            return True
-        return ph.central.writes_pending == 0
 
     def _on_disconnect(self) -> None:
         if self.gatt_bridge is not None:

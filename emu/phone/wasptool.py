@@ -249,5 +249,15 @@ class WaspTool:
                      "notify")
 
     def reset(self) -> None:
-        """wasptool --reset: the watch restarts (no prompt is waited for)."""
-        self.t.send(b"watch.reset()\r")
+        """wasptool --reset, as it does it: ``import machine`` and
+        ``machine.reset()`` in paste mode, then Ctrl-D; the watch restarts (no
+        prompt is waited for).  (This sent ``watch.reset()``, which wasp-os's
+        ``watch`` does not have: the watch printed an AttributeError, and a
+        phone that hung up during that output left wasp-os waiting for
+        notifications that never completed.)"""
+        for part, marker in ((b"\x05", b"=== "), (b"import machine\r", b"=== "),
+                             (b"machine.reset()\r", b"=== ")):
+            start = self.t.mark()
+            self.t.send(part)
+            self.t.read_until(marker, self.timeout_s, start)
+        self.t.send(b"\x04")
