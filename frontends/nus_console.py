@@ -122,9 +122,9 @@ def main(argv=None) -> int:
             time.sleep(0.2)
     with s:
         s.setblocking(False)
-        print(f"Connected to {a.device or DEFAULT_NAME} ({a.address or DEFAULT_ADDRESS}).")
-        print("Exit console using Ctrl-X.", flush=True)
-        return Console(s, quiet=a.quiet).run()
+        banner = [f"Connected to {a.device or DEFAULT_NAME} ({a.address or DEFAULT_ADDRESS}).",
+                  "Exit console using Ctrl-X."]
+        return Console(s, quiet=a.quiet).run(banner)
 
 
 def _fail(msg: str) -> int:
@@ -146,7 +146,10 @@ class Console:
         self.quiet = quiet
         self.first = True        # nothing received yet (the GATT bridge's greeting?)
 
-    def run(self) -> int:
+    def run(self, banner=()) -> int:
+        """The banner is printed once the terminal is raw (pynus prints it
+        before: a Ctrl-C typed right after it could still be taken by the
+        terminal as an interrupt), with the \r\n a cooked terminal gives."""
         tty = os.isatty(self.fd)
         old = None
         if tty:
@@ -154,6 +157,9 @@ class Console:
             import tty as _tty
             old = termios.tcgetattr(self.fd)
             _tty.setraw(self.fd)
+        if banner:
+            _write_all(self.out, "".join(f"{line}\r\n" if tty else f"{line}\n"
+                                         for line in banner).encode())
         handlers = {}
 
         def hangup(*_):

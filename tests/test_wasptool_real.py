@@ -83,7 +83,7 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
                 break
             time.sleep(0.5)
         assert r.returncode == 0 and r.stdout.strip().endswith("3"), r.stdout + r.stderr
-        time.sleep(2)        # the phone's link settles (the first Ctrl-C was seen to be lost)
+        time.sleep(2)        # the last phone client has hung up
         rc, out = wasptool("--eval", "print(6*7)")
         assert rc == 0 and "42" in out.split("~~~")[1], out
         rc, out = wasptool("--eval", "6*7")     # paste mode, as on a watch: no value shown
