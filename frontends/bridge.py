@@ -4,7 +4,9 @@ A client connecting to 127.0.0.1:PORT is the phone connecting over BLE
 (GAP CONNECTED, NUS discovery, TX notifications enabled); its bytes are
 written to the NUS RX characteristic (paced like a phone, 20 bytes per
 connection event); TX notifications are sent back to it; closing the socket
-disconnects the phone.  One client at a time; more are refused.
+disconnects the phone.  One client at a time; more are refused, but a client
+that has just closed its end is noticed first (wasptool runs one console
+after another, many in a row).
 
 The emulator loop calls :meth:`BridgeServer.poll` at slice boundaries (every
 few ms of emulated time).  Sockets are non-blocking and no thread touches the
@@ -86,6 +88,8 @@ class TcpByteServer:
                 conn, addr = self.listener.accept()
             except BlockingIOError:
                 return
+            if self.client is not None:
+                self._read()              # the last client may have just left
             if self.client is None:
                 break
             log.info("%s: a second client from %s:%d refused (one at a time)", self.what,
@@ -181,8 +185,9 @@ class BridgeServer(TcpByteServer):
                 ph.nus.discover()
             return
         if ph.nus.rx_handle is None:
-            if ph.sd is None:            # the real SoftDevice: discovery goes on over the air
-                ph.nus.discover()
+            # the real SoftDevice: discovery goes on over the air; the emulated
+            # one: the watch may have connected before its table was complete
+            ph.nus.discover()
             return
         if self.rx_pending and ph.central.writes_pending < 4:
             chunk = bytes(self.rx_pending[:80])

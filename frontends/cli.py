@@ -5,6 +5,7 @@
                               [--snapshot IN.snap] [--save-snapshot OUT.snap]
     pinetime-emu info FIRMWARE
     pinetime-emu phone ...          (talk to a running --bridge like Gadgetbridge)
+    pinetime-emu nus-console ...    (a console on a running --bridge, as wasp-os's pynus)
     pinetime-emu test SCENARIO... --firmware FIRMWARE [--junit out.xml]
 
 Exit status: 0 success; 1 the firmware faulted, locked up or exited non-zero
@@ -14,7 +15,7 @@ could not be written), always one line on stderr and, but for a write that
 fails during or after the run (a full disk: the run stops, one line per
 file), always before anything runs: options and output paths are checked
 first (emu/outputs.py).
-``phone`` and ``test`` parse their own command lines (frontends.bridge,
+``phone``, ``nus-console`` and ``test`` parse their own command lines (frontends.bridge,
 frontends.scenario) with the same one-line :class:`ArgumentParser`.
 """
 from __future__ import annotations
@@ -75,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scale", type=_scale, default=2, metavar="N",
                    help="window scale factor, 1 to 8 (default 2)")
     r.add_argument("--fast", action="store_true",
-                   help="window: run as fast as possible instead of pacing to real time")
+                   help="run as fast as possible instead of pacing to real time (the window, "
+                        "and --headless with --bridge)")
     r.add_argument("--flash-file", default=None, metavar="PATH",
                    help="file backing the PineTime's 4 MiB external SPI flash: a new file in "
                         "an existing directory, or a 4 MiB flash image (default: a per-user "
@@ -140,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     # command line); they are listed here for the top-level --help.
     sub.add_parser("phone", help="send Gadgetbridge messages to a running --bridge "
                                  "(pinetime-emu phone --help)", add_help=False)
+    sub.add_parser("nus-console", help="a console on a running --bridge that wasp-os's "
+                   "wasptool can drive in pynus's place (pinetime-emu nus-console --help)",
+                   add_help=False)
     sub.add_parser("test", help="run scenario files against a firmware "
                                 "(pinetime-emu test --help)", add_help=False)
     sub.add_parser("twister-serial", help="Zephyr twister's --device-serial-pty program "
@@ -170,6 +175,9 @@ def main(argv: Optional[list] = None) -> int:
             _error("the phone client is not available in this build")
             return EXIT_USAGE
         return phone_client_main(argv[1:])
+    if argv and argv[0] == "nus-console":
+        from frontends.nus_console import main as nus_console_main
+        return nus_console_main(argv[1:])
     if argv and argv[0] in ("twister-flash", "twister-serial"):
         from frontends import twister
         if argv[0] == "twister-flash":
@@ -683,6 +691,11 @@ def _run_headless(machine, args, pollers, stub, term) -> int:
         return _finish(machine, args, _run_headless_gdb(machine, stub, end,
                                                         pollers + [term.poll]))
     step = 10 * TICKS_PER_MS if pollers else end - machine.clock.now
+    # a bridge is a phone (or a terminal) on the desk: the watch keeps the
+    # host's time (wasptool --rtc, then --check-rtc), so it never runs ahead
+    # of the wall clock; behind it (busy), it catches up when idle
+    pace = _Pacer(machine) if getattr(args, "bridge", None) is not None and \
+        not getattr(args, "fast", False) else None
     while True:
         result = machine.run(until_tick=min(end, machine.clock.now + step))
         term.poll()
@@ -690,7 +703,24 @@ def _run_headless(machine, args, pollers, stub, term) -> int:
             p()
         if result.reason != "deadline" or machine.clock.now >= end:
             break
+        if pace is not None:
+            pace.wait()
     return _finish(machine, args, result)
+
+
+class _Pacer:
+    """Keeps emulated time from running ahead of the host's clock."""
+
+    def __init__(self, machine):
+        import time
+        self.machine = machine
+        self.host0, self.emu0 = time.monotonic(), machine.time
+
+    def wait(self) -> None:
+        import time
+        ahead = (self.machine.time - self.emu0) - (time.monotonic() - self.host0)
+        if ahead > 0.002:
+            time.sleep(min(ahead, 0.05))   # short: the servers are polled between slices
 
 
 def _run_headless_gdb(machine, stub, end, pollers):

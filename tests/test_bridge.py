@@ -69,6 +69,31 @@ def test_bridge_garbage_and_second_client(fw):
         bridge.close()
 
 
+def test_bridge_next_client_right_after_the_last_one_left(fw):
+    """wasptool runs one console after another: the last one quits and the
+    next connects within the same poll.  The next client is taken as the
+    phone, not refused (it was: the bridge accepted before it noticed the
+    old client had gone, and --battery, --exec and --send-notification then
+    timed out at wasptool's sync)."""
+    m = _machine(fw)
+    bridge = BridgeServer(m, port=0)
+    try:
+        s1 = socket.create_connection(("127.0.0.1", bridge.port))
+        s1.setblocking(False)
+        assert _pump(m, bridge, s1, b"x") == b""      # connect the phone first
+        s1.close()                             # and at once the next one comes
+        s2 = socket.create_connection(("127.0.0.1", bridge.port))
+        s2.setblocking(False)
+        for _ in range(3):
+            bridge.poll()
+        assert bridge.client is not None and bridge.client.getpeername() == s2.getsockname()
+        with pytest.raises(BlockingIOError):
+            s2.recv(10)                        # open, not refused (that reads b"")
+        s2.close()
+    finally:
+        bridge.close()
+
+
 @pytest.mark.parametrize("image,sig,status,said", [
     ("sd_nus", "SIGTERM", 143, "pinetime-emu: terminated"),
     # the demo draws all the time: most signals land in a Unicorn callback
@@ -89,7 +114,7 @@ def test_headless_bridge_runs_until_terminated_and_cleans_up(fw, tmp_path, image
     vcd = tmp_path / "run.vcd"
     run = subprocess.Popen([sys.executable, "-m", "frontends.cli", "run", fw(image), "--board",
                             "pinetime", "--flash-file", "none", "--headless", "--bridge", "0",
-                            "--vcd", str(vcd)],
+                            "--fast", "--vcd", str(vcd)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         seen = []
@@ -129,6 +154,39 @@ def test_headless_bridge_runs_until_terminated_and_cleans_up(fw, tmp_path, image
             # draws for its first emulated second, which on a loaded CI host
             # takes longer than the 3 s (it reached 0.16 s there)
             assert int(last[1:]) > 5_000_000_000, last   # ns
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+def test_headless_bridge_is_paced_to_the_wall_clock(fw, tmp_path):
+    """A bridge is a phone on the desk: `run --headless --bridge` keeps the
+    watch's time with the host's (wasptool --rtc, then --check-rtc within a
+    second), where it ran as fast as it could (a watch idling between two
+    commands ran hundreds of seconds ahead: --rtc left the clock wrong, and
+    wasp-os filled its flash with a step log per emulated day).  --fast (the
+    test above) still runs flat out."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    vcd = tmp_path / "run.vcd"
+    run = subprocess.Popen([sys.executable, "-m", "frontends.cli", "run", fw("sd_nus"),
+                            "--board", "pinetime", "--flash-file", "none", "--headless",
+                            "--bridge", "0", "--vcd", str(vcd)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = run.stderr.readline()
+        assert "bridge listening" in line, line + run.stderr.read()
+        t0 = time.monotonic()
+        time.sleep(2.0)
+        run.send_signal(signal.SIGTERM)
+        err = run.communicate(timeout=30)[1]
+        wall = time.monotonic() - t0
+        assert run.returncode == 143, err
+        last = int(vcd.read_text().rstrip().splitlines()[-1][1:])   # ns
+        assert 0.5e9 < last < (wall + 1.0) * 1e9, (last, wall)
     finally:
         if run.poll() is None:
             run.kill()

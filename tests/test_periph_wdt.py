@@ -74,3 +74,29 @@ def test_watchdog_resets_machine(run_firmware):
     assert m.resets == 1
     assert "PASS resetreas dog only" in m.console_text()
     assert m.soc.peripherals["clock_power"].read(0x400) == 0   # firmware cleared it
+
+
+def test_busy_loop_reloads_keep_one_clock_event():
+    """Firmware that feeds the dog in a busy loop (wasp-os waiting for a
+    Bluetooth notification to go out) writes RR[0] millions of times a
+    second: a reload moves the deadline without scheduling a clock event
+    each time (it did, and the emulator ran at a tenth of real time), and
+    the timeout still comes one period after the last reload."""
+    soc = Nrf52832()
+    wdt = soc.peripherals["wdt"]
+    resets = []
+    soc.reset_request_handler = lambda why: resets.append((why, soc.clock.now))
+    wdt.write(0x504, 15)
+    wdt.write(0x000, 1)
+    seq = soc.clock._seq                      # counts every scheduling of an event
+    for i in range(20000):
+        soc.clock.advance_to(i)               # ticks, well inside one LFCLK period
+        wdt.write(0x600, RELOAD)
+    assert soc.clock._seq - seq <= 1
+    last = 19999
+    soc.clock.advance_to(last + 16 * LF - 1)  # past the first deadline: moved, not fired
+    assert wdt.read(0x100) == 0 and resets == []
+    soc.clock.advance_to(last + 16 * LF)
+    assert wdt.read(0x100) == 1
+    soc.clock.advance_to(last + 18 * LF)
+    assert resets == [("dog", last + 18 * LF)]

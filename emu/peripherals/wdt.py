@@ -13,7 +13,12 @@ CONFIG are read-only (writes logged and ignored) until a reset.  RUNSTATUS
 reads 1 while running; REQSTATUS bit n is 1 while RR[n] is enabled and not
 yet written since the last reload.
 
-The counter is lazy: one clock event at the timeout.  Pausing (25.3
+The counter is lazy: one clock event at the timeout.  A reload only moves
+the deadline; the event, when it comes at the old one, moves itself to the
+new one.  (Firmware feeds the dog in busy loops: wasp-os's Bluetooth console
+writes RR[0] on every turn of the loop that waits for a notification to be
+sent, millions of times per emulated second, and re-scheduling the event on
+each made the emulator run at a tenth of real time while the REPL talked.)  Pausing (25.3
 "Temporarily pausing the watchdog"): with CONFIG.SLEEP=0 the counter stops
 while the CPU sleeps (WFI, WFE, SLEEPONEXIT; the CPU's ``on_sleep`` hook
 reports the exact tick it falls asleep and wakes), with CONFIG.HALT=0 while
@@ -117,6 +122,15 @@ class Wdt(NrfPeripheral):
                           self._regs[offset].name)
             return
         if 0x600 <= offset < 0x620:
+            if offset == 0x600 and value == RELOAD and self.running and \
+                    self.values[0x508] & 0xFF == 1 and self.paused_left is None:
+                # the common case, as _handle_rr + _reload would do it
+                self.reloaded = 0
+                self.deadline = self.clock.now + \
+                    (max(self.values[0x504], 0xF) + 1) * LFCLK_TICKS
+                if self._ev_timeout.when is None:
+                    self._ev_timeout.schedule_at(self.deadline)
+                return
             self._handle_rr((offset - 0x600) >> 2, value)
             return
         super().write(offset, value, size)
@@ -162,9 +176,14 @@ class Wdt(NrfPeripheral):
 
     def _arm(self, ticks: int) -> None:
         self.deadline = self.clock.now + ticks
-        self._ev_timeout.schedule_at(self.deadline)
+        when = self._ev_timeout.when
+        if when is None or when > self.deadline:
+            self._ev_timeout.schedule_at(self.deadline)
 
     def _on_timeout(self) -> None:
+        if self.deadline is not None and self.deadline > self.clock.now:
+            self._ev_timeout.schedule_at(self.deadline)    # reloaded since it was armed
+            return
         self.deadline = None
         self.fire(0x100)
         self._ev_reset.schedule_in(2 * LFCLK_TICKS)
