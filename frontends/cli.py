@@ -89,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--hci", default=None, metavar="tcp:PORT|pty",
                    help="a Bluetooth LE controller on the emulated air for a real host "
                         "(Bumble, BlueZ): HCI in H4 framing on 127.0.0.1:PORT, or on a "
-                        "pseudo-terminal whose path is printed; paced to real time while "
-                        "a host is attached")
+                        "pseudo-terminal whose path is printed; emulated time is held to "
+                        "real time while it serves")
     r.add_argument("--bridge-host", default="127.0.0.1", metavar="HOST", type=_host,
                    help="bridge address (127.0.0.1)")
     r.add_argument("--gdb", type=_port, default=None, metavar="PORT",
@@ -201,7 +201,7 @@ def main(argv: Optional[list] = None) -> int:
         return cmd_run(args)
     if args.command == "info":
         return cmd_info(args)
-    print("pinetime-emu: error: a command is needed: run, info, phone or test "
+    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console or test "
           "(see pinetime-emu --help)", file=sys.stderr)
     return EXIT_USAGE
 
