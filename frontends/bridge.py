@@ -212,14 +212,6 @@ def _gb_json(s: str) -> dict:
     return msg
 
 
-def _wait_seconds(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not 0 <= v <= 3600:          # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, not {s}")
-    return v
 
 
 def _unix_time(s: str) -> int:
@@ -236,14 +228,6 @@ def _unix_time(s: str) -> int:
     return v
 
 
-def _remote_port(s: str) -> int:
-    try:
-        v = int(s, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not 1 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"not a TCP port: {s}")
-    return v
 
 
 def _pull_destination(name: str) -> str:
@@ -381,7 +365,8 @@ def _console(s, quiet: float = 3.0) -> int:
 
 def phone_client_main(argv=None) -> int:
     """pinetime-emu phone [--port N] (--gb JSON | --notify T B | --call NAME NUM | --repl LINE)"""
-    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _host
+    from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _host,
+                                  remote_port, wait_seconds)
     ap = ArgumentParser(prog="pinetime-emu phone",
                         description="Send one Gadgetbridge message, REPL line or wasptool verb "
                                     "to a running 'pinetime-emu run FIRMWARE --bridge PORT' and "
@@ -391,7 +376,7 @@ def phone_client_main(argv=None) -> int:
                                     "--set-time, --battery, --steps, --music, --music-state, "
                                     "--firmware-version, --read and --write.")
     ap.add_argument("--host", default="127.0.0.1", type=_host, help="bridge address (127.0.0.1)")
-    ap.add_argument("--port", type=_remote_port, default=7878, help="bridge port (7878)")
+    ap.add_argument("--port", type=remote_port, default=7878, help="bridge port (7878)")
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--gb", type=_gb_json, metavar="JSON",
                       help="raw Gadgetbridge JSON object, e.g. '{\"t\":\"find\",\"n\":true}'")
@@ -435,9 +420,9 @@ def phone_client_main(argv=None) -> int:
                     "--upload/--push")
     ap.add_argument("--title", default="Notification", help="--send-notification's title")
     ap.add_argument("--body", default="", help="--send-notification's body")
-    ap.add_argument("--timeout", type=_wait_seconds, default=30.0, metavar="S",
+    ap.add_argument("--timeout", type=wait_seconds, default=30.0, metavar="S",
                     help="seconds to wait for each REPL reply of the wasptool verbs (30)")
-    ap.add_argument("--wait", type=_wait_seconds, default=1.0, metavar="S",
+    ap.add_argument("--wait", type=wait_seconds, default=1.0, metavar="S",
                     help="seconds to print replies (default 1)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     problem = phone_files(a).problem()

@@ -72,6 +72,28 @@ def _seconds(s: str) -> float:
     return v
 
 
+def remote_port(s: str) -> int:
+    """The TCP port of a server to connect to (1-65535)."""
+    try:
+        v = int(s, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not 1 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {s}")
+    return v
+
+
+def wait_seconds(s: str) -> float:
+    """Seconds of host time to wait, 0 to 3600."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not 0 <= v <= 3600:          # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, not {s}")
+    return v
+
+
 def _host(s: str) -> str:
     """A host name or address to listen on or connect to: text a resolver can
     take (the command line may carry bytes that are not UTF-8, or a name

@@ -36,7 +36,8 @@ import signal
 import socket
 import sys
 
-from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser
+from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, remote_port,
+                              wait_seconds)
 
 CTRL_X = b"\x18"
 # the emulated nRF52832's FICR DEVICEADDR (emu/soc/nrf52832.py), as BlueZ prints it
@@ -51,24 +52,8 @@ def _address(s: str) -> str:
     return s.upper()      # wasptool looks for [0-9A-F:] between the brackets
 
 
-def _port(s: str) -> int:
-    try:
-        v = int(s, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not 1 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"not a TCP port: {s}")
-    return v
 
 
-def _quiet(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not 0 <= v <= 3600:        # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, not {s}")
-    return v
 
 
 def build_parser() -> ArgumentParser:
@@ -79,17 +64,17 @@ def build_parser() -> ArgumentParser:
                                     "wasp-os's tools/wasptool can drive the emulator.  "
                                     "Ctrl-X quits.")
     ap.add_argument("--host", default="127.0.0.1", help="bridge address (127.0.0.1)")
-    ap.add_argument("--port", type=_port, default=None,
+    ap.add_argument("--port", type=remote_port, default=None,
                     help="bridge port (7878, or $PINETIME_EMU_BRIDGE_PORT)")
     ap.add_argument("--device", metavar="NAME", default=None,
                     help="the watch's name, as wasptool --device passes it (shown only: "
                          "there is one watch on a bridge)")
     ap.add_argument("--address", type=_address, metavar="ADDR", default=None,
                     help="the watch's address, as wasptool --device passes it (shown only)")
-    ap.add_argument("--wait", type=_quiet, default=0.0, metavar="S",
+    ap.add_argument("--wait", type=wait_seconds, default=0.0, metavar="S",
                     help="no bridge yet: try again for up to S seconds, printing "
                          "'Scanning...' as pynus does (0: fail at once)")
-    ap.add_argument("--quiet", type=_quiet, default=1.0, metavar="S",
+    ap.add_argument("--quiet", type=wait_seconds, default=1.0, metavar="S",
                     help="stdin a pipe: after its end, wait until the watch has been quiet "
                          "for S seconds (1)")
     return ap
@@ -102,7 +87,7 @@ def main(argv=None) -> int:
     if port is None:
         env = os.environ.get("PINETIME_EMU_BRIDGE_PORT", "7878")
         try:
-            port = _port(env)
+            port = remote_port(env)
         except argparse.ArgumentTypeError as e:
             return _fail(f"PINETIME_EMU_BRIDGE_PORT: {e}")
     import time
