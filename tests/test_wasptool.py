@@ -141,6 +141,12 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
                     break
                 time.sleep(1)
             assert r.returncode == 0 and r.stdout.strip().endswith(want), r.stdout + r.stderr
+        # Let wasp-os finish booting first (the run is paced to the host's
+        # clock): the phone's first line starts with Ctrl-C, and a Ctrl-C while
+        # main.py still runs stops it half-way (on a real watch too), leaving
+        # wasp-os half set up: the likeliest cause (not proven) of the fault
+        # at pc=0xfffffffe, a call through 0xffffffff, seen in some runs
+        time.sleep(8)
         answers("1+2", "3")                      # the bridge answers the REPL
         (tmp_path / "t.py").write_text("for i in range(3):\n    print('line', i)\n")
         r = phone("--exec", "t.py")
