@@ -27,6 +27,13 @@
 #define DEMCR        REG32(0xE000EDFC)
 #define DWT_CTRL     REG32(0xE0001000)
 #define DWT_CYCCNT   REG32(0xE0001004)
+#define MPU_TYPE     REG32(0xE000ED90)
+#define MPU_CTRL     REG32(0xE000ED94)
+#define MPU_RNR      REG32(0xE000ED98)
+#define MPU_RBAR     REG32(0xE000ED9C)
+#define MPU_RASR     REG32(0xE000EDA0)
+#define MPU_RBAR_A1  REG32(0xE000EDA4)
+#define MPU_RASR_A1  REG32(0xE000EDA8)
 #define ITM_PORT0    (*(volatile uint8_t *)0xE0000000)
 
 static inline void irq_enable(int n) { NVIC_ISER(n / 32) = 1u << (n % 32); }

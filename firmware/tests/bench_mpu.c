@@ -4,11 +4,8 @@
  * the 1 KiB page the stack works in (every store there is then decided
  * byte-exactly: the worst case); otherwise it sits in a page nothing uses. */
 #include "harness.h"
+#include "cm4.h"
 HARNESS_STATE
-#define MPU_CTRL REG32(0xE000ED94)
-#define MPU_RNR  REG32(0xE000ED98)
-#define MPU_RBAR REG32(0xE000ED9C)
-#define MPU_RASR REG32(0xE000EDA0)
 #define RASR(ap, xn, size_log) (((uint32_t)(xn) << 28) | ((uint32_t)(ap) << 24) | \
     ((uint32_t)((size_log) - 1) << 1) | 1u)
 extern uint32_t _estack;

@@ -33,10 +33,6 @@ __attribute__((noinline)) static void poke(void) {
 }
 
 /* the guard test: MemManage records CFSR and abandons the thread's stack */
-#define MPU_CTRL REG32(0xE000ED94)
-#define MPU_RNR  REG32(0xE000ED98)
-#define MPU_RBAR REG32(0xE000ED9C)
-#define MPU_RASR REG32(0xE000EDA0)
 static uint32_t thread_stack[64] __attribute__((aligned(256)));
 static void after(void);
 void mm_c(void) {

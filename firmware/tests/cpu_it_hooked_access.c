@@ -26,10 +26,6 @@
 #include "cm4.h"
 HARNESS_STATE
 
-#define MPU_CTRL REG32(0xE000ED94)
-#define MPU_RNR  REG32(0xE000ED98)
-#define MPU_RBAR REG32(0xE000ED9C)
-#define MPU_RASR REG32(0xE000EDA0)
 #define RASR(ap, xn, size_log) (((uint32_t)(xn) << 28) | ((uint32_t)(ap) << 24) | \
     ((uint32_t)((size_log) - 1) << 1) | 1u)
 #define POWER_GPREGRET2 0x40000520u
