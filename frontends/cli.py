@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve a byte stream on HOST:PORT (raw TCP; 0 = any free port): "
                         "the PineTime's BLE Nordic UART; on microbit, nrf52dk and nrf52832 the "
                         "UART console")
+    r.add_argument("--web", type=_port, default=None, metavar="PORT",
+                   help="show the board in a web browser instead of a window: a page on "
+                        "http://HOST:PORT/ (0 = any free port) with the screen, touch by "
+                        "mouse, the buttons, the phone's actions and the console; any number "
+                        "of tabs (docs/web.md)")
+    r.add_argument("--web-host", default="127.0.0.1", metavar="HOST", type=_host,
+                   help="web view address (127.0.0.1)")
     r.add_argument("--hci", default=None, metavar="tcp:PORT|pty",
                    help="a Bluetooth LE controller on the emulated air for a real host "
                         "(Bumble, BlueZ): HCI in H4 framing on 127.0.0.1:PORT, or on a "
@@ -263,6 +270,11 @@ def _run_args_problem(args) -> Optional[str]:
         return f"--softdevice-hex: an S132 SoftDevice runs on the nRF52832, not on {args.board}"
     if args.trace_range is not None and args.trace is None:
         return "--trace-range needs --trace FILE"
+    if args.web is not None and args.web != 0:
+        for other, port, host in (("--bridge", args.bridge, args.bridge_host),
+                                  ("--gdb", args.gdb, args.gdb_host)):
+            if port == args.web and host == args.web_host:
+                return f"--web and {other} both ask for port {args.web}"
     if args.hci is not None:
         from frontends.hci import parse_hci
         try:
@@ -392,7 +404,7 @@ def cmd_run(args) -> int:
     if problem is not None:
         _error(problem)
         return EXIT_USAGE
-    if not args.headless and not _display_available():
+    if not args.headless and args.web is None and not _display_available():
         _error("no display available for the window; use --headless (for example: "
                f"pinetime-emu run {args.firmware} --headless --seconds 5 --screenshot out.png)")
         return EXIT_USAGE
@@ -530,9 +542,25 @@ def cmd_run(args) -> int:
             print(f"pinetime-emu: GDB stub listening on {args.gdb_host}:{stub.port}"
                   f"{' (halted at reset until GDB continues)' if args.gdb_wait else ''}",
                   file=sys.stderr)
-            if args.gdb_wait:
-                while stub.conn is None:
-                    stub.poll(0.2)
+        web = None
+        if args.web is not None:
+            from frontends.web.view import WebView
+            try:
+                web = WebView(machine, port=args.web, host=args.web_host,
+                              realtime=not args.fast, seconds=args.seconds,
+                              pollers=pollers + [term.poll] + ([stub.poll] if stub else []),
+                              gdb=stub, scale=args.scale)
+            except OSError as e:
+                for c in closers:
+                    c()
+                _error(f"--web {args.web}: cannot listen on {args.web_host}:{args.web} "
+                       f"({os.strerror(e.errno) if e.errno else e})")
+                return EXIT_USAGE
+            closers.append(web.close)
+            print(f"pinetime-emu: web view on {web.url}", file=sys.stderr, flush=True)
+        if args.gdb_wait and stub is not None:
+            while stub.conn is None:
+                stub.poll(0.2)
     except (OSError, UnicodeError, TypeError) as e:   # TypeError: a host that is not text
         for c in closers:
             c()
@@ -543,7 +571,9 @@ def cmd_run(args) -> int:
     # and close the servers
     old_term = term.install()
     try:
-        if args.headless:
+        if web is not None:
+            rc = _run_web(machine, args, web)
+        elif args.headless:
             rc = _run_headless(machine, args, pollers, stub, term)
         else:
             rc = _run_window(machine, args, pollers + [term.poll], stub)
@@ -748,6 +778,13 @@ def _run_headless_gdb(machine, stub, end, pollers):
     if machine.exit_code is not None:
         reason = "exit"
     return RunResult(reason, machine)
+
+
+def _run_web(machine, args, web) -> int:
+    result = web.run()
+    if result is None:
+        return EXIT_OK
+    return _finish(machine, args, result)
 
 
 def _run_window(machine, args, pollers, stub) -> int:
