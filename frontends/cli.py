@@ -7,6 +7,7 @@
     pinetime-emu phone ...          (talk to a running --bridge like Gadgetbridge)
     pinetime-emu nus-console ...    (a console on a running --bridge, as wasp-os's pynus)
     pinetime-emu test SCENARIO... --firmware FIRMWARE [--junit out.xml]
+    pinetime-emu preview FIRMWARE --script "run 1s, screenshot, ..."   (PNG strip, GIF, Markdown)
 
 Exit status: 0 success; 1 the firmware faulted, locked up or exited non-zero
 (or a scenario failed); 2 bad input (unreadable or corrupt firmware, a bad
@@ -154,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("test", help="run scenario files against a firmware "
                                 "(pinetime-emu test --help)", add_help=False)
+    sub.add_parser("preview", help="screenshots of a firmware after a few steps as a PNG "
+                   "strip, a GIF and Markdown for a pull request (pinetime-emu preview --help)",
+                   add_help=False)
     sub.add_parser("twister-serial", help="Zephyr twister's --device-serial-pty program "
                    "(see docs/firmware.md, Twister)", add_help=False)
     sub.add_parser("twister-flash", help="what scripts/twister/west runs for twister's "
@@ -190,6 +194,9 @@ def main(argv: Optional[list] = None) -> int:
         if argv[0] == "twister-flash":
             return twister.flash_main(argv[1:])
         return twister.serial_main(argv[1:], run_main=main)
+    if argv and argv[0] == "preview":
+        from frontends.preview import main as preview_main
+        return preview_main(argv[1:])
     if argv and argv[0] == "test":
         try:
             from frontends.scenario import main as scenario_main
@@ -208,7 +215,8 @@ def main(argv: Optional[list] = None) -> int:
         return cmd_run(args)
     if args.command == "info":
         return cmd_info(args)
-    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console or test "
+    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console, test or "
+          "preview "
           "(see pinetime-emu --help)", file=sys.stderr)
     return EXIT_USAGE
 
