@@ -202,11 +202,17 @@ class WebServer:
     async def _main(self) -> None:
         from websockets.asyncio.server import serve
         self._stop = asyncio.Event()
-        async with serve(self._handler, sock=self.sock, process_request=self._http,
-                         max_size=MAX_MESSAGE, compression=None, server_header=None,
-                         logger=logging.getLogger("frontends.web.websockets")):
-            self._ready.set()
-            await self._stop.wait()
+        server = await serve(self._handler, sock=self.sock, process_request=self._http,
+                             max_size=MAX_MESSAGE, compression=None, server_header=None,
+                             close_timeout=1,
+                             logger=logging.getLogger("frontends.web.websockets"))
+        self._ready.set()
+        await self._stop.wait()
+        server.close()                    # every tab is told "going away"
+        try:                              # a client that does not answer is not waited for
+            await asyncio.wait_for(server.wait_closed(), 2)
+        except asyncio.TimeoutError:
+            log.info("web: a client did not close in time")
 
     def _http(self, connection, request):
         """Plain HTTP for everything but /ws (the page, its script, the frame)."""

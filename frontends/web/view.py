@@ -67,6 +67,7 @@ FAST_FRAME_S = 1 / 30
 STATUS_EVERY_S = 0.25
 SPEED_WINDOW_S = 0.5
 MAX_INPUTS = 1000                # messages taken from the inbox between two slices
+HISTORY_BYTES = 16384           # console output from before the view started, shown
 MAX_TEXT = 4096                  # characters a console line or a phone field may have
 MUSIC = ("The Emulators", "Cycle Accurate")
 
@@ -192,11 +193,15 @@ class WebView:
         self._anchor_emu = self._now()
         self._speed_mark = (self._anchor_wall, self._anchor_emu)
         self._speed = 0.0
+        # what was printed before the view started is shown too (its tail)
+        self._console_buf += bytes(getattr(machine, "console", b""))[-HISTORY_BYTES:]
         machine.console_listeners.append(self._console)
         phone = self.phone
         if phone is not None and hasattr(phone, "on_output"):
+            self._phone_buf += bytes(getattr(phone, "output", b""))[-HISTORY_BYTES:]
             phone.on_output(self._phone_output)
         self.server = WebServer(host, port, self.describe(scale, title))
+        self._flush_console()
         self._publish_screen()
         self._publish_status(force=True)
 
@@ -268,6 +273,23 @@ class WebView:
         if not ok:
             raise value
         return value
+
+    def set_paused(self, on: bool) -> None:
+        """Stop (or go on with) the emulation; the page keeps being served.
+        Call from the emulator's thread (a message, or :meth:`call`)."""
+        if on != self.paused:
+            self.paused = on
+            self._reanchor()
+            self.note("paused" if on else "running")
+        self._publish_status(force=True)
+
+    def set_fast(self, on: bool) -> None:
+        """Flat out (True) or paced to the wall clock (False)."""
+        if on == self.realtime:
+            self.realtime = not on
+            self._reanchor()
+            self.note("fast: as fast as possible" if on else "real-time pacing")
+        self._publish_status(force=True)
 
     def frame(self) -> None:
         """Take the browsers' input, run one frame of emulated time, publish."""
@@ -374,10 +396,12 @@ class WebView:
                 h.let_go(cid)
             if tab is not None and tab.board_button is not None:
                 tab.board_button = None
+            self._publish_status(force=True)              # one tab fewer
             return
         tab = self._tabs.setdefault(cid, _Tab())
         kind = msg.get("t")
         if kind == "join":
+            self._publish_status(force=True)
             return
         if kind == "pointer":
             self._pointer(cid, tab, msg, t)
@@ -401,15 +425,9 @@ class WebView:
         elif kind == "console":
             self._console_input(msg)
         elif kind == "fast":
-            self.realtime = not bool(msg.get("on"))
-            self._reanchor()
-            self.note("fast: as fast as possible" if not self.realtime else "real-time pacing")
-            self._publish_status(force=True)
+            self.set_fast(bool(msg.get("on")))
         elif kind == "pause":
-            self.paused = bool(msg.get("on"))
-            self._reanchor()
-            self.note("paused" if self.paused else "running")
-            self._publish_status(force=True)
+            self.set_paused(bool(msg.get("on")))
         else:
             raise BadMessage(f"unknown message type {kind!r}")
 
