@@ -145,3 +145,24 @@ def test_the_script_language():
         {"set_time": "2025-12-03T14:42:00"}, {"call": {"name": "Ann", "number": ""}}]
     with pytest.raises(ScriptError):
         script_steps("")
+
+
+def test_the_readme_s_workflow_parses():
+    """README.md's GitHub Actions example is YAML, and its preview command
+    line is one the real parser takes."""
+    import re
+    import shlex
+    import yaml
+    from frontends.preview import build_parser
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    assert len(blocks) == 1
+    flow = yaml.safe_load(blocks[0])
+    steps = flow["jobs"]["preview"]["steps"]
+    runs = [s["run"] for s in steps if "run" in s]
+    line = next(r for r in runs if r.lstrip().startswith("pinetime-emu preview"))
+    argv = shlex.split(line.replace("${{ github.repository }}", "o/r")
+                       .replace("${{ github.event.number }}", "7"))
+    args = build_parser().parse_args(argv[2:])
+    assert args.script and args.url.endswith("/previews/pr-7")
+    assert any("gh pr comment" in r for r in runs)
