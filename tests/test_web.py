@@ -449,3 +449,52 @@ def test_cli_bad_web_options(fw, args, says):
                         *args], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and says in r.stderr, r.stderr
+
+
+def test_cli_ctrl_c_ends_a_web_run_cleanly(fw, tmp_path):
+    import signal
+    port = free_port()
+    p = subprocess.Popen([sys.executable, "-m", "frontends.cli", "run", fw("pinetime_web"),
+                          "--web", str(port), "--flash-file", "none"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait(lambda: _listening(port), timeout=30, what="the web view")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
+            assert b"<canvas" in page.read()
+        time.sleep(0.5)              # the run has started (Ctrl-C before it is Python's own)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert time.monotonic() - t0 < 5
+    assert err.strip().splitlines()[-1] == "pinetime-emu: interrupted"
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_the_frame_check_can_fail(machine, monkeypatch):
+    """Companion: a frame that is one pixel off is caught by the comparison
+    the tests above rely on."""
+    import emu.png
+    real = emu.png.encode_png
+
+    def off_by_one(img):
+        img = np.array(img, dtype=np.uint8)
+        img[0, 0] ^= 1
+        return real(img)
+    monkeypatch.setattr(emu.png, "encode_png", off_by_one)
+    with running_view(machine) as view:
+        seq = pause(view)
+        c = Client(view)
+        c.until(lambda c: c.frames and c.frames[-1][0] == seq, what=f"frame {seq}")
+        assert not np.array_equal(decode_png(c.frames[-1][1]), screen(view))
+        c.close()
