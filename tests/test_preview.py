@@ -147,17 +147,14 @@ def test_the_script_language():
         script_steps("")
 
 
-def test_the_readme_s_workflow_parses():
-    """README.md's GitHub Actions example is YAML, and its preview command
-    line is one the real parser takes."""
-    import re
+def test_the_ci_workflow_parses():
+    """examples/ci/previews.yml (the README links to it) is YAML, and its
+    preview command line is one the real parser takes."""
     import shlex
     import yaml
     from frontends.preview import build_parser
-    text = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
-    assert len(blocks) == 1
-    flow = yaml.safe_load(blocks[0])
+    flow = yaml.safe_load((ROOT / "examples" / "ci" / "previews.yml").read_text())
+    assert "examples/ci/previews.yml" in (ROOT / "README.md").read_text()
     steps = flow["jobs"]["preview"]["steps"]
     runs = [s["run"] for s in steps if "run" in s]
     line = next(r for r in runs if r.lstrip().startswith("pinetime-emu preview"))
