@@ -38,6 +38,7 @@ class VibrationMotor:
         self.name = name
         self.pwm_duty = pwm_duty
         self.timeline: list = []          # [(tick, on)]
+        self.listeners: list = []         # fn(on) at every change (emu/power.py)
         self._on = self._level_on()
         pin.on_change(self._changed)
 
@@ -78,6 +79,8 @@ class VibrationMotor:
         if on != self._on:
             self._on = on
             self.timeline.append((self.clock.now, on))
+            for fn in self.listeners:
+                fn(on)
 
 
 class Backlight:
