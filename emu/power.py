@@ -266,8 +266,7 @@ class PowerMeter:
             if not fns:
                 continue
             if name == "radio":
-                part = self._add(name, lambda p=p: _radio_state(p, self._regulator()),
-                                 hf_user=False)
+                part = self._add(name, lambda p=p: _radio_state(p, self._regulator()))
                 regulated.append(part)
             else:
                 def state(blocks=blocks):
@@ -277,7 +276,8 @@ class PowerMeter:
                         if k is not None:
                             return k
                     return None
-                part = self._add(name, state, hf_user=True)
+                part = self._add(name, state, hf_user=any(
+                    type(b).__name__ in _HF_USERS for b in blocks))
             for b in blocks:
                 if type(b).__name__ in _PERIPHERAL_STATES:
                     b.power_watch = self._watcher(part)
@@ -360,6 +360,8 @@ class PowerMeter:
             self._unknown.add(key)
             log.warning("no current figure for %r (counted as 0)", key)
         t = self.cpu.time_now()
+        if t < part.since:
+            t = part.since           # an event taken late, after a change made since
         part.charge += part.nA * (t - part.since)
         part.since = t
         part.key = key
@@ -403,7 +405,6 @@ def _gpiote(g) -> Optional[str]:
 
 
 _PERIPHERAL_STATES: dict = {
-    "Radio": None,                                       # _radio_state (regulated)
     "Rtc": lambda r: "rtc" if r.running else None,
     "Timer": _timer,
     "Spim": lambda s: "spi" if _enabled(s) and s.busy else None,
@@ -415,8 +416,10 @@ _PERIPHERAL_STATES: dict = {
     "Pwm": lambda p: "pwm" if p._running else None,
     "Gpiote": _gpiote,
 }
-_PERIPHERAL_STATES = {k: v for k, v in _PERIPHERAL_STATES.items()}
-_PERIPHERAL_STATES["Radio"] = lambda r: None      # marks the RADIO as watched
+_PERIPHERAL_STATES["Radio"] = lambda r: None      # marks the RADIO as watched (_radio_state)
+# blocks that keep HFCLK (HFINT) running while they work and the CPU sleeps
+_HF_USERS = frozenset(("Timer", "Spim", "Twim", "Uarte", "Uart", "Uart0", "Saadc", "Pwm",
+                       "Gpiote"))
 
 
 def _display(d) -> str:
