@@ -5,6 +5,8 @@ for known emulated times; a broken state hook gives a different integral;
 the --power outputs of ``run``."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from emu import Machine
@@ -96,3 +98,53 @@ def test_every_figure_has_a_source_and_a_basis():
         assert f.kind in ("typ", "max")
         if f.basis in ("estimate", "derived"):
             assert f.note, f"{f.key}: an estimate says why"
+
+
+# ------------------------------------------------------------ run --power
+def _cli(*argv):
+    from frontends.cli import main
+    return main(list(argv))
+
+
+def test_run_power_writes_csv_and_json_and_the_summary(fw, tmp_path, capsys):
+    csv, js = tmp_path / "p.csv", tmp_path / "p.json"
+    for out in (csv, js):
+        rc = _cli("run", fw("power_states"), "--board", "pinetime", "--headless", "--seconds",
+                  "0.5", "--flash-file", "none", "--console", "none", "--power", str(out),
+                  "--summary")
+        assert rc == 0
+    err = capsys.readouterr().err
+    assert "power: average" in err and "mAh battery lasts" in err and "summary:" in err
+    rows = csv.read_text().splitlines()
+    head = rows[0].split(",")
+    assert head[:2] == ["time_s", "current_uA"] and "radio_uA" in head
+    # the radio's TX current appears in the series, and the total is the parts' sum
+    radio = head.index("radio_uA")
+    values = [list(map(float, r.split(","))) for r in rows[1:]]
+    assert any(v[radio] == CURRENT["radio.tx.0dbm.dcdc"] / 1000 for v in values)
+    assert all(abs(v[1] - sum(v[2:])) < 0.01 for v in values)
+    d = json.loads(js.read_text())
+    assert d["battery_mAh"] == 170 and d["average_uA"] > 0 and d["parts"]
+    assert abs(sum(p["share"] for p in d["parts"]) - 1) < 1e-6
+    assert d["battery_hours"] == pytest.approx(170 * 1000 / d["average_uA"])
+
+
+def test_run_power_refuses_what_it_cannot_write(fw, tmp_path, capsys, monkeypatch):
+    fwp = fw("power_states")
+    assert _cli("run", fwp, "--headless", "--power", str(tmp_path / "p.txt")) == 2
+    assert _cli("run", fwp, "--headless", "--power", fwp) == 2          # an input
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
+    assert _cli("run", fwp, "--headless", "--power", str(tmp_path / "p.png")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(l.startswith("pinetime-emu: error: --power") or
+                                 "FIRMWARE" in l for l in err), err
+    assert "matplotlib" in err[2]
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_run_power_png(fw, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "p.png"
+    assert _cli("run", fw("power_states"), "--board", "pinetime", "--headless", "--seconds",
+                "0.3", "--flash-file", "none", "--console", "none", "--power", str(out)) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
