@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from emu.inspect import STACK_FILL, BadPointer, HeapInfo, TaskInfo
+from emu.inspect.model import STACK_FILL, BadPointer, HeapInfo, TaskInfo
 from emu.inspect.dwarf import struct_layout
 
 MAX_BLOCKS = 4096          # a free list longer than this is taken as a loop

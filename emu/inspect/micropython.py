@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from emu.inspect import BadPointer, HeapInfo
+from emu.inspect.model import BadPointer, HeapInfo
 from emu.inspect.dwarf import struct_layout
 
 BYTES_PER_BLOCK = 16        # MICROPY_BYTES_PER_GC_BLOCK: 4 words on a 32-bit port
