@@ -101,7 +101,7 @@ class PowerReport:
 
 
 class _Part:
-    __slots__ = ("name", "index", "state", "key", "nA", "since", "charge")
+    __slots__ = ("name", "index", "state", "key", "nA", "since", "charge", "hf")
 
     def __init__(self, name: str, index: int, state: Callable[[], Optional[str]], now: int):
         self.name = name
@@ -111,6 +111,7 @@ class _Part:
         self.nA = 0
         self.since = now
         self.charge = 0           # nA x ticks, up to ``since``
+        self.hf = False           # its working state keeps HFCLK up while the CPU sleeps
 
 
 class PowerMeter:
@@ -128,7 +129,7 @@ class PowerMeter:
         self.events = array("q")          # t, part index, nA; flattened
         self.parts: list = []
         self._by_name: dict = {}
-        self._hf_users: list = []         # parts whose state needs HFCLK
+        self._hf_active = 0               # HF-clock users drawing current now
         self._unknown: set = set()
         self._attached: list = []         # (list, fn) to detach
         self._build()
@@ -223,8 +224,7 @@ class PowerMeter:
         part = _Part(name, len(self.parts), state, self.start)
         self.parts.append(part)
         self._by_name[name] = part
-        if hf_user:
-            self._hf_users.append(part)
+        part.hf = hf_user
         return part
 
     def _build(self) -> None:
@@ -287,10 +287,11 @@ class PowerMeter:
     def _watcher(self, part):
         hf = self._hf
 
+        update = self._update
+
         def watch(_p) -> None:
-            self._update(part)
-            if part in self._hf_users:
-                self._update(hf)
+            if update(part) and part.hf:
+                update(hf)
         return watch
 
     def _build_board(self) -> None:
@@ -340,7 +341,7 @@ class PowerMeter:
         cp = self._cp
         if cp is not None and cp.hfxo_running:
             return "hfxo"
-        if any(p.nA for p in self._hf_users):
+        if self._hf_active:
             return "hfint"
         return None
 
@@ -351,10 +352,11 @@ class PowerMeter:
         return None if src is None else f"lfclk.{src}"
 
     # ------------------------------------------------------------ changes
-    def _update(self, part: _Part) -> None:
+    def _update(self, part: _Part) -> bool:
+        """Re-read ``part``'s state; True if its current changed."""
         key = part.state()
         if key == part.key:
-            return
+            return False
         nA = CURRENT.get(key, 0) if key is not None else 0
         if key is not None and key not in CURRENT and key not in self._unknown:
             self._unknown.add(key)
@@ -365,11 +367,15 @@ class PowerMeter:
         part.charge += part.nA * (t - part.since)
         part.since = t
         part.key = key
-        if nA != part.nA:
-            self.total_nA += nA - part.nA
-            part.nA = nA
-            if self.record:
-                self.events.extend((t, part.index, nA))
+        if nA == part.nA:
+            return False
+        if part.hf and (nA == 0) != (part.nA == 0):
+            self._hf_active += 1 if nA else -1
+        self.total_nA += nA - part.nA
+        part.nA = nA
+        if self.record:
+            self.events.extend((t, part.index, nA))
+        return True
 
 
 # --------------------------------------------------------------------------
