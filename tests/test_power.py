@@ -148,3 +148,16 @@ def test_run_power_png(fw, tmp_path):
     assert _cli("run", fw("power_states"), "--board", "pinetime", "--headless", "--seconds",
                 "0.3", "--flash-file", "none", "--console", "none", "--power", str(out)) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_machine_with_a_meter_saves_and_restores_its_snapshot(fw, tmp_path):
+    m = Machine(fw("power_states"), board="pinetime", flash_file=None)
+    m.power()
+    m.run(ms=5)
+    snap = str(tmp_path / "s.snap")
+    m.save_snapshot(snap)                    # the meter is an instrument, not state
+    m2 = Machine.from_snapshot(snap)
+    assert m2.power_meter is None
+    meter = m2.power()
+    m2.run(ms=5)
+    assert meter.report().average_uA > 0
