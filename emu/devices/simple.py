@@ -14,7 +14,7 @@
   divider (``saadc.set_input(7, volts / 2)``); CHARGING (P0.12) and
   POWER_PRESENT (P0.19) are driven low when active, high otherwise.
 
-Not modelled: motor/backlight current and PWM dimming of the backlight
+Not modelled: PWM dimming of the backlight
 (level follows the static pin state), button bounce, battery discharge
 curve and charger timing (voltage and flags are what the user sets).
 """
