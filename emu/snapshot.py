@@ -117,7 +117,7 @@ FIXED_SIZE_ATTRS = {
 }
 
 # Modules whose objects are never part of the saved graph (host-side or rebuilt).
-SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
+SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "emu.rtt", "emu.rtos", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
                 "frontends.scenario", "emu.png", "emu.snapshot", "emu.outputs",
                 # the phone's side of the air (a host device, like a real phone)
                 "emu.phone.gattphone", "emu.phone.link", "emu.phone.gatt", "emu.phone.smp",
