@@ -54,6 +54,7 @@ HELP = [
     ("+ / -", "battery voltage"), ("P", "charger on/off"),
     ("] / [", "heart rate"), ("W", "walking on/off"),
     ("S", "screenshot PNG"), ("F", "fast / real-time"),
+    ("` (backquote)", "RTT console: type to the firmware (Esc ends)"),
     ("H", "this help"), ("Q / close", "quit"),
 ]
 
