@@ -200,7 +200,9 @@ class Rtt:
                 return
             self.found_at = self.machine.clock.now
             self._bad.clear()
-            log.info("RTT control block found at %#010x", self.address)
+            log.info("RTT control block found at %#010x (polled every %.3g ms of emulated "
+                     "time; not modelled: a probe's throughput limit, several control "
+                     "blocks)", self.address, self.period / TICKS_PER_MS)
         self._transfer()
 
     # ------------------------------------------------------------------

@@ -23,6 +23,14 @@ a feature for primask/basepri/faultmask/control; g/G/p/P, m/M/X, Z0-Z4/z0-z4,
 c/s/vCont, Ctrl-C, ?, qRcmd monitor commands, D, k, qAttached, qC, thread info,
 vFlashErase/vFlashWrite/vFlashDone (GDB's ``load`` into flash).
 
+Threads: with an RTOS the image's symbols name (emu/rtos.py: FreeRTOS,
+Zephyr), its tasks are threads once the scheduler runs (qfThreadInfo/
+qsThreadInfo, qThreadExtraInfo "Name: ..., State: ..., Priority: ...", qC,
+T, Hg/Hc, thread:ID in stop replies); the id is the TCB's address.  ``g``/``p``
+of a switched-out task read its saved context (FP registers unavailable
+without an FP context; MSP and the masks are the CPU's); ``G``/``P`` on it
+are refused; an unknown thread id is E01.  Without an RTOS: one thread, 1.
+
 Breakpoints never write guest memory: each is a Unicorn UC_HOOK_CODE limited to
 one address that stops the CPU before the instruction.  Watchpoints are
 UC_HOOK_MEM_READ/WRITE hooks limited to the range; the stop is reported before
@@ -44,7 +52,9 @@ Not modelled:
 - flash programming through GDB goes straight into the flash array (`load`
   works: vFlashErase fills with 0xFF, vFlashWrite writes), without the
   NVMC's timing; M/X into flash patch the image the same way;
-- non-stop mode, multiple threads, tracepoints; a write watchpoint on a
+- non-stop mode, running one task on its own (a step or continue naming a
+  switched-out task runs the CPU, i.e. the current task), writing a
+  switched-out task's registers, tracepoints; a write watchpoint on a
   peripheral register reports the stop after the register write took effect
   (and the write is performed again when stepping over it).
 """
@@ -200,7 +210,9 @@ class GdbStub:
         self._ctx_cache: dict = {}
         self._warned_step = False
         if self.rtos is not None:
-            log.info("gdb: %s tasks are reported as threads", self.rtos.name)
+            log.info("gdb: %s tasks are reported as threads (not modelled: running one "
+                     "task on its own, writing a switched-out task's registers)",
+                     self.rtos.name)
 
     # ------------------------------------------------------------------
     # public API for run loops
