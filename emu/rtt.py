@@ -32,7 +32,9 @@ A candidate counts only when its channel counts and buffer descriptors make
 sense (buffers inside RAM), so a stray copy of the string is skipped.
 
 Timing and determinism: the probe is a clock event (``host.rtt``, a host
-device's: not saved in snapshots) every ``poll_ms`` of emulated time, plus
+device's: not saved in snapshots) at every multiple of ``poll_ms`` of
+emulated time (so a run restored from a snapshot polls where the saved run
+did), plus
 :meth:`poll` called between runs (the CLI does at the end of a run).  So the
 firmware sees RdOff advance (room in a blocking buffer) at points fixed in
 emulated time, and the same firmware and inputs give the same bytes, in the
@@ -149,7 +151,10 @@ class Rtt:
         ev.cancel()
         ev.fn = self._tick
         self._event = ev
-        self._event.schedule_in(0)
+        # polls fall on multiples of the period in emulated time, so a run
+        # restored from a snapshot polls where the run it came from did
+        now = machine.clock.now
+        self._event.schedule_at(-(-now // self.period) * self.period)
         self.running = True
 
     # ------------------------------------------------------------------
@@ -213,7 +218,8 @@ class Rtt:
             self.poll()
         finally:
             if self.running:
-                self._event.schedule_in(self.period)
+                now = self.machine.clock.now
+                self._event.schedule_at((now // self.period + 1) * self.period)
 
     def _ram_at(self, addr: int, size: int):
         """(base, buffer) of the RAM region holding [addr, addr+size), or None."""

@@ -146,7 +146,8 @@ SKIP_ATTRS = {
     "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file
     "emu.board.pinetime.PineTime": {"flash_path", "options"},
     "emu.board.base.Board": {"options"},
-    "emu.machine.Machine": {"board_name", "image", "symbols", "detection"},
+    "emu.machine.Machine": {"board_name", "image", "symbols", "detection",
+                            "rtt"},           # a probe on the host side (emu/rtt.py)
     "emu.buses.SpiBus": {"_selected"},                 # keyed by id(): saved by device order
     "emu.peripherals.base.NrfPeripheral": {"_regs", "_readers", "_task_handlers", "REGISTERS",
                                            "TASKS", "EVENTS", "SHORTS",   # declarations

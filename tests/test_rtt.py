@@ -62,6 +62,22 @@ def test_same_bytes_and_cycles_every_run(fw):
     assert runs[0] == runs[1]
 
 
+def test_a_run_restored_from_a_snapshot_polls_where_the_saved_one_did(fw, tmp_path):
+    m = Machine(fw("rtt_echo"), board="nrf52832")
+    rtt = m.start_rtt()
+    m.run(ms=3)                           # mid-way through the blocking writes
+    before = rtt.data(0)
+    m.save_snapshot(str(tmp_path / "rtt.snap"))
+    m2 = Machine.from_snapshot(str(tmp_path / "rtt.snap"))
+    rtt2 = m2.start_rtt()                 # a host device: started again after a restore
+    for mm, r in ((m, rtt), (m2, rtt2)):
+        r.write(b"ok!")
+        mm.run(seconds=1)
+        r.poll()
+    assert rtt.text(0) == TERMINAL and before + rtt2.data(0) == rtt.data(0)
+    assert m2.cpu.cycles == m.cpu.cycles
+
+
 def test_a_slower_probe_paces_a_blocking_firmware(fw):
     """Blocking mode: the firmware waits for the probe, so polling every
     5 ms instead of 1 ms makes it slower, with the same bytes."""
