@@ -381,3 +381,34 @@ def test_zephyr_threads_in_gdb():
     bt = out[out.index("BT"):out.index("END")]
     frames = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\w+)", bt, re.M)
     assert "arch_swap" in frames[:2] and "philosopher" in frames, out
+
+
+def test_zephyr_preempted_thread_with_an_fp_context():
+    """Zephyr's FP path: with CONFIG_FPU_SHARING a preempted thread's s16-s31
+    are in arch.preempt_float and its frame on the stack has s0-s15.  The pi
+    loop (pi += sign / divisor; divisor += 2; sign = -sign) keeps pi/4 so
+    far, the sign (+-1) and an odd divisor in s0-s15 when it is preempted."""
+    import struct
+    p = ZEPHYR / "nrf52dk_nrf52832" / "fpu_sharing_threads" / "zephyr.elf"
+    if not p.exists():
+        pytest.skip(f"no Zephyr image {p}: build tests/kernel/fpu_sharing/generic with "
+                    "CONFIG_DEBUG_THREAD_INFO (see the MANIFEST.md beside it)")
+    m = Machine(str(p))
+    rtos = for_machine(m)
+    for _ in range(60):
+        m.run(ms=50)
+        ready = [t for t in rtos.tasks() if t.name in ("pi_low", "pi_high")
+                 and t.state == "ready"]
+        if ready:
+            break
+    assert ready, [(t.name, t.state) for t in rtos.tasks()]
+    t = ready[0]
+    regs = rtos.registers(t)
+    assert "s0" in regs and "s31" in regs and "fpscr" in regs
+    start, end = m.symbols.extent("calculate_" + t.name)
+    assert start <= regs["pc"] <= end
+    floats = [struct.unpack("<f", struct.pack("<I", regs[f"s{i}"]))[0] for i in range(16)]
+    assert any(0.78 < f < 0.79 for f in floats), floats                 # pi / 4
+    assert any(abs(f) == 1.0 for f in floats), floats                   # sign
+    assert any(f >= 3 and f == int(f) and int(f) % 2 == 1 for f in floats), floats
+    assert regs["sp"] - t.sp in (26 * 4, 26 * 4 + 4)        # the extended frame
