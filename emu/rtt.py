@@ -261,10 +261,11 @@ class Rtt:
         return self._read(addr + HEADER, DESC * (nup + ndown)) is not None
 
     def _name(self, ptr: int) -> str:
-        if not ptr:
+        r = self.cpu.region_at(ptr) if ptr else None
+        if r is None or r[2] not in ("ram", "flash"):     # never a peripheral's register
             return ""
         try:
-            raw = self.cpu.read_mem(ptr, 32)
+            raw = self.cpu.read_mem(ptr, min(32, r[1] - ptr))
         except (ValueError, TypeError):
             return ""
         return raw.split(b"\0", 1)[0].decode("latin-1")

@@ -6,9 +6,10 @@ layout and symbols, stopped at checkpoint() (IDLE running, blinky blocked
 in task_delay with known registers, worker suspended, oneshot deleted).
 Real images when present: InfiniTime 1.16.1 (``$PINETIME_EMU_INFINITIME_IMAGE``
 or the newest ``pinetime-app-*.out`` in ~/.cache/pinetime-emu/infinitime) and
-Zephyr 3.1's philosophers built with CONFIG_DEBUG_THREAD_INFO
-(``<zephyr dir>/nrf52dk_nrf52832/philosophers_threads``, see the MANIFEST.md
-there); their tests skip with a message when the image is absent.
+Zephyr 3.1's philosophers and fpu_sharing test built with
+CONFIG_DEBUG_THREAD_INFO (``<zephyr dir>/nrf52dk_nrf52832/philosophers_threads``
+and ``fpu_sharing_threads``, see the MANIFEST.md there); their tests skip
+with a message when the image is absent.
 """
 from __future__ import annotations
 
