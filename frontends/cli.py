@@ -139,6 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "register name, address and value")
     r.add_argument("--trace-limit", metavar="SIZE", default="64M",
                    help="stop each trace file at this size (default 64M)")
+    r.add_argument("--power", metavar="FILE.csv|.json|.png", default=None,
+                   help="run the energy model and write the current over emulated time when "
+                        "the run ends: CSV (a row at each change, per part), JSON (average, "
+                        "share per part, battery life, the series) or a PNG plot (needs "
+                        "matplotlib); the summary lines go to stderr (docs/energy.md)")
+    r.add_argument("--summary", action="store_true",
+                   help="at the end of the run print a summary to stderr: emulated time, "
+                        "the firmware's heaps and tasks read from RAM (FreeRTOS heap_4 and "
+                        "tasks, MicroPython's GC heap) and, with --power, the current")
     r.add_argument("--pure-python", action="store_true",
                    help="use the pure-Python cycle counter instead of the native one")
     r.add_argument("--log-level", default="warning",
@@ -284,6 +293,11 @@ def _run_args_problem(args) -> Optional[str]:
             return f"--rtt-port {p} is given twice: one channel per port"
         if p in (args.gdb, args.bridge):
             return f"--rtt-port {p} is also the {'--gdb' if p == args.gdb else '--bridge'} port"
+    if getattr(args, "power", None) is not None:
+        from frontends.power_output import format_problem
+        p = format_problem(args.power)
+        if p is not None:
+            return p
     if args.hci is not None:
         from frontends.hci import parse_hci
         try:
@@ -325,6 +339,7 @@ def run_files(args):
     files.write("--vcd", args.vcd)
     files.write("--trace", args.trace)
     files.write("--trace-mmio", args.trace_mmio)
+    files.write("--power", getattr(args, "power", None))
     if args.flash_file is not None and args.flash_file.lower() != "none":
         files.write("--flash-file", args.flash_file, check=flash_file_problem)
     elif args.flash_file is None and args.snapshot is None and args.board in (None,
@@ -434,6 +449,7 @@ def cmd_run(args) -> int:
             _error(str(e))
             return EXIT_USAGE
         print(f"pinetime-emu: restored {snap} (t={machine.time:.6f} s)", file=sys.stderr)
+    meter = machine.power() if getattr(args, "power", None) else None
     if args.console == "stdout":
         def echo(data: bytes) -> None:
             sys.stdout.write(data.decode("utf-8", "replace"))
@@ -594,6 +610,7 @@ def cmd_run(args) -> int:
         term.poll()
         if getattr(args, "save_snapshot", None):
             rc = _save_snapshot(machine, args.save_snapshot) or rc
+        rc = _end_of_run(machine, args, meter) or rc
     except _OutputFailed:
         rc = EXIT_USAGE                   # the lines are printed below
     except _Terminated:
@@ -616,6 +633,27 @@ def cmd_run(args) -> int:
         for message in term.failures:
             _error(message)
         rc = EXIT_USAGE
+    return rc
+
+
+def _end_of_run(machine, args, meter) -> int:
+    """The --power file and the end-of-run summary (--summary, --power)."""
+    from frontends import power_output
+    rc = 0
+    lines = []
+    if getattr(args, "summary", False):
+        lines.append(f"summary: {machine.time:.6f} s emulated, {machine.cpu.cycles} CPU cycles")
+        lines += power_output.inspect_lines(machine)
+    if meter is not None:
+        lines += power_output.power_lines(meter)
+        try:
+            power_output.write(meter, args.power)
+            lines.append(f"power: written to {args.power}")
+        except OSError as e:              # atomic: the previous file is as it was
+            _error(f"--power {args.power}: cannot write ({e.strerror or e})")
+            rc = EXIT_USAGE
+    for line in lines:
+        print(f"pinetime-emu: {line}", file=sys.stderr)
     return rc
 
 
