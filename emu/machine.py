@@ -143,6 +143,7 @@ class Machine:
         self.resets = 0
         self.breakpoint_handler: Optional[Callable[[int, int], bool]] = None
         self.halt_requested = False
+        self.rtt = None                   # emu.rtt.Rtt once start_rtt() is called
         # fn() after every power-on and system reset (emu/power.py re-reads its parts)
         self.reset_listeners: list = []
         self.power_meter = None           # the energy model, once power() started it
@@ -233,6 +234,19 @@ class Machine:
         and I2C bytes, interrupt lines.  Returns it; ``close()`` to finish."""
         from emu.vcd import VcdRecorder
         return VcdRecorder(self, path, on_error=self.report_output_error)
+
+    def start_rtt(self, address=None, poll_ms: float = 10.0):
+        """Read SEGGER RTT as a debug probe does (emu/rtt.py): ``address``
+        None (the ``_SEGGER_RTT`` symbol, else a scan of RAM for the id), a
+        symbol name or an address; polled every ``poll_ms`` of emulated time.
+        Returns the :class:`emu.rtt.Rtt`, also ``machine.rtt``.  ValueError
+        for an unknown symbol or an address outside RAM; a second call
+        replaces the first."""
+        from emu.rtt import Rtt
+        if self.rtt is not None:
+            self.rtt.stop()
+        self.rtt = Rtt(self, address=address, poll_ms=poll_ms)
+        return self.rtt
 
     def trace_mmio(self, out, limit: int = 64 << 20):
         """Start tracing every peripheral access into ``out`` (a path or a

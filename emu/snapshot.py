@@ -117,7 +117,7 @@ FIXED_SIZE_ATTRS = {
 }
 
 # Modules whose objects are never part of the saved graph (host-side or rebuilt).
-SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
+SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "emu.rtt", "emu.rtos", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
                 "frontends.scenario", "emu.png", "emu.snapshot", "emu.outputs",
                 # the phone's side of the air (a host device, like a real phone)
                 "emu.phone.gattphone", "emu.phone.link", "emu.phone.gatt", "emu.phone.smp",
@@ -149,7 +149,8 @@ SKIP_ATTRS = {
     "emu.board.pinetime.PineTime": {"flash_path", "options"},
     "emu.board.base.Board": {"options"},
     "emu.machine.Machine": {"board_name", "image", "symbols", "detection", "power_meter",
-                            "reset_listeners"},
+                            "reset_listeners",
+                            "rtt"},           # a probe on the host side (emu/rtt.py)
     # listeners of the energy model (emu/power.py): wiring, not state
     "emu.devices.st7789.St7789": {"power_listeners"},
     "emu.devices.cst816s.Cst816s": {"power_listeners"},

@@ -55,6 +55,7 @@ HELP = [
     ("] / [", "heart rate"), ("W", "walking on/off"),
     ("S", "screenshot PNG"), ("F", "fast / real-time"),
     ("I", "panel: current, heaps, tasks"),
+    ("` (backquote)", "RTT console: type to the firmware (Esc ends)"),
     ("H", "this help"), ("Q / close", "quit"),
 ]
 

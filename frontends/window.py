@@ -145,10 +145,17 @@ class Window:
         self._anchor_wall = self.wall()
         self._anchor_emu = self._emu_ticks()
         self._speed_mark = (self._anchor_wall, self._anchor_emu)
+        # RTT on (machine.start_rtt, --rtt): its channel 0 in a pane on the right
+        self.console_pane = None
+        if getattr(machine, "rtt", None) is not None:
+            from frontends.console_pane import ConsolePane
+            self.console_pane = ConsolePane(machine.rtt)
+        pane_w = self.console_pane.width if self.console_pane is not None else 0
         try:
             pygame.display.init()
             pygame.font.init()
-            self.surface = pygame.display.set_mode((self.layout.width, self.layout.height))
+            self.surface = pygame.display.set_mode((self.layout.width + pane_w,
+                                                    self.layout.height))
         except pygame.error as e:
             raise NoDisplayError(f"cannot open a window ({e}): use --headless") from None
         pygame.display.set_caption(f"pinetime-emu — {getattr(machine, 'board_name', 'pinetime')}")
@@ -184,6 +191,8 @@ class Window:
             self._key_down(pg.key.name(ev.key), getattr(ev, "unicode", ""), ev.mod)
         elif ev.type == pg.KEYUP:
             name = pg.key.name(ev.key)
+            if self.console_pane is not None and self.console_pane.focused:
+                return                          # the key went to the RTT console
             if self.dialog is None and self._board_button_key(name) is not None:
                 self._board_button(self._board_button_key(name), False)
             elif key_action(name) == "button" and self.dialog is None:
@@ -221,6 +230,9 @@ class Window:
             self._apply_gestures(self.gestures.up(pos, self.wall()))
 
     def _key_down(self, name: str, text: str, mod: int) -> None:
+        if self.dialog is None and self.console_pane is not None and \
+                self.console_pane.key(name, text):
+            return                              # typed into RTT's down channel 0
         if self.dialog is not None:
             self.dialog.key(name, text)
             if self.dialog.done:
@@ -669,6 +681,8 @@ class Window:
         if buzzing:
             s.blit(self.font.render("~ VIBRATING ~", True, ACCENT), (8, 8))
         self._draw_status()
+        if self.console_pane is not None:
+            self.console_pane.draw(pg, s, (L.width, 0, self.console_pane.width, L.height))
         if self.show_inspect:
             self._draw_inspect()
         if self.show_help:
