@@ -448,6 +448,8 @@ def phone_client_main(argv=None) -> int:
                     help="seconds to print replies (default 1)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     problem = phone_files(a).problem()
+    if a.binary and not a.upload:
+        problem = "--binary goes with --upload (--push is always binary)"
     if problem is not None:
         print(f"pinetime-emu phone: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
