@@ -100,7 +100,7 @@ for f in pyproject.toml setup.py emu/*/*.c; do
 done
 if [ -n "$stale" ] || ! "$VENV/bin/python" -c "import emu.cpu._blockhook, emu.soc._mmio, unicorn, \
 capstone, elftools, intelhex, pygame, cryptography, numpy, yaml, pytest, pytest_timeout, pyocd, bumble, \
-websockets, selenium" \
+matplotlib, websockets, selenium" \
    >/dev/null 2>&1; then
   echo "setup: installing the Python package into $VENV (pip install -e .[test])"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"
