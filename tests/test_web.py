@@ -498,3 +498,18 @@ def test_the_frame_check_can_fail(machine, monkeypatch):
         c.until(lambda c: c.frames and c.frames[-1][0] == seq, what=f"frame {seq}")
         assert not np.array_equal(decode_png(c.frames[-1][1]), screen(view))
         c.close()
+
+
+def test_a_board_without_a_screen(fw):
+    """The bare nRF52832: no frames, no touch; the console still works."""
+    from emu import Machine
+    m = Machine(fw("cpu_exceptions"), board="nrf52832")
+    with running_view(m) as view:
+        c = Client(view)
+        hello = c.until(lambda c: c.of("hello"))[0]
+        assert hello["screen"] is None and not hello["touch"] and not hello["phone"]
+        c.send(t="pointer", kind="down", x=1, y=1)          # ignored: no screen
+        c.until(lambda c: "PASS" in "".join(m["text"] for m in c.of("console")),
+                what="the firmware's console")
+        assert not c.frames
+        c.close()

@@ -202,6 +202,8 @@ class WebView:
             phone.on_output(self._phone_output)
         self.server = WebServer(host, port, self.describe(scale, title))
         self._flush_console()
+        log.info("web: not modelled: multi-touch and finger-move reports (a drag is one "
+                 "swipe on release), sound; one watch and one phone for every tab")
         self._publish_screen()
         self._publish_status(force=True)
 
