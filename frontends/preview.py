@@ -271,6 +271,7 @@ def capture(scenario, machine, out=sys.stdout) -> tuple:
     """Run ``scenario`` (frontends.scenario) on ``machine``; returns (frames,
     passed).  Each screenshot step's file is a frame, captioned with the
     steps since the one before."""
+    from emu.clock import TICKS_PER_SECOND
     from emu.png import read_png
     from frontends.scenario import run_scenario
     run_scenario(scenario, machine, out)
@@ -287,7 +288,7 @@ def capture(scenario, machine, out=sys.stdout) -> tuple:
     passed = scenario.passed
     if passed and not any(s.kind == "screenshot" for s in scenario.steps):
         from frontends import testbench as tb
-        frames.append(Frame(tb.screen(machine).copy(), machine.clock.now / 512_000_000,
+        frames.append(Frame(tb.screen(machine).copy(), machine.clock.now / TICKS_PER_SECOND,
                             ", ".join(since) or "the end"))
     return frames, passed
 

@@ -574,7 +574,8 @@ class WebView:
         self._console_buf += data
 
     def _phone_output(self, data: bytes) -> None:
-        self._phone_buf += data
+        if not getattr(self, "_finished", False):      # the phone keeps its listeners
+            self._phone_buf += data
 
     def _flush_console(self) -> None:
         for stream, buf, dec in (("uart", self._console_buf, self._console_in),
