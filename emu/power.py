@@ -54,7 +54,7 @@ log = logging.getLogger("emu.power")
 
 # RADIO STATE values (nRF52832 PS v1.4, RADIO STATE)
 _RX_STATES, _TX_STATES = (3,), (11,)
-_RAMP_STATES = (1, 4, 9, 12)          # RxRu, RxDisable, TxRu, TxDisable
+_RX_RAMP, _TX_RAMP = (1, 4), (9, 12)  # RxRu, RxDisable; TxRu, TxDisable
 _RX_IDLE, _TX_IDLE = 2, 10
 
 
@@ -390,8 +390,10 @@ def _radio_state(r, regulator: str) -> Optional[str]:
     if s in _RX_STATES or s == _RX_IDLE:
         rate = "2m" if r.values.get(0x510, 0) in (4,) else "1m"
         return f"radio.rx.{rate}.{regulator}"
-    if s in _RAMP_STATES:
-        return f"radio.rampup.{regulator}"
+    if s in _TX_RAMP:
+        return f"radio.rampup.tx.{regulator}"
+    if s in _RX_RAMP:
+        return f"radio.rampup.rx.{regulator}"
     return None
 
 

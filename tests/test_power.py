@@ -11,7 +11,7 @@ import pytest
 
 from emu import Machine
 from emu.clock import LFCLK_TICKS, TICKS_PER_SECOND, TICKS_PER_US
-from emu.currents import CURRENT, FIGURES
+from emu.currents import BASES, CURRENT, FIGURES, TXPOWER_DBM
 
 BL_TICKS, TX_TICKS = 100, 66          # as firmware/tests/power_states.c
 T_TXRU, T_TXDISABLE = 140 * TICKS_PER_US, 6 * TICKS_PER_US   # PS v1.4 RADIO timing
@@ -49,7 +49,7 @@ def _expected(ticks: int, cycles: int) -> dict:
     radio_on = TX_TICKS * LFCLK_TICKS
     return {
         "backlight": CURRENT["backlight.3"] * BL_TICKS * LFCLK_TICKS,
-        "radio": (CURRENT["radio.rampup.dcdc"] * (T_TXRU + T_TXDISABLE)
+        "radio": (CURRENT["radio.rampup.tx.dcdc"] * (T_TXRU + T_TXDISABLE)
                   + CURRENT["radio.tx.0dbm.dcdc"] * (radio_on - T_TXRU)),
         "cpu": CURRENT["cpu.flash.cache.dcdc"] * cycles * 8,     # awake = executing
         "chip": CURRENT["sleep.on"] * ticks,
@@ -94,10 +94,64 @@ def test_a_broken_state_hook_changes_the_integral(fw, broken):
 def test_every_figure_has_a_source_and_a_basis():
     for f in FIGURES:
         assert f.nA >= 0 and f.source and f.what
-        assert f.basis in ("datasheet", "unchecked", "derived", "estimate"), f.key
+        assert f.basis in BASES, f.key
         assert f.kind in ("typ", "max")
-        if f.basis in ("estimate", "derived"):
-            assert f.note, f"{f.key}: an estimate says why"
+        if f.basis in ("estimate", "derived", "unchecked", "datasheet"):
+            assert f.note, f"{f.key}: a figure not checked in its table says why"
+        if f.basis == "checked":
+            # the table's symbol and the public copy it was read in
+            assert "I_" in f.source or "Working current" in f.source, f.key
+            assert "https://" in f.source, f.key
+
+
+def test_every_radio_state_has_a_figure():
+    """The meter reads a missing key as 0 nA: every RADIO state x TXPOWER x MODE x
+    regulator the model can name must be in the table."""
+    from emu.power import _radio_state
+
+    class R:
+        def __init__(self, state, txpower, mode):
+            self.state, self.values = state, {0x50C: txpower, 0x510: mode}
+
+    seen = set()
+    for state in range(16):
+        for txpower in (*TXPOWER_DBM, 0x7F):
+            for mode in (3, 4):
+                for reg in ("dcdc", "ldo"):
+                    key = _radio_state(R(state, txpower, mode), reg)
+                    if key is not None:
+                        assert key in CURRENT, (state, hex(txpower), mode, key)
+                        seen.add(key)
+    assert {"radio.rampup.tx.dcdc", "radio.rampup.rx.ldo", "radio.rx.2m.dcdc",
+            "radio.tx.-40dbm.ldo", "radio.tx.+3dbm.dcdc"} <= seen
+
+
+def _shown(nA: int) -> str:
+    """A current as docs/energy.md's table writes it."""
+    for unit, scale in (("mA", 1_000_000), ("uA", 1_000)):
+        if nA >= scale:
+            return f"{nA / scale:g} {unit}"
+    return f"{nA} nA"
+
+
+def test_the_docs_table_is_the_declaration():
+    """docs/energy.md's table of figures says what emu/currents.py says: each key's
+    current and basis (so the doc says which figures are checked)."""
+    import pathlib
+    doc = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "energy.md").read_text()
+    rows = {}
+    for line in doc.splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            rows[cells[0].strip("`")] = cells
+    for f in FIGURES:
+        assert f.key in rows, f"{f.key} is not in docs/energy.md"
+        cells = rows[f.key]
+        assert cells[1] == _shown(f.nA) and cells[5] == f.basis, (f.key, cells[1], cells[5])
+    keys = {f.key for f in FIGURES}
+    stale = [k for k in rows if k.startswith(("cpu.", "radio.", "lfclk.", "nor.")) and
+             k not in keys]
+    assert not stale, stale
 
 
 # ------------------------------------------------------------ run --power

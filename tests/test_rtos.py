@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from emu import Machine
+from emu.inspect import GuestMemory
 from emu.rtos import FreeRtos, Zephyr, detect, for_machine
 from frontends.gdbstub import GdbStub, _checksum, serve
 
@@ -152,7 +153,7 @@ def test_zephyr_offsets_reader_from_a_fake_table(fw):
         w(t2 + 0x60 - 32 + 4 * i, 0x100 + i)             # r4..r11
     for i, v in enumerate([1, 2, 3, 4, 12, 0x1235, 0x1234, 0x01000000]):
         w(psp + 4 * i, v)
-    z = detect(syms, m.cpu.read_mem)
+    z = detect(GuestMemory(m.cpu, syms))
     assert isinstance(z, Zephyr)
     ts = z.tasks()
     assert [(t.name, t.state, t.priority, t.current) for t in ts] == \
@@ -160,6 +161,76 @@ def test_zephyr_offsets_reader_from_a_fake_table(fw):
     regs = z.registers(ts[1])
     assert regs["r4"] == 0x100 and regs["r11"] == 0x107 and regs["pc"] == 0x1234
     assert regs["sp"] == psp + 32 and "s0" not in regs
+
+
+# ------------------------------------- one reader: machine.tasks() = the GDB threads
+def disagreements(m) -> list:
+    """Where machine.tasks() (emu/inspect) and the GDB stub's threads
+    (emu/rtos) tell a different story about the same machine state; []
+    when they agree task for task."""
+    rtos = for_machine(m)
+    if not isinstance(rtos, FreeRtos) or not rtos.started():
+        return ["no FreeRTOS scheduler running"]
+    info = {t.tcb: t for t in m.tasks() if t.tcb}
+    threads = {t.id: t for t in rtos.tasks()}
+    out = [f"{tcb:#x} only in machine.tasks()" for tcb in set(info) - set(threads)]
+    out += [f"{tcb:#x} only in the threads" for tcb in set(threads) - set(info)]
+    for tcb in set(info) & set(threads):
+        i, t = info[tcb], threads[tcb]
+        high = i.stack_base + i.stack_size if i.stack_size else None
+        a = (i.name, i.state, i.priority, i.stack_top, i.stack_base or None, high,
+             i.state == "running")
+        b = (t.name, t.state, t.priority, t.sp, t.stack_low, t.stack_high, t.current)
+        if a != b:
+            out.append(f"{i.name}: {a} != {b}")
+    if sum(t.current for t in threads.values()) != 1:
+        out.append("not one current thread")
+    return out
+
+
+def test_task_views_agree_on_our_images(fw, monkeypatch):
+    import dataclasses
+    m = at_checkpoint(fw)
+    assert disagreements(m) == [] and len(m.tasks()) == 4
+    release(m)
+    seen = set()
+    for _ in range(4000):                   # wherever the scheduler happens to be
+        r = m.run(ms=0.05)
+        if r.reason == "exit":
+            break
+        assert disagreements(m) == []
+        seen |= {(t.name, t.state) for t in m.tasks()}
+    assert r.reason == "exit" and r.exit_code == 0, m.console_text()
+    assert {("blinky", "running"), ("blinky", "blocked"), ("worker", "running"),
+            ("worker", "suspended"), ("IDLE", "running")} <= seen, seen
+    m = Machine(fw("heap_tasks"), board="nrf52832")
+    assert m.run(ms=50).ok
+    assert disagreements(m) == []
+    # DWARF gives heap_tasks' pxEndOfStack: the threads know their stacks' tops
+    for t in for_machine(m).tasks():
+        assert t.stack_high == t.stack_low + 256, t
+    # a corrupt list: both views drop and keep the same tasks
+    m = at_checkpoint(fw)
+    d1 = m.symbol("xDelayedTaskList1")
+    m.cpu.write_mem(d1 + 12, (0x40000000).to_bytes(4, "little"))
+    assert disagreements(m) == [] and "blinky" not in {t.name for t in m.tasks()}
+    assert any(t.problem for t in m.tasks())
+    # the check can fail: a thread list that says otherwise about one task
+    real = FreeRtos.tasks
+    monkeypatch.setattr(FreeRtos, "tasks", lambda self: [
+        dataclasses.replace(t, state="ready") if t.name == "worker" else t for t in real(self)])
+    assert any(d.startswith("worker:") for d in disagreements(m))
+
+
+def test_task_views_agree_on_infinitime():
+    m = Machine(_infinitime(), flash_file=None)
+    assert m.run(seconds=2).ok
+    names = set()
+    for ms in (1, 3, 7, 13, 29, 61, 127, 251):
+        m.run(ms=ms)
+        assert disagreements(m) == []
+        names |= {t.name for t in m.tasks()}
+    assert {"IDL", "MAI", "dis", "Tmr", "ble"} <= names, names
 
 
 # ---------------------------------------------------------------- GDB

@@ -4,7 +4,8 @@
     for t in machine.tasks():   print(t.name, t.state, t.priority, t.stack_high_water)
 
 Nothing asks the firmware: the structures are found through the ELF's
-symbols and read with ``cpu.read_mem`` between runs.
+symbols and read between runs through :class:`GuestMemory` (RAM and flash
+only; emu/rtos.py reads through it too).
 
 * FreeRTOS heap_4 (freertos.py): ``xFreeBytesRemaining``,
   ``xMinimumEverFreeBytesRemaining`` and the free list from ``xStart`` to
@@ -18,16 +19,18 @@ symbols and read with ``cpu.read_mem`` between runs.
   stack high-water mark as ``uxTaskGetStackHighWaterMark`` computes it
   (0xA5 fill bytes counted from ``pxStack``).  The TCB layout comes from
   the ELF's DWARF when it has ``tskTaskControlBlock``, else FreeRTOS 10's
-  layout without the MPU (the ``layout`` field says which).
+  layout without the MPU (``freertos.tcb_layout`` says which).  This is
+  the one reader of FreeRTOS's lists: emu/rtos.py's GDB threads are these
+  tasks with their saved contexts.
 * MicroPython's GC heap (micropython.py): ``mp_state_ctx.mem``'s allocation
   table (2 bits a block: free, head, tail, mark) and pool: total, used,
   free, largest free run, allocations; the members' offsets from the DWARF,
   else found in ``mp_state_ctx`` by the GC's own invariant (pool size =
   table bytes x 4 blocks x 16 bytes).
 
-A structure that does not add up (a pointer outside RAM, a free list that
-loops or is not in address order, sizes that disagree) is reported in the
-result's ``problem``, never raised.  Not modelled: heap_1/2/3/5, LVGL's own
+A structure that does not add up (a pointer outside RAM and flash, a list
+that loops or is not in address order, sizes that disagree) is reported in
+the result's ``problem``, never raised.  Not modelled: heap_1/2/3/5, LVGL's own
 lv_mem heap (InfiniTime builds LVGL with LV_MEM_CUSTOM on pvPortMalloc, so
 its objects are in the heap_4 figures), newlib's malloc, Zephyr's kernel
 objects and heaps.
@@ -44,7 +47,7 @@ __all__ = ["HeapInfo", "TaskInfo", "Inspection", "GuestMemory", "BadPointer", "S
 
 def read_heaps(machine) -> list:
     """Every heap the reader finds in the image (see the module docstring)."""
-    mem = GuestMemory(machine)
+    mem = GuestMemory.of(machine)
     out = []
     for reader in (freertos.read_heap4, micropython.read_gc_heap):
         h = reader(mem)
@@ -55,4 +58,4 @@ def read_heaps(machine) -> list:
 
 def read_tasks(machine) -> list:
     """FreeRTOS's tasks (empty when the image has no FreeRTOS scheduler)."""
-    return freertos.read_tasks(GuestMemory(machine))
+    return freertos.read_tasks(GuestMemory.of(machine))

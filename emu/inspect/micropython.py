@@ -70,7 +70,7 @@ def read_gc_heap(mem) -> Optional[HeapInfo]:
         h.start, h.end, h.total = start, end, end - start
         table = mem.read(atb, atb_len)
     except BadPointer as e:
-        h.problem = f"a GC pointer leads outside RAM ({e})"
+        h.problem = f"a GC pointer is wrong: {e}"
         return h
     blocks = atb_len * BLOCKS_PER_ATB
     if end - start < blocks * BYTES_PER_BLOCK:

@@ -1,6 +1,7 @@
 """The readers' results and their view of guest memory (emu/inspect)."""
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -71,40 +72,69 @@ class Inspection:
 
 
 class GuestMemory:
-    """Reads guest RAM and flash for a reader, with bounds: every read is
-    checked against the board's RAM (and flash for constants); a read outside
-    raises :class:`BadPointer` with the address."""
+    """Guest memory and the image's symbols as every reader (emu/inspect,
+    emu/rtos.py) sees them.  Reads RAM and flash only: a stray pointer must
+    not read a peripheral register, whose read can have side effects.  A
+    read anywhere else raises :class:`BadPointer` (a ValueError) with the
+    address."""
 
-    def __init__(self, machine):
-        self.cpu = machine.cpu
-        self.symbols = machine.symbols
-        self.path = machine.image.path if machine.image is not None else None
-        soc = machine.soc
-        self.ram = (getattr(soc, "RAM_BASE", 0x20000000),
-                    getattr(soc, "RAM_BASE", 0x20000000) + getattr(soc, "RAM_SIZE", 0x10000))
+    def __init__(self, cpu, symbols=None, path: Optional[str] = None):
+        self.cpu = cpu
+        self.symbols = symbols
+        self.path = path                        # the ELF, for its DWARF (None: no layouts)
+
+    @classmethod
+    def of(cls, machine) -> "GuestMemory":
+        return cls(machine.cpu, machine.symbols,
+                   machine.image.path if machine.image is not None else None)
 
     def in_ram(self, addr: int, size: int = 4) -> bool:
-        return self.ram[0] <= addr and addr + size <= self.ram[1]
+        return self._mapped(addr, size, ("ram",))
 
     def read(self, addr: int, size: int) -> bytes:
-        if not self.in_ram(addr, size):
+        if not self._mapped(addr, size, ("ram", "flash")):
             raise BadPointer(addr)
         return bytes(self.cpu.read_mem(addr, size))
+
+    __call__ = read
 
     def u32(self, addr: int) -> int:
         return int.from_bytes(self.read(addr, 4), "little")
 
-    def sym(self, name: str) -> Optional[int]:
-        return self.symbols.lookup(name) if self.symbols else None
+    def words(self, addr: int, n: int) -> tuple:
+        return struct.unpack(f"<{n}I", self.read(addr, 4 * n))
+
+    def cstr(self, addr: int, most: int = 32) -> str:
+        """The NUL-terminated string at ``addr`` (at most ``most`` bytes, less
+        near the end of memory), anything not printable ASCII as '?'."""
+        raw = b""
+        for n in sorted({most, 16, 8, 4, 1}, reverse=True):
+            if n <= most:
+                try:
+                    raw = self.read(addr, n)
+                    break
+                except BadPointer:
+                    continue
+        raw = raw.split(b"\0", 1)[0]
+        return "".join(chr(b) if 32 <= b < 127 else "?" for b in raw)
+
+    def sym(self, *names: str) -> Optional[int]:
+        """The address of the first of ``names`` the image has, or None."""
+        for n in names:
+            a = self.symbols.lookup(n) if self.symbols else None
+            if a is not None:
+                return a
+        return None
 
     def sym_size(self, name: str) -> Optional[int]:
-        v = self.symbols.by_name.get(name) if self.symbols else None
-        return v[1] if v else None
+        return self.symbols.size(name) if self.symbols else None
+
+    def _mapped(self, addr: int, size: int, kinds: tuple) -> bool:
+        r = self.cpu.region_at(addr)
+        return r is not None and r[2] in kinds and addr + size <= r[1]
 
 
-class BadPointer(Exception):
+class BadPointer(ValueError):
     def __init__(self, addr: int):
-        super().__init__(f"{addr:#010x} is outside RAM")
+        super().__init__(f"{addr:#010x} is not in RAM or flash")
         self.addr = addr
-
-
