@@ -7,6 +7,7 @@
     pinetime-emu phone ...          (talk to a running --bridge like Gadgetbridge)
     pinetime-emu nus-console ...    (a console on a running --bridge, as wasp-os's pynus)
     pinetime-emu test SCENARIO... --firmware FIRMWARE [--junit out.xml]
+    pinetime-emu preview FIRMWARE --script "run 1s, screenshot, ..."   (PNG strip, GIF, Markdown)
 
 Exit status: 0 success; 1 the firmware faulted, locked up or exited non-zero
 (or a scenario failed); 2 bad input (unreadable or corrupt firmware, a bad
@@ -87,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve a byte stream on HOST:PORT (raw TCP; 0 = any free port): "
                         "the PineTime's BLE Nordic UART; on microbit, nrf52dk and nrf52832 the "
                         "UART console")
+    r.add_argument("--web", type=_port, default=None, metavar="PORT",
+                   help="show the board in a web browser instead of a window: a page on "
+                        "http://HOST:PORT/ (0 = any free port) with the screen, touch by "
+                        "mouse, the buttons, the phone's actions and the console; any number "
+                        "of tabs (docs/web.md)")
+    r.add_argument("--web-host", default="127.0.0.1", metavar="HOST", type=_host,
+                   help="web view address (127.0.0.1)")
     r.add_argument("--hci", default=None, metavar="tcp:PORT|pty",
                    help="a Bluetooth LE controller on the emulated air for a real host "
                         "(Bumble, BlueZ): HCI in H4 framing on 127.0.0.1:PORT, or on a "
@@ -169,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("test", help="run scenario files against a firmware "
                                 "(pinetime-emu test --help)", add_help=False)
+    sub.add_parser("preview", help="screenshots of a firmware after a few steps as a PNG "
+                   "strip, a GIF and Markdown for a pull request (pinetime-emu preview --help)",
+                   add_help=False)
     sub.add_parser("twister-serial", help="Zephyr twister's --device-serial-pty program "
                    "(see docs/firmware.md, Twister)", add_help=False)
     sub.add_parser("twister-flash", help="what scripts/twister/west runs for twister's "
@@ -205,6 +216,9 @@ def main(argv: Optional[list] = None) -> int:
         if argv[0] == "twister-flash":
             return twister.flash_main(argv[1:])
         return twister.serial_main(argv[1:], run_main=main)
+    if argv and argv[0] == "preview":
+        from frontends.preview import main as preview_main
+        return preview_main(argv[1:])
     if argv and argv[0] == "test":
         try:
             from frontends.scenario import main as scenario_main
@@ -223,7 +237,8 @@ def main(argv: Optional[list] = None) -> int:
         return cmd_run(args)
     if args.command == "info":
         return cmd_info(args)
-    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console or test "
+    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console, test or "
+          "preview "
           "(see pinetime-emu --help)", file=sys.stderr)
     return EXIT_USAGE
 
@@ -285,6 +300,11 @@ def _run_args_problem(args) -> Optional[str]:
         return f"--softdevice-hex: an S132 SoftDevice runs on the nRF52832, not on {args.board}"
     if args.trace_range is not None and args.trace is None:
         return "--trace-range needs --trace FILE"
+    if args.web is not None and args.web != 0:
+        for other, port, host in (("--bridge", args.bridge, args.bridge_host),
+                                  ("--gdb", args.gdb, args.gdb_host)):
+            if port == args.web and host == args.web_host:
+                return f"--web and {other} both ask for port {args.web}"
     rtt_ports = [p for p, _c in args.rtt_port or ()]
     if args.rtt_address is not None and not (args.rtt or rtt_ports):
         return "--rtt-address needs --rtt or --rtt-port"
@@ -428,7 +448,7 @@ def cmd_run(args) -> int:
     if problem is not None:
         _error(problem)
         return EXIT_USAGE
-    if not args.headless and not _display_available():
+    if not args.headless and args.web is None and not _display_available():
         _error("no display available for the window; use --headless (for example: "
                f"pinetime-emu run {args.firmware} --headless --seconds 5 --screenshot out.png)")
         return EXIT_USAGE
@@ -586,9 +606,25 @@ def cmd_run(args) -> int:
             print(f"pinetime-emu: GDB stub listening on {args.gdb_host}:{stub.port}"
                   f"{' (halted at reset until GDB continues)' if args.gdb_wait else ''}",
                   file=sys.stderr)
-            if args.gdb_wait:
-                while stub.conn is None:
-                    stub.poll(0.2)
+        web = None
+        if args.web is not None:
+            from frontends.web.view import WebView
+            try:
+                web = WebView(machine, port=args.web, host=args.web_host,
+                              realtime=not args.fast, seconds=args.seconds,
+                              pollers=pollers + [term.poll] + ([stub.poll] if stub else []),
+                              gdb=stub, scale=args.scale)
+            except OSError as e:
+                for c in closers:
+                    c()
+                _error(f"--web {args.web}: cannot listen on {args.web_host}:{args.web} "
+                       f"({os.strerror(e.errno) if e.errno else e})")
+                return EXIT_USAGE
+            closers.append(web.close)
+            print(f"pinetime-emu: web view on {web.url}", file=sys.stderr, flush=True)
+        if args.gdb_wait and stub is not None:
+            while stub.conn is None:
+                stub.poll(0.2)
     except (OSError, UnicodeError, TypeError) as e:   # TypeError: a host that is not text
         for c in closers:
             c()
@@ -599,7 +635,9 @@ def cmd_run(args) -> int:
     # and close the servers
     old_term = term.install()
     try:
-        if args.headless:
+        if web is not None:
+            rc = _run_web(machine, args, web)
+        elif args.headless:
             rc = _run_headless(machine, args, pollers, stub, term)
         else:
             rc = _run_window(machine, args, pollers + [term.poll], stub)
@@ -831,6 +869,13 @@ def _run_headless_gdb(machine, stub, end, pollers):
     if machine.exit_code is not None:
         reason = "exit"
     return RunResult(reason, machine)
+
+
+def _run_web(machine, args, web) -> int:
+    result = web.run()
+    if result is None:
+        return EXIT_OK
+    return _finish(machine, args, result)
 
 
 def _run_window(machine, args, pollers, stub) -> int:

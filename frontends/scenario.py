@@ -365,6 +365,13 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
     return Step(kind, a, label, index)
 
 
+def parse_step(raw: Any, index: int, base: str) -> Step:
+    """One step as a scenario file holds it (a one-key mapping), checked;
+    ``base`` is the folder relative paths are taken from (ScenarioError on
+    bad input).  ``pinetime-emu preview --script`` builds its steps here."""
+    return _parse_step(raw, index, base)
+
+
 def _text(v: Any, what: str) -> str:
     if not isinstance(v, str) or not v:
         raise ScenarioError(f"{what} must be a non-empty string, got {_show(v)}")
