@@ -1,6 +1,28 @@
-"""pinetime-emu: a cycle-timed emulator of the nRF52832 and the PineTime."""
-from emu.loader import FirmwareError, load_firmware
-from emu.machine import Machine, RunResult
+"""pinetime-emu: a cycle-timed emulator of the nRF52832 and the PineTime.
+
+``Machine``, ``RunResult``, ``FirmwareError`` and ``load_firmware`` are
+imported when first used (PEP 562), so ``import emu.outputs`` and the other
+plain modules do not load Unicorn: ``twister-flash`` runs under a Python
+without the emulator's dependencies.
+"""
+from typing import TYPE_CHECKING
 
 __all__ = ["Machine", "RunResult", "FirmwareError", "load_firmware"]
 __version__ = "0.1.0"
+
+_LAZY = {"Machine": "emu.machine", "RunResult": "emu.machine",
+         "FirmwareError": "emu.loader", "load_firmware": "emu.loader"}
+
+if TYPE_CHECKING:                                   # pragma: no cover
+    from emu.loader import FirmwareError, load_firmware
+    from emu.machine import Machine, RunResult
+
+
+def __getattr__(name: str):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'emu' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(mod), name)
+    globals()[name] = value
+    return value

@@ -28,11 +28,12 @@ import logging
 import sys
 from typing import Optional
 
+from emu.rtt import MAX_CHANNELS
 from frontends.bridge import TcpByteServer
 
 log = logging.getLogger("frontends.rtt")
 BACKLOG = 64 * 1024          # bytes kept per port for the first client
-MAX_CHANNEL = 63
+MAX_CHANNEL = MAX_CHANNELS - 1
 
 
 def rtt_port(s: str) -> tuple:

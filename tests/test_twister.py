@@ -69,3 +69,17 @@ def test_serial_without_a_flash_is_one_line(tmp_path):
                        env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert r.returncode == 2 and "nothing was flashed" in r.stderr
     assert r.stderr.count("\n") == 1
+
+
+def test_flash_runs_without_the_emulators_dependencies():
+    """scripts/twister/west falls back to the system python3, which may lack
+    Unicorn: the CLI's twister-flash must not import the emulator (emu/__init__
+    loads Machine lazily; the CLI's option types import no model)."""
+    code = ("import sys; sys.modules['unicorn'] = None; sys.modules['capstone'] = None\n"
+            "sys.argv = ['pinetime-emu', 'twister-flash', '--help']\n"
+            "import frontends.cli\n"
+            "frontends.cli.main()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=os.path.join(os.path.dirname(__file__), ".."), timeout=60)
+    assert r.returncode == 0 and "usage" in r.stdout and "Traceback" not in r.stderr, \
+        r.stdout + r.stderr
