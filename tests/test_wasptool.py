@@ -164,6 +164,7 @@ def test_rtc_memfree_battery_notify(booted):
         w.eval("print(no_such_name)")
 
 
+@pytest.mark.wallclock          # paced to the host's clock: run alone (scripts/test.sh)
 def test_phone_cli_verbs_against_a_bridge(tmp_path):
     image = _phone_image()                       # the build with heap for a session
     # a watch whose NOR is already formatted (the first boot's format leaves
