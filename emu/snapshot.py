@@ -137,7 +137,7 @@ SKIP_ATTRS = {
                                 "returns_in_hook", "wfe_in_hook", "entries_in_hook",
                                 "costed_in_hook",
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
-                                "_flash_guard",
+                                "_flash_guard", "_mem_hooks", "pagemap", "_fast_ram_range",
                                 # the engine's uc_mem_read/write and their buffer
                                 "_uch", "_c_mem_read", "_c_mem_write", "_membuf",
                                 "_xregs"},   # exception entry/return in C (structure)
