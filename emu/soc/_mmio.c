@@ -355,6 +355,7 @@ enum {
     R_CALL = 2, R_VALUE = 3, R_EVENT = 4, R_ATTR = 5, R_CONST = 6, R_COUNTER = 7,
     R_CYCLES = 8,
     W_EVENT = 20, W_INTENSET = 21, W_INTENCLR = 22, W_INTEN = 23, W_VALUE = 24, W_TXD = 25,
+    W_BITS = 26,
 };
 enum { MODE_RW = 0, MODE_W1S = 1, MODE_W1C = 2 };
 #define NOFF 1024            /* word offsets in a 4 KiB slot */
@@ -382,6 +383,7 @@ typedef struct {
     int ci[4];               /* COUNTER: cell indices of running, base_time, period, base_value */
     int stream;              /* an access of a streaming serial master (see Streams) */
     uint64_t base64;         /* CYCLES: the cycle count at which the value was 0 */
+    int shift, bail_shift;   /* BITS: where the written bits go; the bail attribute's shift */
 } COp;
 
 typedef struct {
@@ -634,6 +636,19 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         if (PyErr_Occurred())
             goto fail;
     }
+    if (kind == W_BITS) {          /* (name, mode, shift, bail or None, bail_shift) */
+        if (n < 5 || !PyUnicode_Check(op->a[0]))
+            goto bad;
+        op->mode = (uint32_t)PyLong_AsUnsignedLongMask(PyTuple_GET_ITEM(args, 1));
+        op->shift = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 2));
+        op->bail_shift = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 4));
+        if (PyErr_Occurred())
+            goto fail;
+        if (op->shift < 0 || op->shift > 63 || op->bail_shift < 0 || op->bail_shift > 63)
+            goto bad;
+        Py_CLEAR(op->a[1]);        /* a[3]: the bail attribute (None: never) */
+        Py_CLEAR(op->a[2]);
+    }
     if (kind == R_CONST || kind == W_VALUE) {
         if (n < 1)
             goto bad;
@@ -656,6 +671,7 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         if (is_write) goto bad;
         break;
     case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN: case W_VALUE: case W_TXD:
+    case W_BITS:
         if (!is_write) goto bad;
         break;
     default:
@@ -816,6 +832,36 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
         rc = PyDict_SetItem(d, vkey, n);
         Py_DECREF(n);
         goto out;
+    }
+    case W_BITS: {
+        uint64_t bits = (value & op->mask) << op->shift;
+        if (op->mode == MODE_W1S && op->a[3] != NULL && op->a[3] != Py_None) {
+            x = PyObject_GetAttr(obj, op->a[3]);
+            if (x == NULL)
+                return -1;
+            uint64_t b = PyLong_AsUnsignedLongLongMask(x);
+            Py_DECREF(x);
+            if (PyErr_Occurred())
+                return -1;
+            if (bits & (b >> op->bail_shift))
+                return 1;                   /* a pending interrupt enabled: the model */
+        }
+        x = PyObject_GetAttr(obj, op->a[0]);
+        if (x == NULL)
+            return -1;
+        uint64_t cur = PyLong_AsUnsignedLongLongMask(x);
+        Py_DECREF(x);
+        if (PyErr_Occurred())
+            return -1;
+        uint64_t nw = op->mode == MODE_W1S ? (cur | bits) : (cur & ~bits);
+        if (nw == cur)
+            return 0;
+        PyObject *n = PyLong_FromUnsignedLongLong(nw);
+        if (n == NULL)
+            return -1;
+        rc = PyObject_SetAttr(obj, op->a[0], n);
+        Py_DECREF(n);
+        return rc;
     }
     }
     return 1;

@@ -1,0 +1,53 @@
+"""The NVIC's ISER/ICER words as bus ops (emu.cpu.scs.ScsPage.write_op, the
+BITS kind of emu/soc/ops.py): firmware/tests/cpu_nvic_enable.c disables and
+enables an interrupt around pends, natively and in pure Python, in the same
+cycles; an enable of a pending interrupt goes to the model (the run loop
+must take it at once).  The companion's op never bails and sees the
+interrupt taken late."""
+import pytest
+
+from conftest import assert_firmware_passed
+from emu import Machine
+from emu.cpu import scs
+from emu.soc import ops
+
+FW = "cpu_nvic_enable"
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_enables_and_disables_as_ops(fw, pure):
+    m = Machine(fw(FW), board="nrf52832", pure_python=pure)
+    r = m.run(ms=50)
+    assert_firmware_passed(m, r, min_passes=8)
+    st = m.soc.bus.access_stats()
+    iser, icer = st[(0xE000E000, 0x100)], st[(0xE000E000, 0x180)]
+    assert icer[2] >= 400 and icer[3] == 0          # ICER: always the op
+    if not pure:
+        assert iser[2] >= 400 and iser[3] == 200    # ISER: the op, the model for the 200 pends
+
+
+def test_both_paths_agree(fw):
+    runs = []
+    for pure in (False, True):
+        m = Machine(fw(FW), board="nrf52832", pure_python=pure)
+        m.run(ms=50)
+        runs.append((m.cpu.cycles, m.console_text(), m.cpu.core_registers()))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_enable_op_that_never_bails_is_seen(fw, monkeypatch, pure):
+    """Companion: an ISER op that sets the bit even when the interrupt is
+    pending leaves the run loop unaware: the interrupt is taken late."""
+    real = scs.ScsPage.write_op
+
+    def never_bails(self, offset):
+        op = real(self, offset)
+        if op is not None and op.kind == ops.W_BITS and op.args[3] is not None:
+            op = ops.Op(op.kind, op.obj, op.args[:3] + (None, 0), mask=op.mask)
+        return op
+    monkeypatch.setattr(scs.ScsPage, "write_op", never_bails)
+    m = Machine(fw(FW), board="nrf52832", pure_python=pure)
+    r = m.run(ms=50)
+    assert "FAIL enabling a pending interrupt takes it at once" in m.console_text()
+    assert r.exit_code != 0
