@@ -1442,6 +1442,51 @@ class CortexM:
         self._slice_pc = pc
         self._slice_blocks = cs.blocks
 
+    # Polling loops (a driver waiting for an event, LFCLKSTAT, a TWI transfer
+    # with its CYCCNT timeout) are counted instead of run up to the next
+    # clock event when an iteration provably repeats (_blockhook.c,
+    # loop_step): InfiniTime's first second polls LFCLKSTAT 3.2 M times.
+    # Only with the native block hook and bus (which note the MMIO reads),
+    # and only while nothing else watches the code: no hook but the CPU's
+    # own (a debugger's breakpoint, a trace, a test's code hook), no MPU
+    # (its protection hooks).  The pure-Python path skips nothing.
+    loop_skip = True      # False: every iteration runs (the slow path, for tests)
+    _loop_watch = False   # the native bus has given the block hook its loop fields
+    access_watchers = 0   # instruments hooking every memory access (emu.trace.MmioTrace)
+
+    def enable_loop_watch(self, replay_address: int) -> None:
+        """Called by the native bus once its slots note loop reads."""
+        if not getattr(self.counter, "native", False) or self._loop_watch:
+            return
+        ids = ([A.UC_ARM_REG_R0 + i for i in range(13)]
+               + [A.UC_ARM_REG_SP, A.UC_ARM_REG_LR, A.UC_ARM_REG_XPSR, A.UC_ARM_REG_CONTROL,
+                  A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_IPSR])
+        if self.profile == "m4":
+            ids += [A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK]
+        self.counter.set_loop_watch(ids, replay_address)
+        self._loop_watch = True
+        self._own_hooks = len(self.uc._callbacks)
+
+    def _loops_skippable(self) -> int:
+        mpu = self.mpu
+        return int(self.loop_skip and not (mpu is not None and mpu._installed)
+                   and not self.access_watchers
+                   and len(self.uc._callbacks) == self._own_hooks + len(self._sev_hooks)
+                   + len(self._div_hooks) + len(self._msr_hooks))
+
+    def no_loop_skip(self) -> None:
+        """From now on in this run no loop is skipped (the MPU was enabled)."""
+        if self._loop_watch:
+            self.cs.skip_on = 0
+
+    @property
+    def loops_skipped(self) -> tuple:
+        """(skips, iterations, cycles) of polling loops counted instead of run."""
+        cs = self.cs
+        if not self._loop_watch:
+            return (0, 0, 0)
+        return (cs.skips, cs.skipped_iters, cs.skipped_cycles)
+
     def _sleep_to_loop(self, uc) -> bool:
         """End the slice asleep at the WFE: the run loop goes on from the top."""
         self._trap = ("returned",)
@@ -1528,7 +1573,7 @@ class CortexM:
         if self._needs_special_hooks(code):
             return False
         try:
-            self.counter.insert(addr, size, self.cost_model.block_cost(code, addr))
+            self.counter.insert(addr, size, *self.cost_model.block_cost_pure(code, addr))
         except Exception:    # noqa: BLE001 - the slow path reports it
             return False
         self.costed_in_hook += 1
@@ -1542,8 +1587,7 @@ class CortexM:
         except UcError:
             self.counter.insert(addr, size, 1)
             return
-        cost = self.cost_model.block_cost(code, addr)
-        self.counter.insert(addr, size, cost)
+        self.counter.insert(addr, size, *self.cost_model.block_cost_pure(code, addr))
         # Instructions that need a selective hook (zero cost elsewhere).
         if self._needs_special_hooks(code):
             self._special_hooks(code, addr, size)
@@ -1702,6 +1746,8 @@ class CortexM:
         self._run_until, self._run_should_stop = until, should_stop
         if self.ccr & 0x10 and not self._div_armed:
             self.arm_div_trap()
+        if self._loop_watch:
+            cs.skip_on = self._loops_skippable()
         try:
             while True:
                 clock.run_due()
@@ -1752,6 +1798,8 @@ class CortexM:
             return self.stop_reason or StopReason.LOCKUP
         finally:
             self._running = False
+            if self._loop_watch:
+                cs.skip_on = 0
             self.sync_time()
 
     def _idle_to_next_event(self, until: int, forever: str) -> Optional[str]:
@@ -1933,6 +1981,9 @@ class CortexM:
         cs.stop_flag = 0
         cs.mask_watch = 0
         cs.entry_flag = 0
+        skip = self._loop_watch and cs.skip_on
+        if skip:
+            cs.skip_on = 0
         uc.mem_protect(lo, hi - lo, UC_PROT_ALL)
         # A translation block cached before Unicorn's instruction-count hook
         # existed ignores count=1 (it ran on to the NVMC CONFIG=Ren store
@@ -1953,6 +2004,8 @@ class CortexM:
             after = bytes(uc.mem_read(lo, hi - lo))
             uc.mem_protect(lo, hi - lo, UC_PROT_READ | UC_PROT_EXEC)
             cs.deadline, cs.stop_flag, cs.mask_watch, cs.entry_flag = saved
+            if skip:
+                cs.skip_on = 1
         if after != before:
             if self.flash_write_handler is not None:
                 final = self.flash_write_handler(lo, before, after)

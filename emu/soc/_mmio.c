@@ -386,6 +386,14 @@ typedef struct {
     int shift, bail_shift;   /* BITS: where the written bits go; the bail attribute's shift */
 } COp;
 
+/* The block hook's polling-loop fields (bh_state in emu/cpu/_blockhook.c,
+ * from skip_on on): a loop iteration's MMIO accesses are noted here. */
+typedef struct {
+    uint32_t skip_on, unstable, nreads, nregs, trust_all, pad;
+    void *rslot[8];
+    uint32_t roff[8];
+} LoopCells;
+
 typedef struct {
     PyObject_HEAD
     PyObject *resolve;   /* resolve(offset, is_write) -> Op or None */
@@ -410,7 +418,46 @@ typedef struct {
      * is rops/wops/used/nused above; park[cur] is unused while it is current. */
     struct { COp *rops, *wops; uint16_t *used; int nused; } park[NBANK];
     int cur;
+    volatile LoopCells *loop;          /* the block hook's loop fields, or NULL */
 } Slot;
+
+/* An access for the block hook's polling-loop watch (loop_step in
+ * _blockhook.c): a read whose value only a clock event or Python can change
+ * is recorded (up to 8 an iteration), anything else makes the iteration
+ * unstable. */
+static inline void loop_note(Slot *s, uint64_t offset, int stable) {
+    volatile LoopCells *l = s->loop;
+    if (l == NULL || !l->skip_on)
+        return;
+    if (l->trust_all)
+        stable = 1;
+    if (!stable || l->nreads >= 8) {
+        l->unstable = 1;
+        return;
+    }
+    l->rslot[l->nreads] = s;
+    l->roff[l->nreads] = (uint32_t)offset;
+    l->nreads++;
+}
+
+static inline int op_stable_read(COp *op) {
+    if (op->stream || op->timed || op->g_busy != NULL)
+        return 0;
+    switch (op->kind) {
+    case R_EVENT: case R_VALUE: case R_CONST:
+        return 1;
+    case R_ATTR:                 /* INTEN or a cell: Python and events change them */
+        return op->cells != NULL;
+    }
+    return 0;
+}
+
+/* A skipped loop's reads of one register, counted as done (n of them). */
+static void slot_replay(void *slot, uint32_t offset, uint64_t n) {
+    Slot *s = (Slot *)slot;
+    s->count += n;
+    s->stat[(offset >> 2) * 4] += n;
+}
 
 static PyObject *str_base_ticks, *str_base_cycles, *str_now, *str_values, *str_kind,
                 *str_obj, *str_args, *str_timed, *str_mask, *str_slow_bits, *str_guard;
@@ -1152,16 +1199,19 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
             if (stream_access(s, op, 0, 0, &v) == 0) {
                 s->count++;
                 s->stat[(offset >> 2) * 4]++;
+                loop_note(s, offset, 0);
                 return v;
             }
         } else if (op->nogil && cells_read(s, op, &v, 0) == 0) {
             s->count++;
             s->stat[(offset >> 2) * 4]++;
+            loop_note(s, offset, op_stable_read(op));
             return v;
         }
     }
     PyGILState_STATE g = PyGILState_Ensure();
     s->count++;
+    int noted = 0;
     streams_off_c(s->streams);   /* Python is about to run: no bytes left in C */
     int aligned = size == 4 && !(offset & 3) && offset < 4 * NOFF;
     if (aligned) {
@@ -1171,6 +1221,8 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
                     : exec_read(s, op, &v);
             if (r == 0) {
                 s->stat[(offset >> 2) * 4 + (op->kind == R_CALL)]++;
+                loop_note(s, offset, op_stable_read(op));
+                noted = 1;
                 goto out;
             }
             if (r < 0) {
@@ -1204,6 +1256,8 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
     }
     Py_DECREF(off);
 out:
+    if (!noted)
+        loop_note(s, offset, 0);
     PyGILState_Release(g);
     return v;
 }
@@ -1212,6 +1266,7 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
                        void *user_data) {
     Slot *s = (Slot *)user_data;
     int bailed = 0;
+    loop_note(s, offset, 0);
     if (size == 4 && !(offset & 3) && offset < 4 * NOFF) {
         COp *op = &s->wops[offset >> 2];
         if (op->stream && op->cells != NULL) {
@@ -1308,15 +1363,16 @@ static void slot_flush(Slot *s) {
 static int Slot_init(Slot *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"resolve", "sync", "read", "write", "error", "cpu",
                              "clock", "cycles_addr", "cycle_ticks", "cells_addr", "streams",
-                             NULL};
+                             "loop_addr", NULL};
     PyObject *resolve, *sync, *read, *write, *error, *cpu = Py_None, *clock = Py_None;
     PyObject *streams = Py_None;
-    unsigned long long cycles_addr = 0, cells_addr = 0;
+    unsigned long long cycles_addr = 0, cells_addr = 0, loop_addr = 0;
     long long cycle_ticks = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO|OOKLKO", kwlist, &resolve, &sync,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO|OOKLKOK", kwlist, &resolve, &sync,
                                      &read, &write, &error, &cpu, &clock, &cycles_addr,
-                                     &cycle_ticks, &cells_addr, &streams))
+                                     &cycle_ticks, &cells_addr, &streams, &loop_addr))
         return -1;
+    self->loop = (volatile LoopCells *)(uintptr_t)loop_addr;
     if (streams != Py_None && !PyObject_TypeCheck(streams, &StreamSetType)) {
         PyErr_SetString(PyExc_TypeError, "streams must be a StreamSet or None");
         return -1;
@@ -2324,7 +2380,13 @@ static PyObject *mmio_map(PyObject *module, PyObject *args) {
     return PyLong_FromLong(err);
 }
 
+static PyObject *mmio_replay_address(PyObject *module, PyObject *noargs) {
+    return PyLong_FromVoidPtr((void *)&slot_replay);
+}
+
 static PyMethodDef methods[] = {
+    {"replay_address", mmio_replay_address, METH_NOARGS,
+     "replay_address() -> the address of slot_replay (for the block hook's loop skip)"},
 
     {"map", mmio_map, METH_VARARGS,
      "map(uc_mmio_map_address, uc_handle, base, size, slot) -> uc_err: register the "
