@@ -882,7 +882,7 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
     }
     case W_BITS: {
         uint64_t bits = (value & op->mask) << op->shift;
-        if (op->mode == MODE_W1S && op->a[3] != NULL && op->a[3] != Py_None) {
+        if (op->a[3] != NULL && op->a[3] != Py_None) {
             x = PyObject_GetAttr(obj, op->a[3]);
             if (x == NULL)
                 return -1;
@@ -891,7 +891,7 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
             if (PyErr_Occurred())
                 return -1;
             if (bits & (b >> op->bail_shift))
-                return 1;                   /* a pending interrupt enabled: the model */
+                return 1;                   /* the model decides (a pending IRQ enabled, TICK) */
         }
         x = PyObject_GetAttr(obj, op->a[0]);
         if (x == NULL)

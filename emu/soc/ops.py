@@ -136,10 +136,11 @@ class Op:
     when not the one accessed: the PPI's CHENSET/CHENCLR set and clear bits of
     CHEN); W_BITS ``(name, mode, shift, bail, bail_shift)``: set (W1S) or
     clear (W1C) the bits ``(value & mask) << shift`` of ``obj``'s integer
-    attribute ``name``; a set bails when one of them is set in
+    attribute ``name``; the op bails when one of them is set in
     ``getattr(obj, bail) >> bail_shift`` (``bail`` None: never; the NVIC's
-    ISER/ICER on ``irq_enabled``, bailing when a pending interrupt is
-    enabled: the model asks for the run loop).  ``mask``: COUNTER's wrap mask, W_VALUE's writable
+    ISER/ICER on ``irq_enabled``, ISER bailing when a pending interrupt is
+    enabled: the model asks for the run loop; the RTC's EVTENSET/EVTENCLR
+    on ``evten``, bailing on TICK).  ``mask``: COUNTER's wrap mask, W_VALUE's writable
     bits.  ``slow_bits``: INTEN* bits whose change goes to the model.
     """
     __slots__ = ("kind", "obj", "args", "timed", "mask", "slow_bits", "guard", "stream")
@@ -261,9 +262,9 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
 
         def inner(off, value):
             bits = (value & mask) << shift
+            if bail is not None and bits & (getattr(p, bail) >> bail_shift):
+                return generic(off, value)
             if mode == MODE_W1S:
-                if bail is not None and bits & (getattr(p, bail) >> bail_shift):
-                    return generic(off, value)
                 setattr(p, name, getattr(p, name) | bits)
             else:
                 setattr(p, name, getattr(p, name) & ~bits)

@@ -1,4 +1,4 @@
-"""The NVIC's ISER/ICER words as bus ops (emu.cpu.scs.ScsPage.write_op, the
+"""Bus ops that set and clear bits of a model attribute (BITS): the NVIC's ISER/ICER words as bus ops (emu.cpu.scs.ScsPage.write_op, the
 BITS kind of emu/soc/ops.py): firmware/tests/cpu_nvic_enable.c disables and
 enables an interrupt around pends, natively and in pure Python, in the same
 cycles; an enable of a pending interrupt goes to the model (the run loop
@@ -51,3 +51,46 @@ def test_enable_op_that_never_bails_is_seen(fw, monkeypatch, pure):
     r = m.run(ms=50)
     assert "FAIL enabling a pending interrupt takes it at once" in m.console_text()
     assert r.exit_code != 0
+
+
+# -- the RTC's EVTENSET/EVTENCLR (firmware/tests/periph_rtc_evten.c) -------------
+RTC_FW = "periph_rtc_evten"
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_rtc_evten_as_ops(fw, pure):
+    m = Machine(fw(RTC_FW), board="nrf52832", pure_python=pure)
+    r = m.run(ms=100)
+    assert_firmware_passed(m, r, min_passes=8)
+    st = m.soc.bus.access_stats()
+    assert st[(0x40011000, 0x344)][2] >= 51 and st[(0x40011000, 0x348)][2] >= 51
+    if not pure:                                  # TICK's: the model
+        assert st[(0x40011000, 0x344)][3] == 1 and st[(0x40011000, 0x348)][3] == 1
+
+
+def test_rtc_evten_paths_agree(fw):
+    runs = []
+    for pure in (False, True):
+        m = Machine(fw(RTC_FW), board="nrf52832", pure_python=pure)
+        m.run(ms=100)
+        runs.append((m.cpu.cycles, m.console_text(), m.cpu.core_registers()))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_evtenset_op_that_never_bails_is_seen(fw, monkeypatch, pure):
+    """Companion: an EVTENSET op that routes TICK itself leaves the RTC's
+    schedule without TICK: EVENTS_TICK is never set."""
+    from emu.peripherals import rtc
+    real = rtc.Rtc.write_op
+
+    def never_bails(self, offset):
+        op = real(self, offset)
+        if op is not None and op.kind == ops.W_BITS:
+            op = ops.Op(op.kind, op.obj, op.args[:3] + (None, 0), mask=op.mask)
+        return op
+    monkeypatch.setattr(rtc.Rtc, "write_op", never_bails)
+    m = Machine(fw(RTC_FW), board="nrf52832", pure_python=pure)
+    r = m.run(ms=100)
+    assert r.reason != "exit"
+    assert "PASS TICK routed" not in m.console_text()
