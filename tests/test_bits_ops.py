@@ -1,9 +1,15 @@
-"""Bus ops that set and clear bits of a model attribute (BITS): the NVIC's ISER/ICER words as bus ops (emu.cpu.scs.ScsPage.write_op, the
-BITS kind of emu/soc/ops.py): firmware/tests/cpu_nvic_enable.c disables and
-enables an interrupt around pends, natively and in pure Python, in the same
-cycles; an enable of a pending interrupt goes to the model (the run loop
-must take it at once).  The companion's op never bails and sees the
-interrupt taken late."""
+"""Bus ops that set and clear bits of a model attribute (the BITS kind of
+emu/soc/ops.py).
+
+The NVIC's ISER/ICER words (emu.cpu.scs.ScsPage.write_op):
+firmware/tests/cpu_nvic_enable.c disables and enables an interrupt around
+pends, natively and in pure Python, in the same cycles; an enable of a
+pending interrupt goes to the model (the run loop must take it at once).
+The companion's op never bails and sees the interrupt taken late.
+
+The RTC's EVTENSET/EVTENCLR (emu.peripherals.rtc.Rtc.write_op):
+firmware/tests/periph_rtc_evten.c routes COMPARE0 to PPI on and off; a
+write touching TICK goes to the model (its companion never sees TICK)."""
 import pytest
 
 from conftest import assert_firmware_passed
