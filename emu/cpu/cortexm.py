@@ -1140,10 +1140,7 @@ class CortexM:
             from emu.soc import _mmio   # type: ignore[attr-defined]
         except ImportError:
             return None
-        import ctypes
-
-        from unicorn.unicorn_py3.unicorn import uclib
-        return _mmio.FlashGuard()
+        return _mmio.FlashGuard()      # its hooks: _add_write_prot_hooks
 
     def _add_mem_hooks(self, ranges) -> None:
         """The memory-access hooks over ``ranges`` ((begin, end) inclusive;
