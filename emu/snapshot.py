@@ -129,7 +129,7 @@ HOST_EVENTS = "host."      # clock events of host devices: neither saved nor res
 VALUE_CLASSES = {"emu.softdevice.Attribute"}
 # Attributes that are structure, not state, even though they hold plain data.
 SKIP_ATTRS = {
-    "emu.cpu.cortexm.CortexM": {"regions", "ram_host", "_flash_regions", "_div_hooks", "_div_armed", "_sev_hooks",
+    "emu.cpu.cortexm.CortexM": {"regions", "ram_host", "_flash_regions", "_div_hooks", "_div_armed", "_sev_hooks", "_own_hooks", "_loop_watch",
                                 "_wfe_kinds", "_halt_in_hook", "_msr_hooks", "_sev_block",
                                 "_sev_at",
                                 # statistics of the run loop's shortcuts (a restored
@@ -137,7 +137,7 @@ SKIP_ATTRS = {
                                 "returns_in_hook", "wfe_in_hook", "entries_in_hook",
                                 "costed_in_hook",
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
-                                "_flash_guard",
+                                "_flash_guard", "_mem_hooks", "pagemap", "_fast_ram_range",
                                 # the engine's uc_mem_read/write and their buffer
                                 "_uch", "_c_mem_read", "_c_mem_write", "_membuf",
                                 "_xregs"},   # exception entry/return in C (structure)

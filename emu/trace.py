@@ -146,6 +146,7 @@ class MmioTrace:
                 if err:
                     raise TraceError(f"cannot hook peripheral accesses (unicorn error {err})")
                 self._hooks.append(hh.value)
+        machine.cpu.access_watchers += 1     # every access must happen: no loop skipped
 
     def _name(self, addr: int) -> str:
         key = addr & ~3
@@ -183,6 +184,8 @@ class MmioTrace:
 
     def close(self) -> None:
         uc = self.m.cpu.uc
+        if self._hooks:
+            self.m.cpu.access_watchers -= 1
         for hh in self._hooks:
             try:
                 uc.hook_del(hh)

@@ -5,8 +5,6 @@ store, the MMIO trace's hooks.  Unicorn syncs the IT bits to the accessing
 instruction before calling a hook; left so, the next translation block ran
 its first instruction conditionally (Zephyr's kernel.lifo: the push of
 z_queue_node_peek skipped, a MemManage in rodata)."""
-import ctypes
-import os
 
 import pytest
 
@@ -43,26 +41,12 @@ def test_hooked_access_in_an_it_block_traced(fw, tmp_path):
     assert "GPREGRET2" in (tmp_path / "mmio.txt").read_text()
 
 
-def _guard_without_it_fix(self):
-    """CortexM._native_flash_guard without the guard's uc_reg_write."""
-    from unicorn import UC_HOOK_MEM_WRITE_PROT
-    from unicorn.unicorn_py3.unicorn import uclib
-
-    from emu.soc import _mmio
-    if os.environ.get("PINETIME_EMU_PURE_PYTHON") or not getattr(self.counter, "native", False):
-        return None
-    g = _mmio.FlashGuard()
-    g.install(ctypes.cast(uclib.uc_hook_add, ctypes.c_void_p).value, self.uc._uch.value,
-              UC_HOOK_MEM_WRITE_PROT)
-    return g
-
-
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
 def test_stale_it_state_after_a_hook_is_seen(run_firmware, monkeypatch, pure):
     """Companion: with the IT bits left as the hook call synced them the
     callee's first instruction is skipped after each hooked access."""
     monkeypatch.setattr(cortexm.CortexM, "resume_after_access_hook", lambda self: None)
-    monkeypatch.setattr(cortexm.CortexM, "_native_flash_guard", _guard_without_it_fix)
+    monkeypatch.setattr(cortexm.CortexM, "_guard_fixes_it", False)
     m, r = run_firmware(FW, ms=20, pure_python=pure)
     text = m.console_text()
     for name in CHECKS:

@@ -71,7 +71,31 @@ typedef struct {
     /* a block without a cost: cost_cb(address, size) (with the GIL) costs it
      * and returns 1 (the block then runs), or 0 (end the slice: REASON_MISS) */
     PyObject *cost_cb;
+    /* Polling loops skipped (see loop_step).  skip_on: set by the run loop
+     * for a slice; loop_unstable: set by the MMIO callbacks on any access
+     * that is not a read whose value only a clock event or Python can
+     * change; the stable reads of the iteration are recorded (slot, offset)
+     * so that a skip counts them as done (replay: _mmio.c's slot_replay). */
+    uint32_t skip_on;
+    uint32_t loop_unstable;
+    uint32_t loop_nreads;
+    uint32_t loop_nregs;     /* registers compared from one iteration to the next */
+    uint32_t loop_trust_all; /* 1: every MMIO read counts as stable (companion tests only) */
+    uint32_t loop_pad;
+    void *loop_rslot[8];
+    uint32_t loop_roff[8];
+    void *replay;            /* void slot_replay(void *slot, uint32_t offset, uint64_t n) */
+    void *reg_read_batch;    /* uc_reg_read_batch */
+    int32_t loop_regs[32];
+    uint64_t skips, skipped_iters, skipped_cycles;   /* statistics */
+    /* the loop being watched */
+    uint64_t lp_head, lp_cycles, lp_prev_cycles;
+    uint32_t lp_armed, lp_blocks, lp_prev_blocks, lp_have;
+    uint32_t lp_vals[32];
+    uint32_t lp_wait, lp_backoff;   /* iterations before the registers are read again */
 } bh_state;
+
+enum { BLOCK_PURE = 1 };
 
 enum { ENTRY_STOP = 0, ENTRY_DONE = 1, ENTRY_NONE = 2 };
 
@@ -98,7 +122,7 @@ static int bh_call_entry(bh_state *s, uint64_t address) {
  * (blocks are rarely closer), so the blocks of a hot loop share cache lines
  * of entries.  Measured on InfiniTime idle: half of the hook's time was the
  * probe's cache miss with a mixing hash and separate key/cost arrays. */
-typedef struct { uint64_t key; uint32_t cost; uint32_t pad; } bh_entry;
+typedef struct { uint64_t key; uint32_t cost; uint32_t flags; } bh_entry;
 
 static inline uint32_t bh_index(uint64_t k) {
     return (uint32_t)(((k - 1) >> 3) ^ ((k >> 32) << 13));
@@ -120,13 +144,24 @@ void bh_free(bh_state *s) {
     free(s);
 }
 
-static void bh_put(bh_state *s, uint64_t key, uint32_t cost) {
+static void bh_put(bh_state *s, uint64_t key, uint32_t cost, uint32_t flags) {
     bh_entry *e = (bh_entry *)s->keys;
     uint32_t m = s->cap - 1, i = bh_index(key) & m;
     while (e[i].key && e[i].key != key) i = (i + 1) & m;
     if (!e[i].key) s->used++;
     e[i].key = key;
     e[i].cost = cost;
+    e[i].flags = flags;
+}
+
+int bh_insert(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost);
+
+/* flags: BLOCK_PURE (see loop_step) */
+int bh_insert_flags(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost, uint32_t flags) {
+    if (bh_insert(s, addr, size, cost))
+        return -1;
+    bh_put(s, ((uint64_t)addr | ((uint64_t)size << 32)) + 1, cost, flags);
+    return 0;
 }
 
 int bh_insert(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost) {
@@ -137,10 +172,10 @@ int bh_insert(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost) {
         if (!nw) return -1;
         s->keys = (uint64_t *)nw; s->cap = oldcap * 2; s->used = 0;
         for (uint32_t i = 0; i < oldcap; i++)
-            if (old[i].key) bh_put(s, old[i].key, old[i].cost);
+            if (old[i].key) bh_put(s, old[i].key, old[i].cost, old[i].flags);
         free(old);
     }
-    bh_put(s, ((uint64_t)addr | ((uint64_t)size << 32)) + 1, cost);
+    bh_put(s, ((uint64_t)addr | ((uint64_t)size << 32)) + 1, cost, 0);
     return 0;
 }
 
@@ -149,15 +184,109 @@ void bh_clear(bh_state *s) {
     s->used = 0;
 }
 
-static inline int32_t bh_lookup(bh_state *s, uint64_t key) {
+static inline int32_t bh_lookup2(bh_state *s, uint64_t key, uint32_t *flags) {
     const bh_entry *e = (const bh_entry *)s->keys;
     uint32_t m = s->cap - 1, i = bh_index(key) & m;
     for (;;) {
         uint64_t k = e[i].key;
-        if (k == key) return (int32_t)e[i].cost;
+        if (k == key) { *flags = e[i].flags; return (int32_t)e[i].cost; }
         if (!k) return -1;
         i = (i + 1) & m;
     }
+}
+
+static inline int32_t bh_lookup(bh_state *s, uint64_t key) {
+    uint32_t unused;
+    return bh_lookup2(s, key, &unused);
+}
+
+typedef int (*uc_reg_read_batch_fn)(void *uc, int *regs, void **vals, int count);
+typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n);
+
+/* Polling loops.  A loop of at most 8 blocks, each one "pure" (the cycle
+ * model marks them: loads, arithmetic, compares, direct branches; no store,
+ * no call, no SP/PC write, no IT, no division, no system instruction) whose
+ * MMIO reads are all stable (events, plain registers, constants, cells: a
+ * value only a clock event or Python can change) and which comes back to
+ * its first block with every register (loop_regs) as it was one iteration
+ * before, repeats identically until the next clock event: no store means
+ * no memory changes, no event means no read changes, and nothing else runs
+ * inside a slice.  So the iterations up to the slice's deadline are counted
+ * instead of run: whole iterations only (the registers are known only at
+ * the loop's head), cycles and blocks as the hook would have counted them,
+ * the MMIO reads added to their slots' counts, and the hook stops at the
+ * deadline exactly where it would have (the block start at or after it).
+ * Returns 1 when it stopped the emulation. */
+static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t address,
+                                               uint32_t cost) {
+    if (s->lp_armed && address == s->lp_head) {
+        /* an iteration without an MMIO read is not polling anything (and a
+         * counting loop's registers differ each time: after a mismatch the
+         * registers are read again only after a growing number of
+         * iterations, so a busy loop pays one read in hundreds) */
+        int stable = !s->loop_unstable && s->lp_blocks > 0 && s->loop_nreads > 0;
+        if (stable && s->lp_wait) {
+            s->lp_wait--;
+            stable = 0;
+        } else if (stable) {
+            uint32_t vals[32];
+            void *ptrs[32];
+            uint32_t n = s->loop_nregs;
+            for (uint32_t i = 0; i < n; i++) { vals[i] = 0; ptrs[i] = &vals[i]; }
+            if (((uc_reg_read_batch_fn)s->reg_read_batch)(uc, s->loop_regs, ptrs, (int)n) != 0)
+                stable = 0;
+            else if (s->lp_have && s->lp_cycles == s->lp_prev_cycles
+                     && s->lp_blocks == s->lp_prev_blocks
+                     && memcmp(vals, s->lp_vals, n * sizeof(uint32_t)) == 0
+                     && !s->stop_flag && !s->entry_flag && s->deadline > s->cycles) {
+                uint64_t c = s->lp_cycles;
+                uint64_t m = (s->deadline - s->cycles) / c;
+                if (m) {
+                    s->cycles += m * c;
+                    s->blocks += m * s->lp_blocks;
+                    for (uint32_t r = 0; r < s->loop_nreads; r++)
+                        ((replay_fn)s->replay)(s->loop_rslot[r], s->loop_roff[r], m);
+                    s->skips++;
+                    s->skipped_iters += m;
+                    s->skipped_cycles += m * c;
+                }
+                s->lp_armed = 0;             /* watched afresh after the skip */
+                if (s->cycles >= s->deadline) {
+                    s->reason = REASON_DEADLINE;
+                    ((uc_emu_stop_fn)s->emu_stop)(uc);
+                    return 1;
+                }
+                return 0;
+            }
+            if (stable) {
+                if (s->lp_have) {            /* compared and different: back off */
+                    s->lp_backoff = s->lp_backoff < 512 ? 2 * s->lp_backoff + 1 : 1024;
+                    s->lp_wait = s->lp_backoff;
+                }
+                memcpy(s->lp_vals, vals, n * sizeof(uint32_t));
+                s->lp_prev_cycles = s->lp_cycles;
+                s->lp_prev_blocks = s->lp_blocks;
+            }
+        }
+        s->lp_have = stable;
+        s->lp_cycles = 0;
+        s->lp_blocks = 0;
+    } else if (!s->lp_armed || s->lp_blocks >= 8) {
+        s->lp_armed = 1;
+        s->lp_head = address;
+        s->lp_have = 0;
+        s->lp_wait = s->lp_backoff = 0;
+        s->lp_cycles = 0;
+        s->lp_blocks = 0;
+    } else {
+        goto count;
+    }
+    s->loop_unstable = 0;        /* a new iteration from the head */
+    s->loop_nreads = 0;
+count:
+    s->lp_cycles += cost;
+    s->lp_blocks++;
+    return 0;
 }
 
 /* the table's cost of a block, -1 if unknown (for tests) */
@@ -208,7 +337,8 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         }
     }
     uint64_t key = ((uint64_t)(uint32_t)address | ((uint64_t)size << 32)) + 1;
-    int32_t cost = bh_lookup(s, key);
+    uint32_t flags = 0;
+    int32_t cost = bh_lookup2(s, key, &flags);
     if (cost < 0 && s->cost_cb) {
         PyGILState_STATE g = PyGILState_Ensure();
         PyObject *res = PyObject_CallFunction(s->cost_cb, "KI", (unsigned long long)address,
@@ -223,7 +353,7 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         PyErr_Clear();
         PyGILState_Release(g);
         if (ok)
-            cost = bh_lookup(s, key);
+            cost = bh_lookup2(s, key, &flags);
     }
     if (cost < 0) {
         s->reason = REASON_MISS;
@@ -231,6 +361,15 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         s->miss_size = size;
         ((uc_emu_stop_fn)s->emu_stop)(uc);
         return;
+    }
+    if (s->skip_on) {
+        if (!(flags & BLOCK_PURE)) {
+            s->lp_armed = 0;
+            s->loop_nreads = 0;
+        } else if ((s->lp_armed || s->loop_nreads)   /* pure code polling nothing: no cost */
+                   && loop_step(s, uc, address, (uint32_t)cost)) {
+            return;
+        }
     }
     s->cycles += (uint32_t)cost;
     s->blocks++;

@@ -190,13 +190,16 @@ class CortexM:
         self.exit_code: Optional[int] = None
         self.instructions_hint = 0
         self._raw_hook(UC_HOOK_INTR, "HOOK_INTR_CFUNC", self._hook_intr, None)
-        uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED
-                    | UC_HOOK_MEM_FETCH_UNMAPPED, self._hook_unmapped)
-        # stores into read-only flash: dropped in C when the native helpers
-        # are built (registered first, so Unicorn asks it first), else here
+        # the hooks on memory accesses: unmapped addresses, and stores into
+        # read-only flash, dropped in C when the native helpers are built
+        # (registered first, so Unicorn asks it first), else in Python.
+        # They cover the whole address space until the RAM is mapped, then
+        # all of it but the RAM (see _fast_ram)
         self._flash_guard = self._native_flash_guard()
         self._ignored_flash_py = 0
-        uc.hook_add(UC_HOOK_MEM_WRITE_PROT, self._hook_write_prot)
+        self._mem_hooks: list = []    # (kind, handle): "uc" (the binding's) or "c"
+        self._add_mem_hooks(((1, 0),))
+        self.pagemap = None           # the TLB filled from the memory map (_fast_ram)
         self._raw_hook(UC_HOOK_INSN_INVALID, "HOOK_INSN_INVALID_CFUNC", self._hook_insn_invalid,
                        False)
         self.systick = SysTick(self)
@@ -223,6 +226,7 @@ class CortexM:
             buf = ctypes.create_string_buffer(size)
             self.uc.mem_map_ptr(base, size, perms, ctypes.addressof(buf))
             self.ram_host[base] = (size, buf, ctypes.addressof(buf))
+            self._fast_ram(base, size)
         self.regions.append((base, base + size, "flash" if flash else "ram", name))
         if flash:
             self._flash_regions.append((base, base + size))
@@ -1136,16 +1140,98 @@ class CortexM:
             from emu.soc import _mmio   # type: ignore[attr-defined]
         except ImportError:
             return None
-        import ctypes
+        return _mmio.FlashGuard()      # its hooks: _add_write_prot_hooks
 
+    def _add_mem_hooks(self, ranges) -> None:
+        """The memory-access hooks over ``ranges`` ((begin, end) inclusive;
+        (1, 0): everything), in the order Unicorn must ask them."""
+        uc = self.uc
+        for b, e in ranges:
+            self._mem_hooks.append(("uc", uc.hook_add(
+                UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED
+                | UC_HOOK_MEM_FETCH_UNMAPPED, self._hook_unmapped, begin=b, end=e)))
+        self._add_write_prot_hooks(ranges)
+
+    # the native store hook and TLB fill put the IT bits back after Unicorn
+    # synced them to an access (False: left so; for the companion tests)
+    _guard_fixes_it = True
+
+    def _add_write_prot_hooks(self, ranges) -> None:
+        uc = self.uc
+        g = self._flash_guard
+        if g is not None:
+            from unicorn.unicorn_py3.unicorn import uclib
+            addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value   # noqa: E731
+            fix = addr(uclib.uc_reg_write) if self._guard_fixes_it else 0
+            for b, e in ranges:
+                err, hh = g.install(addr(uclib.uc_hook_add), uc._uch.value,
+                                    UC_HOOK_MEM_WRITE_PROT, fix, A.UC_ARM_REG_EPSR, b, e)
+                if err:
+                    raise UcError(err)
+                self._mem_hooks.append(("c", hh))
+        for b, e in ranges:
+            self._mem_hooks.append(("uc", uc.hook_add(UC_HOOK_MEM_WRITE_PROT,
+                                                      self._hook_write_prot, begin=b, end=e)))
+
+    # RAM stores at full speed.  Unicorn's own TLB gives RAM pages execute
+    # permission (QEMU's Cortex-M default map), and a TLB entry that also
+    # serves fetches is never marked dirty: every store into RAM then leaves
+    # the translated code for a helper (two memory-map lookups and a search
+    # for code to invalidate); a memory hook whose range covers the RAM has
+    # the same effect.  With the native helpers the TLB is filled by
+    # _mmio.PageMap instead (RAM read/write, executable from the first fetch
+    # from a page on) and no memory hook covers the RAM while the MPU is off.
+    # Unicorn's translated code, costs and behaviour are otherwise the same.
+    fast_ram = True     # False (or PINETIME_EMU_CPU_TLB=1): Unicorn's own TLB (for tests)
+
+    def _fast_ram(self, base: int, size: int) -> None:
+        if (self._flash_guard is None or not self.fast_ram
+                or os.environ.get("PINETIME_EMU_CPU_TLB") or self.pagemap is not None):
+            return
         from unicorn.unicorn_py3.unicorn import uclib
-        g = _mmio.FlashGuard()
+
+        from emu.soc import _mmio
         addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value   # noqa: E731
-        err = g.install(addr(uclib.uc_hook_add), self.uc._uch.value, UC_HOOK_MEM_WRITE_PROT,
-                        addr(uclib.uc_reg_write), A.UC_ARM_REG_EPSR)
+        self._del_mem_hooks()
+        self._add_mem_hooks(((0, base - 1), (base + size, (1 << 64) - 1)))
+        pm = _mmio.PageMap()
+        err = pm.install(addr(uclib.uc_hook_add), self.uc._uch.value, 1 << 17,   # TLB_FILL
+                         addr(uclib.uc_reg_write) if self._guard_fixes_it else 0,
+                         A.UC_ARM_REG_EPSR, base, size, addr(uclib.uc_ctl))
         if err:
             raise UcError(err)
-        return g
+        self.uc.ctl_set_tlb_mode(1)          # UC_TLB_VIRTUAL
+        self._flush_tlb()
+        self.pagemap = pm
+        self._fast_ram_range = (base, size)
+
+    def slow_ram(self) -> None:
+        """Back to Unicorn's own TLB and hooks over the RAM too (the MPU
+        needs its protection hooks there)."""
+        if self.pagemap is None:
+            return
+        base, size = self._fast_ram_range
+        self.uc.ctl_set_tlb_mode(0)          # UC_TLB_CPU
+        self._flush_tlb()
+        self._add_write_prot_hooks(((base, base + size - 1),))
+        self.pagemap = None
+
+    def _flush_tlb(self) -> None:
+        from unicorn.unicorn_py3.unicorn import uclib
+        err = uclib.uc_ctl(self.uc._uch, ctypes.c_int(11 | (1 << 30)))   # UC_CTL_TLB_FLUSH
+        if err:
+            raise UcError(err)
+
+    def _del_mem_hooks(self) -> None:
+        from unicorn.unicorn_py3.unicorn import uclib
+        for kind, h in self._mem_hooks:
+            if kind == "uc":
+                self.uc.hook_del(h)
+            else:
+                err = uclib.uc_hook_del(self.uc._uch, ctypes.c_size_t(h))
+                if err:
+                    raise UcError(err)
+        self._mem_hooks = []
 
     def set_flash_config(self, nvmc, config_offset: int) -> None:
         """CPU stores into flash reach the cells only while ``nvmc.values[config_offset]``
@@ -1353,6 +1439,51 @@ class CortexM:
         self._slice_pc = pc
         self._slice_blocks = cs.blocks
 
+    # Polling loops (a driver waiting for an event, LFCLKSTAT, a TWI transfer
+    # with its CYCCNT timeout) are counted instead of run up to the next
+    # clock event when an iteration provably repeats (_blockhook.c,
+    # loop_step): InfiniTime's first second polls LFCLKSTAT 3.2 M times.
+    # Only with the native block hook and bus (which note the MMIO reads),
+    # and only while nothing else watches the code: no hook but the CPU's
+    # own (a debugger's breakpoint, a trace, a test's code hook), no MPU
+    # (its protection hooks).  The pure-Python path skips nothing.
+    loop_skip = True      # False: every iteration runs (the slow path, for tests)
+    _loop_watch = False   # the native bus has given the block hook its loop fields
+    access_watchers = 0   # instruments hooking every memory access (emu.trace.MmioTrace)
+
+    def enable_loop_watch(self, replay_address: int) -> None:
+        """Called by the native bus once its slots note loop reads."""
+        if not getattr(self.counter, "native", False) or self._loop_watch:
+            return
+        ids = ([A.UC_ARM_REG_R0 + i for i in range(13)]
+               + [A.UC_ARM_REG_SP, A.UC_ARM_REG_LR, A.UC_ARM_REG_XPSR, A.UC_ARM_REG_CONTROL,
+                  A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_IPSR])
+        if self.profile == "m4":
+            ids += [A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK]
+        self.counter.set_loop_watch(ids, replay_address)
+        self._loop_watch = True
+        self._own_hooks = len(self.uc._callbacks)
+
+    def _loops_skippable(self) -> int:
+        mpu = self.mpu
+        return int(self.loop_skip and not (mpu is not None and mpu._installed)
+                   and not self.access_watchers
+                   and len(self.uc._callbacks) == self._own_hooks + len(self._sev_hooks)
+                   + len(self._div_hooks) + len(self._msr_hooks))
+
+    def no_loop_skip(self) -> None:
+        """From now on in this run no loop is skipped (the MPU was enabled)."""
+        if self._loop_watch:
+            self.cs.skip_on = 0
+
+    @property
+    def loops_skipped(self) -> tuple:
+        """(skips, iterations, cycles) of polling loops counted instead of run."""
+        cs = self.cs
+        if not self._loop_watch:
+            return (0, 0, 0)
+        return (cs.skips, cs.skipped_iters, cs.skipped_cycles)
+
     def _sleep_to_loop(self, uc) -> bool:
         """End the slice asleep at the WFE: the run loop goes on from the top."""
         self._trap = ("returned",)
@@ -1439,7 +1570,7 @@ class CortexM:
         if self._needs_special_hooks(code):
             return False
         try:
-            self.counter.insert(addr, size, self.cost_model.block_cost(code, addr))
+            self.counter.insert(addr, size, *self.cost_model.block_cost_pure(code, addr))
         except Exception:    # noqa: BLE001 - the slow path reports it
             return False
         self.costed_in_hook += 1
@@ -1453,8 +1584,7 @@ class CortexM:
         except UcError:
             self.counter.insert(addr, size, 1)
             return
-        cost = self.cost_model.block_cost(code, addr)
-        self.counter.insert(addr, size, cost)
+        self.counter.insert(addr, size, *self.cost_model.block_cost_pure(code, addr))
         # Instructions that need a selective hook (zero cost elsewhere).
         if self._needs_special_hooks(code):
             self._special_hooks(code, addr, size)
@@ -1613,6 +1743,8 @@ class CortexM:
         self._run_until, self._run_should_stop = until, should_stop
         if self.ccr & 0x10 and not self._div_armed:
             self.arm_div_trap()
+        if self._loop_watch:
+            cs.skip_on = self._loops_skippable()
         try:
             while True:
                 clock.run_due()
@@ -1663,6 +1795,8 @@ class CortexM:
             return self.stop_reason or StopReason.LOCKUP
         finally:
             self._running = False
+            if self._loop_watch:
+                cs.skip_on = 0
             self.sync_time()
 
     def _idle_to_next_event(self, until: int, forever: str) -> Optional[str]:
@@ -1744,6 +1878,13 @@ class CortexM:
             return
         if err is not None:
             pc = uc.reg_read(A.UC_ARM_REG_PC)
+            denied = self.pagemap.take_denied() if self.pagemap is not None else None
+            if denied is not None:
+                # a fetch from an execute-never region, refused by the TLB
+                # fill (_fast_ram): the fault Unicorn's own TLB raises
+                self.take_fault(MEMMANAGE, MMFSR_IACCVIOL, pc, f"instruction fetch fault at "
+                                f"{pc:#010x}")
+                return
             if err.errno == UC_ERR_INSN_INVALID:
                 self.take_fault(USAGEFAULT, UFSR_UNDEFINSTR, pc, "undefined instruction")
             elif err.errno in (UC_ERR_FETCH_PROT,):
@@ -1807,6 +1948,13 @@ class CortexM:
     def _handle_unmapped(self, access: int, address: int, pc: int, size: int) -> None:
         from unicorn import UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE_UNMAPPED
         if access == UC_MEM_FETCH_UNMAPPED:
+            if self.pagemap is not None and address >= 0xFFFFF000:
+                # the last page of the system region: the TLB fill lets fetches
+                # there through (emu_start's end address is on it), Unicorn's
+                # own TLB raises an execute-never fault: the same fault here
+                self.take_fault(MEMMANAGE, MMFSR_IACCVIOL, pc, f"instruction fetch fault at "
+                                f"{pc:#010x}")
+                return
             self.take_fault(BUSFAULT, BFSR_IBUSERR, pc if pc != address else address,
                             f"instruction fetch from unmapped address {address:#010x}")
             return
@@ -1830,6 +1978,9 @@ class CortexM:
         cs.stop_flag = 0
         cs.mask_watch = 0
         cs.entry_flag = 0
+        skip = self._loop_watch and cs.skip_on
+        if skip:
+            cs.skip_on = 0
         uc.mem_protect(lo, hi - lo, UC_PROT_ALL)
         # A translation block cached before Unicorn's instruction-count hook
         # existed ignores count=1 (it ran on to the NVMC CONFIG=Ren store
@@ -1850,6 +2001,8 @@ class CortexM:
             after = bytes(uc.mem_read(lo, hi - lo))
             uc.mem_protect(lo, hi - lo, UC_PROT_READ | UC_PROT_EXEC)
             cs.deadline, cs.stop_flag, cs.mask_watch, cs.entry_flag = saved
+            if skip:
+                cs.skip_on = 1
         if after != before:
             if self.flash_write_handler is not None:
                 final = self.flash_write_handler(lo, before, after)

@@ -65,6 +65,26 @@ _DIV = {"sdiv", "udiv"}
 _BARRIER = {"dmb", "dsb", "isb"}
 
 
+# what a "pure" block may hold (CostModel.block_pure), mnemonics without
+# their condition, width and S suffixes as capstone spells them
+_PURE_LOADS = {"ldr", "ldrb", "ldrh", "ldrsb", "ldrsh"}
+_PURE_ALU = {"mov", "movs", "movw", "movt", "mvn", "mvns", "add", "adds", "adc", "adcs",
+             "sub", "subs", "sbc", "sbcs", "rsb", "rsbs", "and", "ands", "orr", "orrs", "orn",
+             "orns", "eor", "eors", "bic", "bics", "lsl", "lsls", "lsr", "lsrs", "asr", "asrs",
+             "ror", "rors", "tst", "teq", "cmp", "cmn", "ubfx", "sbfx", "bfi", "bfc", "uxtb",
+             "uxth", "sxtb", "sxth", "mul", "muls", "clz", "rbit", "rev", "rev16", "nop"}
+
+
+def _insn_pure(mnemonic: str, op_str: str) -> bool:
+    base = _strip(mnemonic)
+    ops = op_str.replace(" ", "").split(",")
+    if base in ("b", "cbz", "cbnz") or (base.startswith("b") and base[1:] in _CONDS):
+        return ops[-1].startswith("#")     # a direct branch only
+    if base.startswith("ldr"):
+        return base in _PURE_LOADS and ops[0] not in ("pc", "sp")
+    return base in _PURE_ALU and ops[0] not in ("pc", "sp")
+
+
 def _strip(mn: str) -> str:
     """Mnemonic without condition code / width / type suffixes."""
     mn = mn.split(".")[0]
@@ -81,20 +101,35 @@ class CostModel:
         self.profile = m_profile
 
     def block_cost(self, code: bytes, address: int) -> int:
+        return self.block_cost_pure(code, address)[0]
+
+    def block_cost_pure(self, code: bytes, address: int) -> tuple:
+        """(cost, pure): the block's cycles and whether it is "pure" (see
+        block_pure), from one disassembly."""
         # disasm_lite (mnemonic and operand text, no detail structures) is
         # about 6x cheaper than disasm: a first boot of wasp-os costs 4 000
         # blocks.  The few operand facts the costs need come from the text.
         total = 0
         prev_ldst = False
         n = 0
+        pure = True
         for _a, _s, mnemonic, op_str in self.md.disasm_lite(code, address):
             c, ldst = self.insn_cost(_Insn(mnemonic, op_str), prev_ldst)
             total += c
             prev_ldst = ldst
             n += 1
+            if pure:
+                pure = _insn_pure(mnemonic, op_str)
         if n == 0:
             total = 1
-        return max(total, 1)
+        return max(total, 1), pure and n > 0
+
+    def block_pure(self, code: bytes, address: int) -> bool:
+        """The block only loads, computes, compares and branches directly
+        (no store, call, stack or PC write, IT, division, FP, system or
+        exclusive instruction): a loop of such blocks whose registers and
+        reads repeat repeats identically (_blockhook.c, loop_step)."""
+        return self.block_cost_pure(code, address)[1]
 
     def insn_cost(self, insn, prev_ldst: bool) -> tuple[int, bool]:
         mn = insn.mnemonic
@@ -241,6 +276,31 @@ class BhState(ctypes.Structure):
         ("pad3", ctypes.c_uint32),
         ("entry_cb", ctypes.py_object),
         ("cost_cb", ctypes.py_object),        # cost_cb(address, size) -> bool
+        # polling loops counted instead of run (_blockhook.c, loop_step)
+        ("skip_on", ctypes.c_uint32),         # allowed in this slice (CortexM._start_slice)
+        ("loop_unstable", ctypes.c_uint32),   # set by the MMIO callbacks
+        ("loop_nreads", ctypes.c_uint32),
+        ("loop_nregs", ctypes.c_uint32),
+        ("loop_trust_all", ctypes.c_uint32),  # companion tests: every read "stable"
+        ("loop_pad", ctypes.c_uint32),
+        ("loop_rslot", ctypes.c_void_p * 8),
+        ("loop_roff", ctypes.c_uint32 * 8),
+        ("replay", ctypes.c_void_p),
+        ("reg_read_batch", ctypes.c_void_p),
+        ("loop_regs", ctypes.c_int32 * 32),
+        ("skips", ctypes.c_uint64),
+        ("skipped_iters", ctypes.c_uint64),
+        ("skipped_cycles", ctypes.c_uint64),
+        ("lp_head", ctypes.c_uint64),
+        ("lp_cycles", ctypes.c_uint64),
+        ("lp_prev_cycles", ctypes.c_uint64),
+        ("lp_armed", ctypes.c_uint32),
+        ("lp_blocks", ctypes.c_uint32),
+        ("lp_prev_blocks", ctypes.c_uint32),
+        ("lp_have", ctypes.c_uint32),
+        ("lp_vals", ctypes.c_uint32 * 32),
+        ("lp_wait", ctypes.c_uint32),
+        ("lp_backoff", ctypes.c_uint32),
     ]
 
 
@@ -269,6 +329,8 @@ def load_native():
     lib.bh_new.restype = ctypes.POINTER(BhState)
     lib.bh_insert.argtypes = [ctypes.POINTER(BhState), ctypes.c_uint32, ctypes.c_uint32,
                               ctypes.c_uint32]
+    lib.bh_insert_flags.argtypes = [ctypes.POINTER(BhState), ctypes.c_uint32, ctypes.c_uint32,
+                                    ctypes.c_uint32, ctypes.c_uint32]
     lib.bh_clear.argtypes = [ctypes.POINTER(BhState)]
     lib.bh_free.argtypes = [ctypes.POINTER(BhState)]
     lib.bh_hook_address.restype = ctypes.c_void_p
@@ -294,6 +356,7 @@ class NativeBlockCounter:
         self.s.reg_primask, self.s.reg_basepri, self.s.reg_faultmask = reg_ids
         self.s.prigroup_mask = 0xFF
         self.s.deadline = (1 << 64) - 1
+        self.s.reg_read_batch = ctypes.cast(uclib.uc_reg_read_batch, ctypes.c_void_p).value
         # register the C function directly as the Unicorn hook
         from unicorn.unicorn_const import UC_HOOK_BLOCK
         hh = ctypes.c_size_t()
@@ -306,9 +369,23 @@ class NativeBlockCounter:
             raise RuntimeError(f"uc_hook_add for the native block hook failed: {err}")
         self._hook = hh.value
 
-    def insert(self, addr: int, size: int, cost: int) -> None:
-        if self.lib.bh_insert(self._ptr, addr, size, cost) != 0:
+    def insert(self, addr: int, size: int, cost: int, pure: bool = False) -> None:
+        if self.lib.bh_insert_flags(self._ptr, addr, size, cost, 1 if pure else 0) != 0:
             raise MemoryError("block cost table")
+
+    def set_loop_watch(self, reg_ids, replay: int) -> None:
+        """The registers a polling loop must leave unchanged, and _mmio.c's
+        slot_replay (see _blockhook.c, loop_step)."""
+        ids = list(reg_ids)[:32]
+        for i, r in enumerate(ids):
+            self.s.loop_regs[i] = r
+        self.s.loop_nregs = len(ids)
+        self.s.replay = replay
+
+    @property
+    def loop_addr(self) -> int:
+        """Where the MMIO callbacks note a loop iteration's accesses."""
+        return ctypes.addressof(self.s) + BhState.skip_on.offset
 
     def clear(self) -> None:
         self.lib.bh_clear(self._ptr)
@@ -409,8 +486,8 @@ class PyBlockCounter:
         s.cycles += cost
         s.blocks += 1
 
-    def insert(self, addr: int, size: int, cost: int) -> None:
-        self.table[(addr, size)] = cost
+    def insert(self, addr: int, size: int, cost: int, pure: bool = False) -> None:
+        self.table[(addr, size)] = cost     # (the pure-Python counter skips no loop)
 
     def clear(self) -> None:
         self.table.clear()

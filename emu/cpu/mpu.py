@@ -192,6 +192,8 @@ class Mpu:
             return
         self._installed = True
         uc = self.cpu.uc
+        self.cpu.slow_ram()        # Unicorn's own TLB, the store hooks over the RAM too
+        self.cpu.no_loop_skip()    # its hooks may fault a load: no polling loop skipped
         self._pages = []                               # (page, base protection)
         for (start, end, kind, _name) in self.cpu.regions:
             if kind in ("ram", "flash") and start < 0x40000000:

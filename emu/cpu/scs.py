@@ -23,7 +23,7 @@ from typing import Optional
 from emu.cpu.cortexm import (BUSFAULT, HARDFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK,
                              USAGEFAULT, CortexM)
 
-from emu.soc.ops import R_CALL, R_CONST, R_CYCLES, Op
+from emu.soc.ops import MODE_W1C, MODE_W1S, R_CALL, R_CONST, R_CYCLES, W_BITS, Op
 
 log = logging.getLogger("emu.cpu.scs")
 
@@ -522,6 +522,22 @@ class ScsPage(_BusPage):
 
     def _rd_icsr(self, _offset: int) -> int:
         return self.scs._icsr()
+
+    def write_op(self, offset: int):
+        """ISER[n]/ICER[n] set and clear the enable bits in place (an ISER
+        enabling a pending interrupt goes to write_word: the run loop must
+        look); MicroPython on the micro:bit brackets its ticker with
+        NVIC_DisableIRQ/NVIC_EnableIRQ, ~2000 writes an emulated second."""
+        if "write_word" in vars(self.scs):
+            return None         # replaced on the instance (the SoftDevice's NVIC guard)
+        if 0x100 <= offset < 0x140 or 0x180 <= offset < 0x1C0:
+            n = (offset & 0x3F) >> 2
+            mask = (((1 << self.cpu.num_irq) - 1) >> (32 * n)) & 0xFFFFFFFF
+            if offset < 0x180:
+                return Op(W_BITS, self.cpu, ("irq_enabled", MODE_W1S, 32 * n, "pending", 16),
+                          mask=mask)
+            return Op(W_BITS, self.cpu, ("irq_enabled", MODE_W1C, 32 * n, None, 0), mask=mask)
+        return None
 
     def read_op(self, offset: int):
         if self.scs.v6m:

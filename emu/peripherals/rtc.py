@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from emu.clock import LFCLK_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RO, WO, RW
-from emu.soc.ops import Op, R_COUNTER, cell_property
+from emu.soc.ops import MODE_W1C, MODE_W1S, R_COUNTER, W_BITS, Op, cell_property
 
 WRAP = 1 << 24
 MASK = WRAP - 1
@@ -51,11 +51,13 @@ class Rtc(NrfPeripheral):
 
     TASKS = {0x000: "START", 0x004: "STOP", 0x008: "CLEAR", 0x00C: "TRIGOVRFLW"}
     # the counter's base, in the Cells: the bus computes COUNTER from them in C
-    NATIVE_CELLS = ("running", "base_time", "period", "base_value")
+    NATIVE_CELLS = ("running", "base_time", "period", "base_value", "evten")
     running = cell_property(0, "the counter runs (0/1)")
     base_time = cell_property(1, doc="tick of the LFCLK edge the count is based on")
     period = cell_property(2, doc="ticks per increment (prescaled LFCLK)")
     base_value = cell_property(3, doc="COUNTER at base_time")
+    evten = cell_property(4, doc="EVTEN: the events routed to PPI")
+    _tick_bit = 1 << BIT_TICK     # EVTENSET/EVTENCLR touching TICK go to the model
     REGISTERS = [
         Reg(0x340, "EVTEN", 0, RW, read="_rd_evten", write="_wr_evten"),
         Reg(0x344, "EVTENSET", 0, RW, read="_rd_evten", write="_wr_evtenset"),
@@ -160,7 +162,7 @@ class Rtc(NrfPeripheral):
     # -- bus ops (emu/soc/ops.py) ----------------------------------------
     def read_op(self, offset: int):
         if offset == 0x504 and self._own("read", NrfPeripheral):   # as _rd_counter
-            return Op(R_COUNTER, self, self.NATIVE_CELLS, timed=True, mask=MASK)
+            return Op(R_COUNTER, self, self.NATIVE_CELLS[:4], timed=True, mask=MASK)
         return super().read_op(offset)
 
     def write_op(self, offset: int):
@@ -173,6 +175,14 @@ class Rtc(NrfPeripheral):
             return self._base_write_op(offset, slow_bits=1 << BIT_TICK)
         if offset in self.events:
             return self._base_write_op(offset)
+        # EVTENSET/EVTENCLR (tick handlers switch COMPARE's routing around every
+        # CC write: wasp-os ~3000 times an emulated second): bits of evten in
+        # place; a write touching TICK re-plans the schedule (the model)
+        if offset == 0x344:
+            return Op(W_BITS, self, ("evten", MODE_W1S, 0, "_tick_bit", 0),
+                      mask=self._evmask())
+        if offset == 0x348:
+            return Op(W_BITS, self, ("evten", MODE_W1C, 0, "_tick_bit", 0))
         return None
 
     def write(self, offset: int, value: int, size: int = 4) -> None:

@@ -355,6 +355,7 @@ enum {
     R_CALL = 2, R_VALUE = 3, R_EVENT = 4, R_ATTR = 5, R_CONST = 6, R_COUNTER = 7,
     R_CYCLES = 8,
     W_EVENT = 20, W_INTENSET = 21, W_INTENCLR = 22, W_INTEN = 23, W_VALUE = 24, W_TXD = 25,
+    W_BITS = 26,
 };
 enum { MODE_RW = 0, MODE_W1S = 1, MODE_W1C = 2 };
 #define NOFF 1024            /* word offsets in a 4 KiB slot */
@@ -382,7 +383,16 @@ typedef struct {
     int ci[4];               /* COUNTER: cell indices of running, base_time, period, base_value */
     int stream;              /* an access of a streaming serial master (see Streams) */
     uint64_t base64;         /* CYCLES: the cycle count at which the value was 0 */
+    int shift, bail_shift;   /* BITS: where the written bits go; the bail attribute's shift */
 } COp;
+
+/* The block hook's polling-loop fields (bh_state in emu/cpu/_blockhook.c,
+ * from skip_on on): a loop iteration's MMIO accesses are noted here. */
+typedef struct {
+    uint32_t skip_on, unstable, nreads, nregs, trust_all, pad;
+    void *rslot[8];
+    uint32_t roff[8];
+} LoopCells;
 
 typedef struct {
     PyObject_HEAD
@@ -408,7 +418,46 @@ typedef struct {
      * is rops/wops/used/nused above; park[cur] is unused while it is current. */
     struct { COp *rops, *wops; uint16_t *used; int nused; } park[NBANK];
     int cur;
+    volatile LoopCells *loop;          /* the block hook's loop fields, or NULL */
 } Slot;
+
+/* An access for the block hook's polling-loop watch (loop_step in
+ * _blockhook.c): a read whose value only a clock event or Python can change
+ * is recorded (up to 8 an iteration), anything else makes the iteration
+ * unstable. */
+static inline void loop_note(Slot *s, uint64_t offset, int stable) {
+    volatile LoopCells *l = s->loop;
+    if (l == NULL || !l->skip_on)
+        return;
+    if (l->trust_all)
+        stable = 1;
+    if (!stable || l->nreads >= 8) {
+        l->unstable = 1;
+        return;
+    }
+    l->rslot[l->nreads] = s;
+    l->roff[l->nreads] = (uint32_t)offset;
+    l->nreads++;
+}
+
+static inline int op_stable_read(COp *op) {
+    if (op->stream || op->timed || op->g_busy != NULL)
+        return 0;
+    switch (op->kind) {
+    case R_EVENT: case R_VALUE: case R_CONST:
+        return 1;
+    case R_ATTR:                 /* INTEN or a cell: Python and events change them */
+        return op->cells != NULL;
+    }
+    return 0;
+}
+
+/* A skipped loop's reads of one register, counted as done (n of them). */
+static void slot_replay(void *slot, uint32_t offset, uint64_t n) {
+    Slot *s = (Slot *)slot;
+    s->count += n;
+    s->stat[(offset >> 2) * 4] += n;
+}
 
 static PyObject *str_base_ticks, *str_base_cycles, *str_now, *str_values, *str_kind,
                 *str_obj, *str_args, *str_timed, *str_mask, *str_slow_bits, *str_guard;
@@ -634,6 +683,19 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         if (PyErr_Occurred())
             goto fail;
     }
+    if (kind == W_BITS) {          /* (name, mode, shift, bail or None, bail_shift) */
+        if (n < 5 || !PyUnicode_Check(op->a[0]))
+            goto bad;
+        op->mode = (uint32_t)PyLong_AsUnsignedLongMask(PyTuple_GET_ITEM(args, 1));
+        op->shift = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 2));
+        op->bail_shift = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 4));
+        if (PyErr_Occurred())
+            goto fail;
+        if (op->shift < 0 || op->shift > 63 || op->bail_shift < 0 || op->bail_shift > 63)
+            goto bad;
+        Py_CLEAR(op->a[1]);        /* a[3]: the bail attribute (None: never) */
+        Py_CLEAR(op->a[2]);
+    }
     if (kind == R_CONST || kind == W_VALUE) {
         if (n < 1)
             goto bad;
@@ -656,6 +718,7 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         if (is_write) goto bad;
         break;
     case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN: case W_VALUE: case W_TXD:
+    case W_BITS:
         if (!is_write) goto bad;
         break;
     default:
@@ -816,6 +879,36 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
         rc = PyDict_SetItem(d, vkey, n);
         Py_DECREF(n);
         goto out;
+    }
+    case W_BITS: {
+        uint64_t bits = (value & op->mask) << op->shift;
+        if (op->a[3] != NULL && op->a[3] != Py_None) {
+            x = PyObject_GetAttr(obj, op->a[3]);
+            if (x == NULL)
+                return -1;
+            uint64_t b = PyLong_AsUnsignedLongLongMask(x);
+            Py_DECREF(x);
+            if (PyErr_Occurred())
+                return -1;
+            if (bits & (b >> op->bail_shift))
+                return 1;                   /* the model decides (a pending IRQ enabled, TICK) */
+        }
+        x = PyObject_GetAttr(obj, op->a[0]);
+        if (x == NULL)
+            return -1;
+        uint64_t cur = PyLong_AsUnsignedLongLongMask(x);
+        Py_DECREF(x);
+        if (PyErr_Occurred())
+            return -1;
+        uint64_t nw = op->mode == MODE_W1S ? (cur | bits) : (cur & ~bits);
+        if (nw == cur)
+            return 0;
+        PyObject *n = PyLong_FromUnsignedLongLong(nw);
+        if (n == NULL)
+            return -1;
+        rc = PyObject_SetAttr(obj, op->a[0], n);
+        Py_DECREF(n);
+        return rc;
     }
     }
     return 1;
@@ -1106,16 +1199,19 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
             if (stream_access(s, op, 0, 0, &v) == 0) {
                 s->count++;
                 s->stat[(offset >> 2) * 4]++;
+                loop_note(s, offset, 0);
                 return v;
             }
         } else if (op->nogil && cells_read(s, op, &v, 0) == 0) {
             s->count++;
             s->stat[(offset >> 2) * 4]++;
+            loop_note(s, offset, op_stable_read(op));
             return v;
         }
     }
     PyGILState_STATE g = PyGILState_Ensure();
     s->count++;
+    int noted = 0;
     streams_off_c(s->streams);   /* Python is about to run: no bytes left in C */
     int aligned = size == 4 && !(offset & 3) && offset < 4 * NOFF;
     if (aligned) {
@@ -1125,6 +1221,8 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
                     : exec_read(s, op, &v);
             if (r == 0) {
                 s->stat[(offset >> 2) * 4 + (op->kind == R_CALL)]++;
+                loop_note(s, offset, op_stable_read(op));
+                noted = 1;
                 goto out;
             }
             if (r < 0) {
@@ -1158,6 +1256,8 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
     }
     Py_DECREF(off);
 out:
+    if (!noted)
+        loop_note(s, offset, 0);
     PyGILState_Release(g);
     return v;
 }
@@ -1166,6 +1266,7 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
                        void *user_data) {
     Slot *s = (Slot *)user_data;
     int bailed = 0;
+    loop_note(s, offset, 0);
     if (size == 4 && !(offset & 3) && offset < 4 * NOFF) {
         COp *op = &s->wops[offset >> 2];
         if (op->stream && op->cells != NULL) {
@@ -1262,15 +1363,16 @@ static void slot_flush(Slot *s) {
 static int Slot_init(Slot *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"resolve", "sync", "read", "write", "error", "cpu",
                              "clock", "cycles_addr", "cycle_ticks", "cells_addr", "streams",
-                             NULL};
+                             "loop_addr", NULL};
     PyObject *resolve, *sync, *read, *write, *error, *cpu = Py_None, *clock = Py_None;
     PyObject *streams = Py_None;
-    unsigned long long cycles_addr = 0, cells_addr = 0;
+    unsigned long long cycles_addr = 0, cells_addr = 0, loop_addr = 0;
     long long cycle_ticks = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO|OOKLKO", kwlist, &resolve, &sync,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO|OOKLKOK", kwlist, &resolve, &sync,
                                      &read, &write, &error, &cpu, &clock, &cycles_addr,
-                                     &cycle_ticks, &cells_addr, &streams))
+                                     &cycle_ticks, &cells_addr, &streams, &loop_addr))
         return -1;
+    self->loop = (volatile LoopCells *)(uintptr_t)loop_addr;
     if (streams != Py_None && !PyObject_TypeCheck(streams, &StreamSetType)) {
         PyErr_SetString(PyExc_TypeError, "streams must be a StreamSet or None");
         return -1;
@@ -2021,16 +2123,17 @@ static int guard_hook(void *uc, int type, uint64_t address, int size, int64_t va
 }
 
 static PyObject *FlashGuard_install(FlashGuard *g, PyObject *args) {
-    unsigned long long fn, uch, type, reg_write = 0;
+    unsigned long long fn, uch, type, reg_write = 0, begin = 1, end = 0;
     int epsr_id = 0;
-    if (!PyArg_ParseTuple(args, "KKK|Ki", &fn, &uch, &type, &reg_write, &epsr_id))
+    if (!PyArg_ParseTuple(args, "KKK|KiKK", &fn, &uch, &type, &reg_write, &epsr_id, &begin, &end))
         return NULL;
     g->reg_write = (uc_reg_fn)(uintptr_t)reg_write;
     g->epsr_id = epsr_id;
     size_t hh = 0;
     int err = ((uc_hook_add_fn)(uintptr_t)fn)((void *)(uintptr_t)uch, &hh, (int)type,
-                                              (void *)guard_hook, g, (uint64_t)1, (uint64_t)0);
-    return PyLong_FromLong(err);
+                                              (void *)guard_hook, g, (uint64_t)begin,
+                                              (uint64_t)end);
+    return Py_BuildValue("iK", err, (unsigned long long)hh);
 }
 
 static PyObject *FlashGuard_set_source(FlashGuard *g, PyObject *args) {
@@ -2101,8 +2204,8 @@ static PyMethodDef FlashGuard_methods[] = {
      "set_below(address): only stores below address are looked at (0: all)"},
     {"install", (PyCFunction)FlashGuard_install, METH_VARARGS,
      "install(uc_hook_add_address, uc_handle, UC_HOOK_MEM_WRITE_PROT[, uc_reg_write_address, "
-     "UC_ARM_REG_EPSR]) -> uc_err (keep the guard alive as long as the engine; with "
-     "uc_reg_write a store let go on leaves the IT bits zero)"},
+     "UC_ARM_REG_EPSR[, begin, end]]) -> (uc_err, hook handle) (keep the guard alive as long "
+     "as the engine; with uc_reg_write a store let go on leaves the IT bits zero)"},
     {"set_source", (PyCFunction)FlashGuard_set_source, METH_VARARGS,
      "set_source(nvmc, config_offset, first): drop stores while nvmc.values[config] & 3 != 1"},
     {NULL}
@@ -2129,6 +2232,143 @@ static PyTypeObject FlashGuardType = {
     .tp_members = FlashGuard_members,
 };
 
+/* ======================================================================
+ * PageMap: the engine's TLB filled from the memory map (UC_TLB_VIRTUAL).
+ *
+ * With Unicorn's own (CPU) TLB, QEMU's Cortex-M default memory map makes
+ * every RAM page executable in the TLB, and QEMU then never marks a RAM
+ * page's TLB entry dirty (the entry also serves fetches: stores must look
+ * for translated code to invalidate), so every store into RAM leaves the
+ * translated code for a helper (two memory-map lookups and a search for
+ * translated code on the page): measured the largest single cost of
+ * CPU-bound firmware.  This hook fills the TLB instead: RAM pages read and
+ * write, executable only from the first fetch there on (the page is marked
+ * in ``exec``; a page once executed stays executable, so stores into it
+ * still find its translated code); flash and the rest of the code space
+ * read/write/execute (the memory's own protections and hooks decide as
+ * before: they are checked past the TLB); the execute-never regions of the
+ * default map (peripherals 0x40000000-0x5FFFFFFF, device and system space
+ * from 0xA0000000) read/write: a fetch there is refused (the engine stops
+ * with UC_ERR_EXCEPTION; ``denied`` holds the address, the CPU raises the
+ * MemManage fault QEMU's own TLB raised).  A fill from a data access in
+ * translated code follows Unicorn's sync of the CPU state to the accessing
+ * instruction, IT bits included: they go back to zero as after a store
+ * hook (FlashGuard).
+ * ====================================================================== */
+typedef struct {
+    uint64_t paddr;
+    uint32_t perms;
+} uc_tlb_entry_t;
+
+typedef struct {
+    PyObject_HEAD
+    uint64_t ram_base, ram_size;    /* one RAM range */
+    unsigned char *exec;            /* one byte a 1 KiB page of RAM */
+    unsigned long long fills, exec_pages;
+    uint64_t denied;                /* the last fetch refused, + 1 (0: none) */
+    uc_reg_fn reg_write;
+    int epsr_id;
+    int (*ctl)(void *uc, uint32_t control, ...);
+    int sticky_exec;    /* 0: a data fill of an executed page leaves execute out (for tests) */
+} PageMap;
+
+static int pagemap_fill(void *uc, uint64_t vaddr, int type, uc_tlb_entry_t *e, void *user_data) {
+    PageMap *m = (PageMap *)user_data;
+    uint32_t page = (uint32_t)vaddr & ~0x3FFu;
+    m->fills++;
+    e->paddr = page;
+    if ((uint64_t)page - m->ram_base < m->ram_size) {
+        uint64_t i = ((uint64_t)page - m->ram_base) >> 10;
+        if (type == 18 /* UC_MEM_FETCH */ && !m->exec[i]) {
+            m->exec[i] = 1;
+            m->exec_pages++;
+            /* entries made for this page before (read/write, dirty: stores
+             * that do not look for translated code) go, in every MMU index */
+            if (m->ctl != NULL)
+                m->ctl(uc, 11 | (1u << 30) /* UC_CTL_WRITE(UC_CTL_TLB_FLUSH, 0) */);
+        }
+        e->perms = m->exec[i] && (m->sticky_exec || type == 18) ? 7 : 3;
+    } else if ((page >= 0x40000000u && page < 0x60000000u)
+               || (page >= 0xA0000000u && page < 0xFFFFF000u)) {
+        e->perms = 3;
+        if (type == 18)
+            m->denied = (uint64_t)vaddr + 1;
+    } else {
+        e->perms = 7;
+    }
+    if (type != 18 && m->reg_write != NULL) {
+        uint64_t t = 1u << 24;                          /* EPSR: T, IT = 0 */
+        m->reg_write(uc, m->epsr_id, &t);
+    }
+    return 1;
+}
+
+static PyObject *PageMap_install(PageMap *m, PyObject *args) {
+    unsigned long long fn, uch, type, reg_write, base, size, ctl;
+    int epsr_id;
+    if (!PyArg_ParseTuple(args, "KKKKiKKK", &fn, &uch, &type, &reg_write, &epsr_id, &base, &size,
+                          &ctl))
+        return NULL;
+    m->ctl = (int (*)(void *, uint32_t, ...))(uintptr_t)ctl;
+    m->sticky_exec = 1;
+    if (m->exec == NULL) {
+        m->exec = PyMem_Calloc((size_t)(size >> 10) + 1, 1);
+        if (m->exec == NULL)
+            return PyErr_NoMemory();
+    }
+    m->ram_base = base;
+    m->ram_size = size;
+    m->reg_write = (uc_reg_fn)(uintptr_t)reg_write;
+    m->epsr_id = epsr_id;
+    size_t hh = 0;
+    int err = ((uc_hook_add_fn)(uintptr_t)fn)((void *)(uintptr_t)uch, &hh, (int)type,
+                                              (void *)pagemap_fill, m, (uint64_t)1, (uint64_t)0);
+    return PyLong_FromLong(err);
+}
+
+static PyObject *PageMap_take_denied(PageMap *m, PyObject *noargs) {
+    uint64_t d = m->denied;
+    m->denied = 0;
+    if (!d)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(d - 1);
+}
+
+static void PageMap_dealloc(PageMap *m) {
+    PyMem_Free(m->exec);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static PyMethodDef PageMap_methods[] = {
+    {"install", (PyCFunction)PageMap_install, METH_VARARGS,
+     "install(uc_hook_add_address, uc_handle, UC_HOOK_TLB_FILL, uc_reg_write_address, "
+     "UC_ARM_REG_EPSR, ram_base, ram_size) -> uc_err (keep the map alive as long as the engine)"},
+    {"take_denied", (PyCFunction)PageMap_take_denied, METH_NOARGS,
+     "take_denied() -> the address of the last fetch refused since the last call, or None"},
+    {NULL}
+};
+
+static PyMemberDef PageMap_members[] = {
+    {"fills", T_ULONGLONG, offsetof(PageMap, fills), READONLY, "TLB fills so far"},
+    {"exec_pages", T_ULONGLONG, offsetof(PageMap, exec_pages), READONLY,
+     "RAM pages code has been fetched from"},
+    {"sticky_exec", T_INT, offsetof(PageMap, sticky_exec), 0,
+     "1: an executed RAM page stays executable in every fill (0: for the companion test)"},
+    {NULL}
+};
+
+static PyTypeObject PageMapType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "emu.soc._mmio.PageMap",
+    .tp_doc = "Fills the engine's TLB from the memory map (see _mmio.c).",
+    .tp_basicsize = sizeof(PageMap),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)PageMap_dealloc,
+    .tp_methods = PageMap_methods,
+    .tp_members = PageMap_members,
+};
+
 /* map(uc_mmio_map_address, uc_handle, base, size, slot) -> uc_err */
 static PyObject *mmio_map(PyObject *module, PyObject *args) {
     unsigned long long fnaddr, uch, base, size;
@@ -2140,7 +2380,13 @@ static PyObject *mmio_map(PyObject *module, PyObject *args) {
     return PyLong_FromLong(err);
 }
 
+static PyObject *mmio_replay_address(PyObject *module, PyObject *noargs) {
+    return PyLong_FromVoidPtr((void *)&slot_replay);
+}
+
 static PyMethodDef methods[] = {
+    {"replay_address", mmio_replay_address, METH_NOARGS,
+     "replay_address() -> the address of slot_replay (for the block hook's loop skip)"},
 
     {"map", mmio_map, METH_VARARGS,
      "map(uc_mmio_map_address, uc_handle, base, size, slot) -> uc_err: register the "
@@ -2157,7 +2403,7 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC PyInit__mmio(void) {
     if (PyType_Ready(&SlotType) < 0 || PyType_Ready(&RegsType) < 0
         || PyType_Ready(&FlashGuardType) < 0 || PyType_Ready(&CellsType) < 0
-        || PyType_Ready(&StreamSetType) < 0)
+        || PyType_Ready(&StreamSetType) < 0 || PyType_Ready(&PageMapType) < 0)
         return NULL;
     struct { PyObject **p; const char *s; } names[] = {
         {&str_base_ticks, "_cycle_base_ticks"}, {&str_base_cycles, "_cycle_base"},
@@ -2183,9 +2429,11 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     Py_INCREF(&FlashGuardType);
     Py_INCREF(&CellsType);
     Py_INCREF(&StreamSetType);
+    Py_INCREF(&PageMapType);
     if (PyModule_AddObject(m, "StreamSet", (PyObject *)&StreamSetType) < 0 || PyModule_AddObject(m, "Regs", (PyObject *)&RegsType) < 0
         || PyModule_AddObject(m, "FlashGuard", (PyObject *)&FlashGuardType) < 0
-        || PyModule_AddObject(m, "Cells", (PyObject *)&CellsType) < 0) {
+        || PyModule_AddObject(m, "Cells", (PyObject *)&CellsType) < 0
+        || PyModule_AddObject(m, "PageMap", (PyObject *)&PageMapType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -105,7 +105,9 @@ class PeripheralBus:
                 cs, t = cpu.cs, type(cpu.cs)
                 kw = dict(cpu=cpu, cycle_ticks=cpu.cycle_ticks,
                           cycles_addr=ctypes.addressof(cs) + t.cycles.offset,
-                          cells_addr=ctypes.addressof(cs) + t.base_ticks.offset)
+                          cells_addr=ctypes.addressof(cs) + t.base_ticks.offset,
+                          loop_addr=cpu.counter.loop_addr)
+                cpu.enable_loop_watch(_native.replay_address())
             slot = _native.Slot(resolve, cpu.sync_time, read, write, error, clock=cpu.clock,
                                 streams=self.streams, **kw)
             self._counters.append(lambda: slot.count)

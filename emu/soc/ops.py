@@ -24,8 +24,9 @@ Kinds.  Reads: ``CALL`` (``fn(offset)``, a model method), ``VALUE``
 the time, ``base_value + (now - base_time) // period`` masked, 0 increments
 before the first period and while not running: the RTC), ``CYCLES`` (the
 CPU's cycle counter less a base: the DWT's CYCCNT).  Writes: ``EVENT``
-(clear/set an event register), ``INTENSET``/``INTENCLR``/``INTEN``, and
-``VALUE`` (store a plain register through its mask, RW/W1S/W1C).
+(clear/set an event register), ``INTENSET``/``INTENCLR``/``INTEN``,
+``VALUE`` (store a plain register through its mask, RW/W1S/W1C) and ``BITS``
+(set or clear bits of an integer attribute: the NVIC's enable bits).
 
 A write op never changes an interrupt line itself: when the access would
 change ``obj``'s line (or a bit of ``slow_bits``, bits whose change the
@@ -114,14 +115,14 @@ def cell_property(index: int, doc: str = ""):
 
 # kinds (the numbers are shared with _mmio.c)
 R_CALL, R_VALUE, R_EVENT, R_ATTR, R_CONST, R_COUNTER, R_CYCLES = 2, 3, 4, 5, 6, 7, 8
-W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE, W_TXD = 20, 21, 22, 23, 24, 25
+W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE, W_TXD, W_BITS = 20, 21, 22, 23, 24, 25, 26
 # W_VALUE access modes
 MODE_RW, MODE_W1S, MODE_W1C = 0, 1, 2
 
 READ_KINDS = {R_CALL: "call", R_VALUE: "value", R_EVENT: "event", R_ATTR: "attr",
               R_CONST: "const", R_COUNTER: "counter", R_CYCLES: "cycles"}
 WRITE_KINDS = {W_EVENT: "event", W_INTENSET: "intenset", W_INTENCLR: "intenclr",
-               W_INTEN: "inten", W_VALUE: "value", W_TXD: "txd"}
+               W_INTEN: "inten", W_VALUE: "value", W_TXD: "txd", W_BITS: "bits"}
 
 
 class Op:
@@ -133,7 +134,13 @@ class Op:
     has ``cpu``; the DWT's CYCCNT while it counts);
     W_VALUE ``(mode[, offset])`` (``offset``: the register the bits go to,
     when not the one accessed: the PPI's CHENSET/CHENCLR set and clear bits of
-    CHEN).  ``mask``: COUNTER's wrap mask, W_VALUE's writable
+    CHEN); W_BITS ``(name, mode, shift, bail, bail_shift)``: set (W1S) or
+    clear (W1C) the bits ``(value & mask) << shift`` of ``obj``'s integer
+    attribute ``name``; the op bails when one of them is set in
+    ``getattr(obj, bail) >> bail_shift`` (``bail`` None: never; the NVIC's
+    ISER/ICER on ``irq_enabled``, ISER bailing when a pending interrupt is
+    enabled: the model asks for the run loop; the RTC's EVTENSET/EVTENCLR
+    on ``evten``, bailing on TICK).  ``mask``: COUNTER's wrap mask, W_VALUE's writable
     bits.  ``slow_bits``: INTEN* bits whose change goes to the model.
     """
     __slots__ = ("kind", "obj", "args", "timed", "mask", "slow_bits", "guard", "stream")
@@ -249,6 +256,18 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
             if (old ^ new) & slow or _level(p.events, new) != p.irq_line_level:
                 return generic(off, value)
             p.inten = new
+    elif kind == W_BITS:
+        name, mode, shift, bail, bail_shift = op.args
+        mask = op.mask
+
+        def inner(off, value):
+            bits = (value & mask) << shift
+            if bail is not None and bits & (getattr(p, bail) >> bail_shift):
+                return generic(off, value)
+            if mode == MODE_W1S:
+                setattr(p, name, getattr(p, name) | bits)
+            else:
+                setattr(p, name, getattr(p, name) & ~bits)
     elif kind == W_TXD:
         def inner(off, value):       # only the native bus streams: here, the model
             return generic(off, value)

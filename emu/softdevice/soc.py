@@ -644,6 +644,8 @@ class SocLibrary:
         scs = getattr(soc, "scs", None)
         if scs is not None and "write_word" not in vars(scs):
             scs.write_word = functools.partial(self._guarded_nvic_write, scs)
+            if getattr(scs, "page", None) is not None:
+                scs.page.ops_changed()   # ISER/ICER ops must not go around the guard
         self._guards_installed = True
 
     def _remove_guards(self) -> None:
@@ -660,6 +662,8 @@ class SocLibrary:
         w = vars(scs).get("write_word") if scs is not None else None
         if isinstance(w, functools.partial) and w.func == self._guarded_nvic_write:
             del scs.write_word
+            if getattr(scs, "page", None) is not None:
+                scs.page.ops_changed()
         self._guards_installed = False
 
     def _guarded_write(self, p, label: str, kind: str, offset: int, value: int,

@@ -1,0 +1,111 @@
+"""Polling loops counted instead of run up to the next clock event
+(emu/cpu/_blockhook.c, loop_step; CortexM.loop_skip).
+
+firmware/tests/cpu_poll_loops.c polls TIMER events in one and in three
+blocks (with a timeout on the DWT's stopped CYCCNT), RTC COUNTER (a value
+time alone changes: never skipped) and counts iterations while polling; it
+passes natively with and without skipping and in pure Python, in the same
+cycles, accesses, console and registers.  The companion trusts every read
+(COUNTER too) and sees the COUNTER loop skipped past its value.  On real
+firmware, when the images are present, skipping changes nothing but the
+time it takes."""
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_firmware_passed
+from emu import Machine
+
+FW = "cpu_poll_loops"
+
+
+def _run(fw, mode):
+    m = Machine(fw(FW), board="nrf52832", pure_python=mode == "python")
+    if mode == "noskip":
+        m.cpu.loop_skip = False
+    r = m.run(ms=50)
+    return m, r
+
+
+def _state(m):
+    return {"cycles": m.cpu.cycles, "now": m.clock.now, "console": m.console_text(),
+            "regs": m.cpu.core_registers(), "accesses": m.soc.bus.accesses,
+            "stats": m.soc.bus.access_stats()}
+
+
+def test_poll_loops_pass_and_agree(fw):
+    runs = {}
+    for mode in ("skip", "noskip", "python"):
+        m, r = _run(fw, mode)
+        assert_firmware_passed(m, r, min_passes=6)
+        runs[mode] = _state(m)
+        if mode == "skip":
+            skips, iters, cycles = m.cpu.loops_skipped
+            assert skips >= 2 and iters > 10_000 and cycles > iters
+        else:
+            assert m.cpu.loops_skipped[1] == 0
+    stats = {k: v.pop("stats") for k, v in runs.items()}
+    assert runs["skip"] == runs["noskip"] == runs["python"]
+    assert stats["skip"] == stats["noskip"]      # (the pure path counts bails otherwise)
+
+
+def test_trusting_a_changing_read_is_seen(fw):
+    """Companion: with every MMIO read taken as stable, the COUNTER loop is
+    counted ahead to the end of the run: it never sees its value."""
+    m = Machine(fw(FW), board="nrf52832")
+    m.cpu.cs.loop_trust_all = 1
+    r = m.run(ms=50)
+    ok, _ = _run(fw, "noskip")
+    assert r.reason != "exit" or r.exit_code != 0
+    assert m.cpu.cycles != ok.cpu.cycles
+
+
+def test_mmio_trace_sees_every_read(fw, tmp_path):
+    """An MMIO trace must see each access: no loop is skipped while it runs."""
+    m = Machine(fw(FW), board="nrf52832")
+    t = m.trace_mmio(str(tmp_path / "mmio.txt"))
+    r = m.run(ms=50)
+    t.close()
+    assert_firmware_passed(m, r, min_passes=6)
+    assert m.cpu.loops_skipped[1] == 0
+
+
+CACHE = Path.home() / ".cache" / "pinetime-emu"
+
+
+def _image(env: str, pattern: str) -> str:
+    p = os.environ.get(env)
+    if not p:
+        found = sorted(CACHE.glob(pattern))
+        p = str(found[-1]) if found else ""
+    if not p or not Path(p).exists():
+        pytest.skip(f"no image: set {env} (or put one in {CACHE}/{pattern})")
+    return p
+
+
+@pytest.mark.parametrize("which", ["infinitime", "wasp-os"])
+def test_skipping_changes_nothing_on_real_firmware(which):
+    """InfiniTime's first 1.5 emulated s (LFCLKSTAT and its TWI driver's
+    polls; its advertising heard by a scanner) and wasp-os's first boot
+    for 2 s: the same cycles, accesses per register, screen, NOR, air and
+    RAM with and without skipping."""
+    from emu.phone.scanner import Scanner
+    path = (_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out")
+            if which == "infinitime" else
+            _image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf"))
+    runs = []
+    for skip in (True, False):
+        m = Machine(path, flash_file=None)
+        m.cpu.loop_skip = skip
+        Scanner(m.air)
+        m.run(seconds=1.5 if which == "infinitime" else 2.0)
+        st = _state(m)
+        st.update(screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
+                  air=[tuple(p) for p in m.air.log], ram=m.cpu.read_mem(0x20000000, 0x10000))
+        runs.append((st, m.cpu.loops_skipped))
+    (on, skipped), (off, _) = runs
+    if which == "infinitime":
+        assert skipped[1] > 1_000_000        # LFCLKSTAT alone: 3.2 M reads
+    for k in on:
+        assert on[k] == off[k], f"{k} differs with loops skipped"
