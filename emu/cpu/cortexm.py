@@ -398,6 +398,69 @@ class CortexM:
             self.clock.now = now
         return self.clock.now
 
+    def executing_from_flash(self) -> bool:
+        """The core is running code fetched from flash (not RAM): what the
+        NVMC's stall depends on.  Inside an MMIO callback the PC is the
+        block's start, which lies in the same memory as the access."""
+        if not self._running:
+            return False
+        pc = self.uc.reg_read(A.UC_ARM_REG_PC)
+        return any(s <= pc < e for (s, e) in self._flash_regions)
+
+    stalls = 0            # times the core was held (stall_until)
+    stalled_ticks = 0     # for how long, in all
+
+    def stall_until(self, until: int) -> None:
+        """Hold the core until the tick ``until``: the instruction being
+        executed takes that long (PS v1.4 section 11: the CPU is halted
+        while the NVMC writes or erases when it fetches from flash).  The
+        cycles pass for the core (DWT CYCCNT counts them, the next access
+        sees the later time); the events due meanwhile fire at their own
+        times, in order, and the interrupts they raise are taken after it.
+        Called from an MMIO callback inside a slice, like the run loop's
+        steps in a sleeping WFE (_sleep_in_hook), or at a slice boundary.
+        Only while the core runs; a halt an event raises (lockup) is raised
+        again after the slice.  A run's deadline inside the stall is
+        passed: the stall is not cut."""
+        clock = self.clock
+        cs = self.cs
+        if not self._running:
+            return
+        in_slice = cs.in_slice
+        if in_slice:
+            cs.in_slice = 0
+            self.slice_end()
+        self.sync_time()
+        start = clock.now
+        if until <= start:
+            if in_slice:
+                cs.in_slice = 1
+            return
+        # whole cycles: the core's clock keeps its 8-tick grid
+        n = -(-(until - start) // self.cycle_ticks)
+        until = start + n * self.cycle_ticks
+        try:
+            while True:
+                clock.run_due()
+                nxt = clock.next_event_time()
+                if nxt > until:
+                    break
+                clock.now = max(clock.now, nxt)
+        except BaseException as e:   # CpuHalt (lockup): raised again after the slice
+            self._halt_in_hook = e
+            cs.stop_flag = 1
+        clock.now = max(clock.now, until)
+        cs.cycles += n
+        self.stalls += 1
+        self.stalled_ticks += n * self.cycle_ticks
+        self._rebase()
+        if in_slice:
+            # the slice goes on to the next event or the run's end; the
+            # stop and entry flags the events raised stay
+            nd = min(clock.next_event_time(), self._run_until)
+            cs.deadline = cs.cycles + max(1, -(-(nd - clock.now) // self.cycle_ticks))
+            cs.in_slice = 1
+
     def _rebase(self) -> None:
         cs = self.cs
         self._cycle_base_ticks = cs.base_ticks = self.clock.now
@@ -1839,6 +1902,7 @@ class CortexM:
             uc.mem_protect(lo, hi - lo, UC_PROT_READ | UC_PROT_EXEC)
             cs.deadline, cs.stop_flag, cs.mask_watch, cs.entry_flag = saved
         if after != before:
+            self.sync_time()        # the store's time, for the NVMC's busy time
             if self.flash_write_handler is not None:
                 final = self.flash_write_handler(lo, before, after)
             else:
