@@ -6,6 +6,7 @@
     pinetime-emu info FIRMWARE
     pinetime-emu phone ...          (talk to a running --bridge like Gadgetbridge)
     pinetime-emu nus-console ...    (a console on a running --bridge, as wasp-os's pynus)
+    pinetime-emu fs ls|get|put|rm|mkdir FLASH ...   (the littlefs in a NOR flash image)
     pinetime-emu test SCENARIO... --firmware FIRMWARE [--junit out.xml]
 
 Exit status: 0 success; 1 the firmware faulted, locked up or exited non-zero
@@ -15,8 +16,8 @@ could not be written), always one line on stderr and, but for a write that
 fails during or after the run (a full disk: the run stops, one line per
 file), always before anything runs: options and output paths are checked
 first (emu/outputs.py).
-``phone``, ``nus-console`` and ``test`` parse their own command lines (frontends.bridge,
-frontends.scenario) with the same one-line :class:`ArgumentParser`.
+``phone``, ``nus-console``, ``fs`` and ``test`` parse their own command lines (frontends.bridge,
+frontends.fs, frontends.scenario) with the same one-line :class:`ArgumentParser`.
 """
 from __future__ import annotations
 
@@ -145,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("nus-console", help="a console on a running --bridge that wasp-os's "
                    "wasptool can drive in pynus's place (pinetime-emu nus-console --help)",
                    add_help=False)
+    sub.add_parser("fs", help="list, read and write the files in a NOR flash image's "
+                   "littlefs (pinetime-emu fs --help)", add_help=False)
     sub.add_parser("test", help="run scenario files against a firmware "
                                 "(pinetime-emu test --help)", add_help=False)
     sub.add_parser("twister-serial", help="Zephyr twister's --device-serial-pty program "
@@ -178,6 +181,9 @@ def main(argv: Optional[list] = None) -> int:
     if argv and argv[0] == "nus-console":
         from frontends.nus_console import main as nus_console_main
         return nus_console_main(argv[1:])
+    if argv and argv[0] == "fs":
+        from frontends.fs import main as fs_main
+        return fs_main(argv[1:])
     if argv and argv[0] in ("twister-flash", "twister-serial"):
         from frontends import twister
         if argv[0] == "twister-flash":
@@ -201,7 +207,7 @@ def main(argv: Optional[list] = None) -> int:
         return cmd_run(args)
     if args.command == "info":
         return cmd_info(args)
-    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console or test "
+    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console, fs or test "
           "(see pinetime-emu --help)", file=sys.stderr)
     return EXIT_USAGE
 
