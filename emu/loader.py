@@ -37,9 +37,10 @@ into exit status 2.
   does: it copies the 256-byte vector table found ih_hdr_size bytes into the
   slot to flash at 0x7F00, sets VTOR there (VTOR cannot hold 0x8020: its low
   seven bits read as zero) and takes MSP and the reset address from it.  The
-  same image as Intel HEX (header at 0x8000) is booted the same way.  Not
-  modelled: the bootloader itself (its splash screen, the swap from the
-  secondary slot in the SPI flash, and the watchdog it starts before jumping).
+  same image as Intel HEX (header at 0x8000) is booted the same way.  With
+  the real bootloader (``with_bootloader``, ``run --bootloader``, or a 512
+  KiB flash dump holding it) the bootloader's own code does all that, and
+  more: its logo, the swap from the NOR's secondary slot, the watchdog.
 
 The format comes from the file's first bytes.  A file named ``.elf``,
 ``.zip`` or ``.hex`` without that format's header, a text file, a file that
@@ -611,6 +612,38 @@ def with_softdevice(app: FirmwareImage, softdevice: FirmwareImage) -> FirmwareIm
                                f"application at {app_base:#x} is started by the SoftDevice"]
     return FirmwareImage(app.path, app.format, list(softdevice.segments) + list(app.segments),
                          app.symbols, app.entry, vector_table=0, notes=notes)
+
+
+BOOTLOADER_SIZE = MCUBOOT_SLOT - 0x1000   # 0x0000-0x6FFF: 0x7000 holds the vector copy
+
+
+def with_bootloader(app: FirmwareImage, bootloader: FirmwareImage) -> FirmwareImage:
+    """An MCUBoot image with the PineTime's bootloader (InfiniTime's
+    ``bootloader/bootloader-5.0.4.bin``, MCUBoot on Mynewt) at 0: the chip
+    boots the bootloader, which draws the logo from the NOR, checks the
+    image in the primary slot (0x8000), swaps in an update from the NOR's
+    secondary slot, copies the image's vector table to 0x7F00 itself,
+    starts the watchdog and jumps.  The direct loader's copy at 0x7F00 is
+    left out: the bootloader writes it through the NVMC."""
+    if app.mcuboot is None or app.mcuboot.slot != MCUBOOT_SLOT:
+        raise FirmwareError(f"{app.path}: not an MCUBoot image for the slot at "
+                            f"{MCUBOOT_SLOT:#x}: the bootloader boots only that (a 512 KiB "
+                            "flash dump holds the bootloader already)")
+    if bootloader.word_at(0) is None or bootloader.word_at(4) is None:
+        raise FirmwareError(f"{bootloader.path}: no vector table at 0: not a bootloader")
+    end = max(a + len(d) for a, d in bootloader.segments)
+    if min(a for a, _d in bootloader.segments) != 0 or end > BOOTLOADER_SIZE:
+        raise FirmwareError(f"{bootloader.path}: a bootloader lies in 0x0-"
+                            f"{BOOTLOADER_SIZE - 1:#x}; this one covers "
+                            f"{min(a for a, _d in bootloader.segments):#x}-{end - 1:#x}")
+    segments = [(a, d) for a, d in app.segments
+                if not (a == MCUBOOT_VECTOR_COPY and len(d) == 256)]
+    notes = [n for n in app.notes if "copied to" not in n]
+    notes.append(f"bootloader from {bootloader.path} at 0 (0x0-{end - 1:#x}): the chip boots "
+                 f"it, and it starts the image at {MCUBOOT_SLOT:#x}")
+    return FirmwareImage(app.path, app.format, list(bootloader.segments) + segments,
+                         app.symbols, app.entry, vector_table=0, notes=notes,
+                         mcuboot=app.mcuboot)
 
 
 def _find_vector_table(img: FirmwareImage, layout: MemoryLayout) -> int:

@@ -248,3 +248,31 @@ class NorFs:
                    -84: "the filesystem is corrupt", -27: "file too large"}.get(
                        e.code, e.name)
             raise NorFsError(f"{what}: {why}") from None
+
+
+# -- the bootloader's logo ---------------------------------------------------
+LOGO_OFFSET = 0
+LOGO_SIZE = 240 * 240 * 2
+
+
+def boot_logo(rgb) -> bytes:
+    """The bytes the PineTime bootloader (bootloader-5.0.4, pinetime_boot's
+    display.c) draws at boot from the NOR's start: 240 x 240 pixels of
+    RGB565, high byte first, row by row, as it sends them to the ST7789.  It
+    draws with MADCTL 0x60 (row/column exchange and column mirror), which
+    shows the stored picture turned a quarter clockwise, so ``rgb`` (a
+    height x width x 3 array of 0-255, at most 240 x 240, centred on black)
+    is stored turned a quarter anticlockwise and shows upright.  (InfiniTime's
+    own bootloader/boot_graphics.h, the pine cone, is stored unturned: it
+    shows with its tip to the right.)"""
+    import numpy as np
+    a = np.asarray(rgb)
+    if a.ndim != 3 or a.shape[2] < 3 or a.shape[0] > 240 or a.shape[1] > 240:
+        raise NorFsError(f"a boot logo is at most 240 x 240 pixels of RGB, not "
+                         f"{'x'.join(map(str, a.shape))}")
+    canvas = np.zeros((240, 240, 3), dtype=np.uint16)
+    y, x = (240 - a.shape[0]) // 2, (240 - a.shape[1]) // 2
+    canvas[y:y + a.shape[0], x:x + a.shape[1]] = a[:, :, :3]
+    r, g, b = canvas[:, :, 0], canvas[:, :, 1], canvas[:, :, 2]
+    px = ((r >> 3) << 11) | ((g >> 2) << 5) | (b >> 3)
+    return np.rot90(px, 1).astype(">u2").tobytes()

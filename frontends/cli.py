@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run a real Nordic SoftDevice (its .hex with the MBR, e.g. "
                         "s132_nrf52_6.1.1_softdevice.hex) under an application built for it "
                         "instead of the emulated S132 API: the chip boots from the MBR")
+    r.add_argument("--bootloader", metavar="BIN", default=None,
+                   help="run the PineTime bootloader (InfiniTime's bootloader-5.0.4.bin, "
+                        "MCUBoot on Mynewt) at 0 under FIRMWARE, an MCUBoot image: its logo "
+                        "from the NOR, the swap of an update, the watchdog (docs/flash.md)")
     r.add_argument("--headless", action="store_true",
                    help="no window: run for --seconds of emulated time and exit (with "
                         "--bridge or --gdb: until Ctrl-C or SIGTERM)")
@@ -249,7 +253,8 @@ def _make_machine(args):
     try:
         return Machine(firmware, board=args.board, base=args.base,
                        pure_python=getattr(args, "pure_python", False),
-                       softdevice_hex=getattr(args, "softdevice_hex", None), **opts)
+                       softdevice_hex=getattr(args, "softdevice_hex", None),
+                       bootloader=getattr(args, "bootloader", None), **opts)
     except FirmwareError as e:
         _error(str(e))
         return None
@@ -267,6 +272,8 @@ def _run_args_problem(args) -> Optional[str]:
     if args.softdevice_hex is not None and args.board not in (None, "pinetime", "nrf52832",
                                                               "nrf52dk"):
         return f"--softdevice-hex: an S132 SoftDevice runs on the nRF52832, not on {args.board}"
+    if getattr(args, "bootloader", None) is not None and args.board not in (None, "pinetime"):
+        return f"--bootloader: the PineTime's bootloader runs on the pinetime board, not {args.board}"
     if args.trace_range is not None and args.trace is None:
         return "--trace-range needs --trace FILE"
     if args.hci is not None:
@@ -303,6 +310,7 @@ def run_files(args):
     files = Files()
     files.read("FIRMWARE", args.firmware)
     files.read("--softdevice-hex", args.softdevice_hex)
+    files.read("--bootloader", getattr(args, "bootloader", None))
     files.read("--snapshot", args.snapshot)
     files.write("--save-snapshot", args.save_snapshot, may_replace=("--snapshot",))
     files.write("--screenshot", args.screenshot)

@@ -5,6 +5,7 @@
     pinetime-emu fs put   FLASH SRC [DEST]         (DEST: a path or a directory ending in /)
     pinetime-emu fs rm    FLASH PATH... [-r]
     pinetime-emu fs mkdir FLASH PATH... [-p]
+    pinetime-emu fs logo  FLASH PNG                (the bootloader's logo, at the NOR's start)
 
 FLASH is a 4 MiB image of the PineTime's external flash (``run --flash-file``).
 The filesystem is InfiniTime's or wasp-os's, whichever mounts (``--layout``
@@ -70,6 +71,10 @@ def build_parser() -> ArgumentParser:
                     help="make missing parents; no error if it exists")
     mk.add_argument("--format", action="store_true",
                     help="make a new filesystem first (needs --layout; FLASH may be new)")
+    logo = sub.add_parser("logo", help="write the bootloader's boot logo (a PNG of at most "
+                                       "240 x 240) at the NOR's start; FLASH may be new")
+    logo.add_argument("flash", metavar="FLASH")
+    logo.add_argument("png", metavar="PNG")
     return p
 
 
@@ -77,8 +82,10 @@ def main(argv: list) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.verb is None:
-        parser.error("a verb is needed: ls, get, put, rm or mkdir")
+        parser.error("a verb is needed: ls, get, put, rm, mkdir or logo")
     try:
+        if args.verb == "logo":
+            return _logo(args)
         return _run(args)
     except NorFsError as e:
         return _fail(str(e))
@@ -151,6 +158,27 @@ def _run(args) -> int:
                 fs.mkdir(p)
     if writes_flash and fs.changed:
         _save(args.flash, fs.image())
+    return EXIT_OK
+
+
+def _logo(args) -> int:
+    from emu.norfs import LOGO_OFFSET, LOGO_SIZE, boot_logo
+    from emu.png import read_png
+    files = Files()
+    files.read("PNG", args.png)
+    files.write("FLASH", args.flash)
+    problem = files.problem()
+    if problem:
+        raise NorFsError(problem)
+    try:
+        pixels = read_png(args.png)
+    except (ValueError, OSError) as e:
+        raise NorFsError(str(e).splitlines()[0] if str(e) else f"{args.png}: unreadable") \
+            from None
+    data = _read_flash(args.flash, may_be_new=True)
+    nor = bytearray(data if data is not None else b"\xff" * NOR_SIZE)
+    nor[LOGO_OFFSET:LOGO_OFFSET + LOGO_SIZE] = boot_logo(pixels)
+    _save(args.flash, bytes(nor))
     return EXIT_OK
 
 
