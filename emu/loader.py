@@ -343,10 +343,26 @@ def crc16_ccitt(data: bytes, crc: int = 0xFFFF) -> int:
 
 def _load_dfu_zip(name: str, data: bytes, base: Optional[int],
                   layout: MemoryLayout) -> FirmwareImage:
+    image, _dat, notes = read_dfu_package(name, data, layout.flash_size)
+    if image[:4] == MCUBOOT_MAGIC.to_bytes(4, "little"):
+        img = _load_mcuboot(name, image, base)
+        img.format = "dfu"
+        img.notes[:0] = notes
+        return img
+    if base is None:
+        base = APP_BASE_S132
+        notes.append("application placed at 0x26000 (after the S132 v6.1.1 SoftDevice)")
+    return FirmwareImage(name, "dfu", [(base, image)], SymbolTable(), None, notes=notes)
+
+
+def read_dfu_package(name: str, data: bytes, flash_size: int = 512 * 1024) -> tuple:
+    """The application image and legacy init packet (``.dat``, b"" if none) of
+    a Nordic DFU package, read as hostile, and notes; the init packet's CRC16
+    is checked against the image.  FirmwareError (one line) otherwise."""
     from emu.safezip import MissingMember, ZipError, open_zip, read_member, shown
     if len(data) > MAX_DFU_PACKAGE:
         raise FirmwareError(f"{name}: {len(data)} bytes, too large for a DFU package of an "
-                            f"application for a {layout.flash_size // 1024} KiB flash (at most "
+                            f"application for a {flash_size // 1024} KiB flash (at most "
                             f"{MAX_DFU_PACKAGE // (1024 * 1024)} MiB)")
     try:
         z = open_zip(data)
@@ -382,7 +398,7 @@ def _load_dfu_zip(name: str, data: bytes, base: Optional[int],
     # nothing in the package can be larger than the flash it would go into
     # (checked before inflating, and inflating stops there)
     try:
-        image = read_member(z, app["bin_file"], layout.flash_size)
+        image = read_member(z, app["bin_file"], flash_size)
         dat = read_member(z, app["dat_file"], MAX_INIT_PACKET) if app.get("dat_file") else b""
     except ZipError as e:
         raise FirmwareError(f"{name}: corrupt DFU package ({e})") from None
@@ -400,15 +416,7 @@ def _load_dfu_zip(name: str, data: bytes, base: Optional[int],
                 raise FirmwareError(f"{name}: corrupt DFU package: {shown(app['bin_file'])} has "
                                     f"CRC16 {got:#06x}, its init packet says {want:#06x}")
             notes.append(f"init packet CRC16 {want:#06x} matches")
-    if image[:4] == MCUBOOT_MAGIC.to_bytes(4, "little"):
-        img = _load_mcuboot(name, image, base)
-        img.format = "dfu"
-        img.notes[:0] = notes
-        return img
-    if base is None:
-        base = APP_BASE_S132
-        notes.append("application placed at 0x26000 (after the S132 v6.1.1 SoftDevice)")
-    return FirmwareImage(name, "dfu", [(base, image)], SymbolTable(), None, notes=notes)
+    return image, dat, notes
 
 
 # ---------------------------------------------------------------------- MCUBoot
