@@ -145,8 +145,8 @@ def test_package_reading_and_crc():
 def test_update_revert_and_validate(tmp_path):
     bl, img, upd = _files()
     new = read_package(upd)
-    nor = tmp_path / "nor.bin"
-    nor.write_bytes(b"\xff" * NOR_SIZE)
+    from test_bootloader import _nor_with_logo
+    nor = _nor_with_logo(tmp_path / "nor.bin")        # the logo shows while it swaps
     m = Machine(img, bootloader=bl, flash_file=str(nor))
     m.run(seconds=11)
     enable_ota(m)
@@ -215,7 +215,9 @@ def _plain_infinitime() -> str:
 
 @pytest.mark.timeout(900)
 def test_cli_phone_dfu_against_a_bridge(tmp_path):
-    """``pinetime-emu phone --dfu`` against ``run --bridge``: the package goes
+    """``pinetime-emu phone --resources`` then ``--dfu`` against ``run
+    --bridge``: a resources package of our own lands in the watch's files
+    (read back with ``fs`` afterwards); the DFU package goes
     over the bridge, the watch takes it (a package of our own: 4000 bytes
     with a matching CRC), validates it and resets; a package that is not one
     is one line and exit 2 before anything is sent."""
@@ -227,21 +229,45 @@ def test_cli_phone_dfu_against_a_bridge(tmp_path):
     m = Machine(fw, flash_file=str(nor))              # OTA enabled, saved in the NOR
     m.run(seconds=3)
     enable_ota(m)
+    press(m)                                          # back on the face: settings saved
+    settle(m, 2)
     m.close()
+    from emu.norfs import NorFs
+    assert NorFs(nor.read_bytes()).exists("/settings.dat")
     pkg = tmp_path / "small.zip"
     pkg.write_bytes(small_package())
+    from test_resources import resources_zip
+    res = tmp_path / "res.zip"
+    res.write_bytes(resources_zip({"/fonts/x.bin": b"x" * 1000, "/y.bin": b"y" * 300}))
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"PK\x03\x04 not really")
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root)}
     port = free_port()
     with served_run(fw, "--flash-file", nor, "--bridge", port):
+        deadline = time.monotonic() + 60
+        while True:                                  # the bridge is up and the phone on
+            r = subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port",
+                                str(port), "--firmware-version"], capture_output=True,
+                               text=True, env=env, timeout=120)
+            if r.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert r.stdout.strip() == "1.16.1", r.stderr
         r = subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port", str(port),
                             "--wait", "5", "--dfu", str(bad)], capture_output=True, text=True,
                            env=env, timeout=120)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert "bad.zip" in r.stderr
+        r = subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port", str(port),
+                            "--resources", str(res)], capture_output=True, text=True,
+                           env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert "sent 1300 bytes of resources" in r.stdout
         r = subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port", str(port),
                             "--wait", "5", "--dfu", str(pkg)], capture_output=True, text=True,
                            env=env, timeout=600)
         assert r.returncode == 0, r.stderr
         assert "sent 4000 bytes" in r.stdout
+    fs = NorFs(nor.read_bytes())
+    assert fs.read("/fonts/x.bin") == b"x" * 1000 and fs.read("/y.bin") == b"y" * 300

@@ -107,3 +107,20 @@ def test_companion_events_fired_late_fail(run_firmware, monkeypatch):
     m, r = run_firmware("periph_nvmc_stall", ms=600, board="nrf52832")
     _passes, fails = verdict(m, r)
     assert any("the last one at its own time" in f for f in fails), m.console_text()
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_invalidate_keeps_costs_of_code_elsewhere(run_firmware, pure):
+    """Writing flash where no costed block lies (MCUBoot copying an image it
+    does not run) keeps the block costs; writing where one lies drops them
+    (its code may have changed).  The firmware's own result is unchanged."""
+    m, r = run_firmware("periph_nvmc_stall", ms=600, board="nrf52832", pure_python=pure)
+    assert_firmware_passed(m, r, min_passes=STALL_CHECKS)
+    cpu = m.cpu
+    main = m.symbols.lookup("main")
+    cpu.counter.insert(main & ~1, 4, 7)
+    cpu._costed(main & ~1, 4)
+    cpu.invalidate_code(0x70000, 0x72000)             # nothing costed there
+    assert cpu.counter.cost(main & ~1, 4) == 7
+    cpu.invalidate_code(main & ~0xFFF, (main & ~0xFFF) + 0x1000)
+    assert cpu.counter.cost(main & ~1, 4) in (None, -1)

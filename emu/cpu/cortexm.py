@@ -182,6 +182,7 @@ class CortexM:
         self._sev_hooks: dict = {}
         self._msr_hooks: set = set()
         self._wfe_kinds: dict = {}    # pc in flash -> WFE_AT / WFE_BEFORE / NOT_WFE
+        self._costed_pages: set = set()   # 4 KiB pages holding blocks in the cost table
         self._cycle_base_ticks = 0
         self._cycle_base = 0
         self._trap: Optional[tuple] = None   # set by hooks: (kind, ...)
@@ -1491,6 +1492,7 @@ class CortexM:
             return False
         try:
             self.counter.insert(addr, size, self.cost_model.block_cost(code, addr))
+            self._costed(addr, size)
         except Exception:    # noqa: BLE001 - the slow path reports it
             return False
         self.costed_in_hook += 1
@@ -1503,9 +1505,11 @@ class CortexM:
             code = bytes(self.uc.mem_read(addr, size))
         except UcError:
             self.counter.insert(addr, size, 1)
+            self._costed(addr, size)
             return
         cost = self.cost_model.block_cost(code, addr)
         self.counter.insert(addr, size, cost)
+        self._costed(addr, size)
         # Instructions that need a selective hook (zero cost elsewhere).
         if self._needs_special_hooks(code):
             self._special_hooks(code, addr, size)
@@ -1573,12 +1577,23 @@ class CortexM:
             if kind != "mmio":
                 self.uc.ctl_remove_cache(start, end)
         self.counter.clear()
+        self._costed_pages.clear()
 
     def invalidate_code(self, start: int, end: int) -> None:
-        """Forget translated code and costs (after flash/RAM code changes)."""
+        """Forget translated code and costs (after flash/RAM code changes).
+        The cost table is cleared only when a costed block lies on a 4 KiB
+        page of [start, end): a bootloader writing an image into flash it
+        does not run (MCUBoot's swap, thousands of words) keeps its costs."""
         self.uc.ctl_remove_cache(start, end)
-        self.counter.clear()
+        pages = self._costed_pages
+        if any(p in pages for p in range(start >> 12, ((end - 1) >> 12) + 1)) \
+                if end - start <= 1 << 20 else pages:
+            self.counter.clear()
+            pages.clear()
         self._wfe_kinds.clear()
+
+    def _costed(self, addr: int, size: int) -> None:
+        self._costed_pages.update(range(addr >> 12, ((addr + max(size, 1) - 1) >> 12) + 1))
 
     # ------------------------------------------------------------------
     # the run loop
