@@ -91,6 +91,10 @@ def _files() -> tuple:
 def choose_face(m, row_y: int):
     """Settings > Watch face, second page (Infineat, Casio G7710, Pride Flag)."""
     from test_ota import press, settings_page, settle
+    settle(m, 1)
+    if not m.board.screen().any():                   # asleep: the button wakes it
+        press(m)
+        settle(m, 1)
     settings_page(m, 0)
     m.board.touch.tap(120, 212)
     settle(m)
@@ -122,7 +126,7 @@ def casio_drawn(screen) -> bool:
 
 @pytest.mark.timeout(1200)
 def test_resources_upload_and_the_faces_that_need_them(tmp_path):
-    from test_ota import enable_ota
+    from test_ota import enable_ota, press, settle
     fw, res = _files()
     files, _obsolete = read_resources(res)
     nor = tmp_path / "nor.bin"
@@ -133,6 +137,13 @@ def test_resources_upload_and_the_faces_that_need_them(tmp_path):
         choose_face(m, INFINEAT)
         assert not infineat_drawn(m.board.screen())
         enable_ota(m)
+        # let the screen close first: it saves the changed settings, and
+        # InfiniTime 1.16's littlefs is not locked: a save from SystemTask
+        # while FSService writes (the screen timing out mid-upload) fails
+        # the write with LFS_ERR_CORRUPT (seen here at 39.8 s: docs/flash.md)
+        press(m)
+        press(m)
+        settle(m, 2)
         seen = []
         t0, w0 = m.time, time.monotonic()
         sent = m.phone.gatt.upload_resources(res, on_progress=lambda a, t, p: seen.append(a))
