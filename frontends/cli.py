@@ -264,6 +264,9 @@ def _run_args_problem(args) -> Optional[str]:
     """What is wrong with run's options beyond what the parser checks: option
     combinations and the files a run will write (so that a long run never ends
     in a failed save, and a flash file that cannot persist is refused)."""
+    for name, value in vars(args).items():
+        if isinstance(value, list):      # argparse turns "--opt=--" into []
+            return f"--{name.replace('_', '-')}: '--' is not a value for it"
     if args.gdb_wait and args.gdb is None:
         return "--gdb-wait needs --gdb PORT"
     if args.bridge is not None and args.bridge == args.gdb and args.bridge != 0 \
