@@ -131,6 +131,9 @@ class I2cRegisterDevice:
     PTR_MASK = 0xFF
     ptr = 0
     _first = False
+    #: fn() after each register write (an instance list: the energy model,
+    #: emu/power.py, re-reads the part's power state)
+    power_listeners: tuple = ()
 
     def i2c_start(self, read: bool) -> bool:
         self._first = not read
@@ -144,6 +147,8 @@ class I2cRegisterDevice:
         reg = self.ptr
         self._write_reg(reg, byte)
         self.ptr = self._next_write_ptr(reg)
+        for fn in self.power_listeners:
+            fn()
         return True
 
     def i2c_read(self) -> int:

@@ -106,6 +106,10 @@ class Clock:
         # every event by name: a snapshot stores pending events as (name, due
         # tick, sequence) and re-arms the same-named events of a new machine
         self.events: dict = {}
+        # the tick an event was due while its callback runs (None otherwise):
+        # an event taken at the end of a basic block runs a little after it
+        # was due; instruments that note when a change happened use this
+        self.firing: Optional[int] = None
 
     def event(self, name: str, fn: Callable[[], None]) -> Event:
         """A new event handle; ``name`` must be unique on this clock."""
@@ -145,7 +149,11 @@ class Clock:
                 break
             heapq.heappop(heap)
             ev.when = None
-            ev.fn()
+            self.firing = when
+            try:
+                ev.fn()
+            finally:
+                self.firing = None
             n += 1
         self.next_deadline = heap[0][0] if heap else NEVER
         if self.next_deadline != NEVER:

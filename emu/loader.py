@@ -88,6 +88,12 @@ class SymbolTable:
         v = self.by_name.get(name)
         return None if v is None else v[0]
 
+    def size(self, name: str) -> Optional[int]:
+        """The size the ELF gives a symbol (an array's bytes), or None when it
+        has none or no such symbol."""
+        v = self.by_name.get(name)
+        return v[1] if v is not None and v[1] else None
+
     def extent(self, name: str) -> Optional[tuple]:
         """(start, end inclusive) of a symbol with a size (a function's code
         without its Thumb bit), or None."""

@@ -148,6 +148,10 @@ class Machine:
         self.resets = 0
         self.breakpoint_handler: Optional[Callable[[int, int], bool]] = None
         self.halt_requested = False
+        self.rtt = None                   # emu.rtt.Rtt once start_rtt() is called
+        # fn() after every power-on and system reset (emu/power.py re-reads its parts)
+        self.reset_listeners: list = []
+        self.power_meter = None           # the energy model, once power() started it
         if firmware is not None:
             if self.detection is not None and self.board.memory_layout() == MemoryLayout():
                 firmware = self.detection.image      # loaded for this layout already
@@ -209,6 +213,8 @@ class Machine:
     def power_on(self) -> None:
         self.board.power_on_reset()
         self.cpu.reset(self.vector_table)
+        for fn in self.reset_listeners:
+            fn()
 
     def system_reset(self, reason: str = "sysresetreq") -> None:
         """Reset everything but RAM contents (and what the chip retains)."""
@@ -216,6 +222,8 @@ class Machine:
         log.info("system reset (%s) at t=%.6f s", reason, self.time)
         self.board.system_reset(reason)
         self.cpu.reset(self.vector_table)
+        for fn in self.reset_listeners:
+            fn()
 
     # ------------------------------------------------------------------
     # time and running
@@ -235,11 +243,50 @@ class Machine:
         from emu.vcd import VcdRecorder
         return VcdRecorder(self, path, on_error=self.report_output_error)
 
+    def start_rtt(self, address=None, poll_ms: float = 10.0):
+        """Read SEGGER RTT as a debug probe does (emu/rtt.py): ``address``
+        None (the ``_SEGGER_RTT`` symbol, else a scan of RAM for the id), a
+        symbol name or an address; polled every ``poll_ms`` of emulated time.
+        Returns the :class:`emu.rtt.Rtt`, also ``machine.rtt``.  ValueError
+        for an unknown symbol or an address outside RAM; a second call
+        replaces the first."""
+        from emu.rtt import Rtt
+        if self.rtt is not None:
+            self.rtt.stop()
+        self.rtt = Rtt(self, address=address, poll_ms=poll_ms)
+        return self.rtt
+
     def trace_mmio(self, out, limit: int = 64 << 20):
         """Start tracing every peripheral access into ``out`` (a path or a
         text file).  Returns the tracer; ``close()`` it to stop."""
         from emu.trace import MmioTrace
         return MmioTrace(self, out, limit=limit, on_error=self.report_output_error)
+
+    def power(self, record: bool = True):
+        """The energy model (emu/power.py): a PowerMeter integrating the
+        current of the chip and the board's parts from now on, over emulated
+        time; ``report()`` gives the average, the share per part and the
+        battery life.  The same meter on later calls.  ``record``: keep every
+        change of the current (for ``series()``, the CSV and the plot)."""
+        if self.power_meter is None:
+            from emu.power import PowerMeter
+            self.power_meter = PowerMeter(self, record=record)
+        return self.power_meter
+
+    def heaps(self) -> list:
+        """The firmware's heaps, read from guest RAM through the ELF's
+        symbols (emu/inspect): FreeRTOS heap_4, MicroPython's GC heap.  A
+        list of :class:`emu.inspect.HeapInfo` (empty when the image has none
+        the reader knows); a structure that does not add up comes back with
+        its ``problem`` set, never as an exception."""
+        from emu.inspect import read_heaps
+        return read_heaps(self)
+
+    def tasks(self) -> list:
+        """The RTOS's tasks (FreeRTOS), read from guest RAM: a list of
+        :class:`emu.inspect.TaskInfo` (empty without FreeRTOS)."""
+        from emu.inspect import read_tasks
+        return read_tasks(self)
 
     @property
     def air(self):

@@ -117,11 +117,13 @@ FIXED_SIZE_ATTRS = {
 }
 
 # Modules whose objects are never part of the saved graph (host-side or rebuilt).
-SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
+SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "emu.rtt", "emu.rtos", "frontends.gdbstub", "frontends.bridge", "frontends.testbench",
                 "frontends.scenario", "emu.png", "emu.snapshot", "emu.outputs",
                 # the phone's side of the air (a host device, like a real phone)
                 "emu.phone.gattphone", "emu.phone.link", "emu.phone.gatt", "emu.phone.smp",
-                "emu.phone.scanner", "emu.air")
+                "emu.phone.scanner", "emu.air",
+                # instruments: the energy model and the heap/task readers
+                "emu.power", "emu.inspect")
 HOST_EVENTS = "host."      # clock events of host devices: neither saved nor restored
 # Objects encoded by value (pure data, created at run time).
 VALUE_CLASSES = {"emu.softdevice.Attribute"}
@@ -144,10 +146,20 @@ SKIP_ATTRS = {
     "emu.cpu.mpu.Mpu": {"cpu", "ctrl", "rnr", "rbar", "rasr", "_installed", "_prot",
                         "_cache", "_applied", "_pages", "_base", "_config", "_ram", "_perms",
                         "_transitions", "_prot_key"},
-    "emu.devices.xt25f32.Xt25f32": {"path"},           # the restoring machine's own file
+    "emu.devices.xt25f32.Xt25f32": {"path", "power_listeners"},   # the restoring machine's own file
     "emu.board.pinetime.PineTime": {"flash_path", "options"},
     "emu.board.base.Board": {"options"},
-    "emu.machine.Machine": {"board_name", "image", "symbols", "detection"},
+    "emu.machine.Machine": {"board_name", "image", "symbols", "detection", "power_meter",
+                            "reset_listeners",
+                            "rtt"},           # a probe on the host side (emu/rtt.py)
+    # listeners of the energy model (emu/power.py): wiring, not state
+    "emu.devices.st7789.St7789": {"power_listeners"},
+    "emu.devices.cst816s.Cst816s": {"power_listeners"},
+    "emu.devices.bma421.Bma421": {"power_listeners"},
+    "emu.devices.hrs3300.Hrs3300": {"power_listeners"},
+    "emu.devices.simple.VibrationMotor": {"listeners"},
+    "emu.peripherals.clock_power.ClockPower": {"power_listeners"},
+    "emu.peripherals.nvmc.Nvmc": {"power_listeners"},
     "emu.buses.SpiBus": {"_selected"},                 # keyed by id(): saved by device order
     "emu.peripherals.base.NrfPeripheral": {"_regs", "_readers", "_task_handlers", "REGISTERS",
                                            "TASKS", "EVENTS", "SHORTS",   # declarations

@@ -271,17 +271,19 @@ def _wasptool_verb(a, s) -> int:
             return _console(s, quiet=max(a.wait, 3.0))
         w = WaspTool(SocketTransport(s), timeout_s=a.timeout)
         try:
-            if a.reset:                                 # no REPL line: it may not parse any
+            # as wasptool: stop the watch and meet it at the prompt, the verb,
+            # then set it running again (not after --reset: it restarts)
+            w.sync()
+            if a.reset:
                 w.reset()
                 return EXIT_OK
-            w.run("")                                   # a fresh prompt first
             if a.exec_file:
                 sys.stdout.write(w.exec_text(data.decode("utf-8", "replace")))
             elif a.eval is not None:
                 sys.stdout.write(w.eval(a.eval))
             elif a.upload or a.push:
                 name = a.as_name or os.path.basename(a.upload or a.push)
-                (w.upload if a.upload else w.push)(data, name)
+                w.upload(data, name, binary=bool(a.binary or a.push))
                 print(f"{name}: {len(data)} bytes written")
             elif a.pull:
                 got = w.pull(a.pull)
@@ -292,17 +294,29 @@ def _wasptool_verb(a, s) -> int:
                     return err(f"cannot write {local}: {e.strerror or e}", EXIT_USAGE)
                 print(f"{local}: {len(got)} bytes read")
             elif a.rtc:
-                w.set_rtc(_host_time.localtime())
+                # wasptool waits for the host's second to tick over first
+                then = _host_time.localtime()
+                now = then
+                while now.tm_sec == then.tm_sec:
+                    _host_time.sleep(0.005)
+                    now = _host_time.localtime()
+                w.set_rtc(now)
             elif a.check_rtc:
                 delta = w.check_rtc(_host_time.localtime())
                 print(f"watch {time_text(w.get_rtc())}, host {time_text(_host_time.localtime())}"
                       f", delta {delta:+.0f} s")
             elif a.memfree:
-                print(w.memfree())
+                before, after = w.memfree()
+                print(f"{before},{after}")
             elif a.battery:
                 print(f"{w.battery()}%")
             elif a.send_notification:
-                w.notify(a.title, a.body)
+                w.notify(a.title, a.body, a.id)
+            try:
+                w.unsync()
+            except WaspToolError as e:      # the verb is done; say what the watch does
+                print(f"pinetime-emu phone: warning: the watch is not running again ({e})",
+                      file=sys.stderr)
         except WaspToolError as e:
             return err(str(e), EXIT_GUEST)
         except OSError as e:
@@ -388,10 +402,15 @@ def phone_client_main(argv=None) -> int:
     # wasptool's verbs (emu/phone/wasptool.py), with wasptool's meanings
     what.add_argument("--exec", metavar="FILE", dest="exec_file",
                       help="run FILE in the REPL (paste mode) and print its output")
-    what.add_argument("--eval", metavar="EXPR", help="evaluate EXPR on the watch, print the result")
+    what.add_argument("--eval", metavar="CODE",
+                      help="run CODE in paste mode and print what it prints (as wasptool: "
+                           "--eval 'print(6*7)'; --repl shows a value)")
     what.add_argument("--upload", metavar="FILE",
-                      help="write FILE into the watch's filesystem (name: --as, else FILE's)")
-    what.add_argument("--push", metavar="FILE", help="copy FILE to the watch (binary-safe)")
+                      help="write FILE into the watch's filesystem with wasp-os's shell.upload, "
+                           "as wasptool (comments, docstrings and blank lines left out; "
+                           "--binary: the bytes as they are); name: --as, else FILE's")
+    what.add_argument("--push", metavar="FILE", help="copy FILE to the watch as it is "
+                      "(--upload --binary)")
     what.add_argument("--pull", metavar="FILE",
                       help="copy the watch's FILE to a local file of the same name")
     what.add_argument("--rtc", action="store_true", help="set the watch's clock to the host's")
@@ -426,14 +445,19 @@ def phone_client_main(argv=None) -> int:
                            "watch's files over its file transfer service (docs/flash.md)")
     ap.add_argument("--as", dest="as_name", metavar="NAME", help="the watch's file name for "
                     "--upload/--push")
-    ap.add_argument("--title", default="Notification", help="--send-notification's title")
-    ap.add_argument("--body", default="", help="--send-notification's body")
+    ap.add_argument("--binary", action="store_true",
+                    help="--upload the bytes as they are (base64 lines), as wasptool --binary")
+    ap.add_argument("--title", default="Title", help="--send-notification's title (Title)")
+    ap.add_argument("--body", default="Body", help="--send-notification's body (Body)")
+    ap.add_argument("--id", type=int, default=1, help="--send-notification's id (1)")
     ap.add_argument("--timeout", type=wait_seconds, default=30.0, metavar="S",
                     help="seconds to wait for each REPL reply of the wasptool verbs (30)")
     ap.add_argument("--wait", type=wait_seconds, default=1.0, metavar="S",
                     help="seconds to print replies (default 1)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     problem = phone_files(a).problem()
+    if a.binary and not a.upload:
+        problem = "--binary goes with --upload (--push is always binary)"
     if problem is not None:
         print(f"pinetime-emu phone: error: {problem}", file=sys.stderr)
         return EXIT_USAGE

@@ -8,6 +8,7 @@
     pinetime-emu nus-console ...    (a console on a running --bridge, as wasp-os's pynus)
     pinetime-emu fs ls|get|put|rm|mkdir FLASH ...   (the littlefs in a NOR flash image)
     pinetime-emu test SCENARIO... --firmware FIRMWARE [--junit out.xml]
+    pinetime-emu preview FIRMWARE --script "run 1s, screenshot, ..."   (PNG strip, GIF, Markdown)
 
 Exit status: 0 success; 1 the firmware faulted, locked up or exited non-zero
 (or a scenario failed); 2 bad input (unreadable or corrupt firmware, a bad
@@ -29,6 +30,7 @@ from typing import Optional
 
 from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _address,
                               _host, _port, _scale, _seconds, flash_file_problem)
+from frontends.rtt import rtt_address as _rtt_address, rtt_port as _rtt_port
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve a byte stream on HOST:PORT (raw TCP; 0 = any free port): "
                         "the PineTime's BLE Nordic UART; on microbit, nrf52dk and nrf52832 the "
                         "UART console")
+    r.add_argument("--web", type=_port, default=None, metavar="PORT",
+                   help="show the board in a web browser instead of a window: a page on "
+                        "http://HOST:PORT/ (0 = any free port) with the screen, touch by "
+                        "mouse, the buttons, the phone's actions and the console; any number "
+                        "of tabs (docs/web.md)")
+    r.add_argument("--web-host", default="127.0.0.1", metavar="HOST", type=_host,
+                   help="web view address (127.0.0.1)")
     r.add_argument("--hci", default=None, metavar="tcp:PORT|pty",
                    help="a Bluetooth LE controller on the emulated air for a real host "
                         "(Bumble, BlueZ): HCI in H4 framing on 127.0.0.1:PORT, or on a "
@@ -104,6 +113,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GDB stub address (127.0.0.1)")
     r.add_argument("--gdb-wait", action="store_true",
                    help="with --gdb: halt at reset until GDB continues")
+    r.add_argument("--rtt", action="store_true",
+                   help="SEGGER RTT: print up channel 0 (the firmware's RTT terminal) on "
+                        "stdout and in the window's console pane; stdin goes to down channel 0 "
+                        "instead of the UART (docs/debugging.md, RTT)")
+    r.add_argument("--rtt-port", type=_rtt_port, action="append", default=None,
+                   metavar="PORT[:CHANNEL]",
+                   help="serve RTT channel CHANNEL (default 0) on 127.0.0.1:PORT, both ways, "
+                        "as OpenOCD's 'rtt server start PORT CHANNEL'; repeat for more "
+                        "channels (0 = any free port)")
+    r.add_argument("--rtt-address", type=_rtt_address, default=None, metavar="SYMBOL|ADDR",
+                   help="where the RTT control block is (default: the _SEGGER_RTT symbol, "
+                        "else RAM is searched for its \"SEGGER RTT\" id, as J-Link does)")
     r.add_argument("--console", choices=["stdout", "none"], default="stdout",
                    help="where the firmware's debug text (semihosting, ITM) and the board's "
                         "UART console go; with stdout, stdin is typed into the UART console "
@@ -131,6 +152,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "register name, address and value")
     r.add_argument("--trace-limit", metavar="SIZE", default="64M",
                    help="stop each trace file at this size (default 64M)")
+    r.add_argument("--power", metavar="FILE.csv|.json|.png", default=None,
+                   help="run the energy model and write the current over emulated time when "
+                        "the run ends: CSV (a row at each change, per part), JSON (average, "
+                        "share per part, battery life, the series) or a PNG plot (needs "
+                        "matplotlib); the summary lines go to stderr (docs/energy.md)")
+    r.add_argument("--summary", action="store_true",
+                   help="at the end of the run print a summary to stderr: emulated time, "
+                        "the firmware's heaps and tasks read from RAM (FreeRTOS heap_4 and "
+                        "tasks, MicroPython's GC heap) and, with --power, the current")
     r.add_argument("--pure-python", action="store_true",
                    help="use the pure-Python cycle counter instead of the native one")
     r.add_argument("--log-level", default="warning",
@@ -154,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "littlefs (pinetime-emu fs --help)", add_help=False)
     sub.add_parser("test", help="run scenario files against a firmware "
                                 "(pinetime-emu test --help)", add_help=False)
+    sub.add_parser("preview", help="screenshots of a firmware after a few steps as a PNG "
+                   "strip, a GIF and Markdown for a pull request (pinetime-emu preview --help)",
+                   add_help=False)
     sub.add_parser("twister-serial", help="Zephyr twister's --device-serial-pty program "
                    "(see docs/firmware.md, Twister)", add_help=False)
     sub.add_parser("twister-flash", help="what scripts/twister/west runs for twister's "
@@ -193,6 +226,9 @@ def main(argv: Optional[list] = None) -> int:
         if argv[0] == "twister-flash":
             return twister.flash_main(argv[1:])
         return twister.serial_main(argv[1:], run_main=main)
+    if argv and argv[0] == "preview":
+        from frontends.preview import main as preview_main
+        return preview_main(argv[1:])
     if argv and argv[0] == "test":
         try:
             from frontends.scenario import main as scenario_main
@@ -211,7 +247,8 @@ def main(argv: Optional[list] = None) -> int:
         return cmd_run(args)
     if args.command == "info":
         return cmd_info(args)
-    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console, fs or test "
+    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console, fs, test or "
+          "preview "
           "(see pinetime-emu --help)", file=sys.stderr)
     return EXIT_USAGE
 
@@ -264,9 +301,6 @@ def _run_args_problem(args) -> Optional[str]:
     """What is wrong with run's options beyond what the parser checks: option
     combinations and the files a run will write (so that a long run never ends
     in a failed save, and a flash file that cannot persist is refused)."""
-    for name, value in vars(args).items():
-        if isinstance(value, list):      # argparse turns "--opt=--" into []
-            return f"--{name.replace('_', '-')}: '--' is not a value for it"
     if args.gdb_wait and args.gdb is None:
         return "--gdb-wait needs --gdb PORT"
     if args.bridge is not None and args.bridge == args.gdb and args.bridge != 0 \
@@ -279,6 +313,24 @@ def _run_args_problem(args) -> Optional[str]:
         return f"--bootloader: the PineTime's bootloader runs on the pinetime board, not {args.board}"
     if args.trace_range is not None and args.trace is None:
         return "--trace-range needs --trace FILE"
+    if args.web is not None and args.web != 0:
+        for other, port, host in (("--bridge", args.bridge, args.bridge_host),
+                                  ("--gdb", args.gdb, args.gdb_host)):
+            if port == args.web and host == args.web_host:
+                return f"--web and {other} both ask for port {args.web}"
+    rtt_ports = [p for p, _c in args.rtt_port or ()]
+    if args.rtt_address is not None and not (args.rtt or rtt_ports):
+        return "--rtt-address needs --rtt or --rtt-port"
+    for p in set(rtt_ports) - {0}:
+        if rtt_ports.count(p) > 1:
+            return f"--rtt-port {p} is given twice: one channel per port"
+        if p in (args.gdb, args.bridge):
+            return f"--rtt-port {p} is also the {'--gdb' if p == args.gdb else '--bridge'} port"
+    if getattr(args, "power", None) is not None:
+        from frontends.power_output import format_problem
+        p = format_problem(args.power)
+        if p is not None:
+            return p
     if args.hci is not None:
         from frontends.hci import parse_hci
         try:
@@ -321,6 +373,7 @@ def run_files(args):
     files.write("--vcd", args.vcd)
     files.write("--trace", args.trace)
     files.write("--trace-mmio", args.trace_mmio)
+    files.write("--power", getattr(args, "power", None))
     if args.flash_file is not None and args.flash_file.lower() != "none":
         files.write("--flash-file", args.flash_file, check=flash_file_problem)
     elif args.flash_file is None and args.snapshot is None and args.board in (None,
@@ -409,7 +462,7 @@ def cmd_run(args) -> int:
     if problem is not None:
         _error(problem)
         return EXIT_USAGE
-    if not args.headless and not _display_available():
+    if not args.headless and args.web is None and not _display_available():
         _error("no display available for the window; use --headless (for example: "
                f"pinetime-emu run {args.firmware} --headless --seconds 5 --screenshot out.png)")
         return EXIT_USAGE
@@ -430,11 +483,22 @@ def cmd_run(args) -> int:
             _error(str(e))
             return EXIT_USAGE
         print(f"pinetime-emu: restored {snap} (t={machine.time:.6f} s)", file=sys.stderr)
+    meter = machine.power() if getattr(args, "power", None) else None
     if args.console == "stdout":
         def echo(data: bytes) -> None:
             sys.stdout.write(data.decode("utf-8", "replace"))
             sys.stdout.flush()
         machine.console_listeners.append(echo)
+    rtt = None
+    if args.rtt or args.rtt_port:
+        try:
+            rtt = machine.start_rtt(address=args.rtt_address)
+        except ValueError as e:
+            _error(f"--rtt-address: {e}")
+            return EXIT_USAGE
+        if args.rtt:
+            from frontends.rtt import StdoutEcho
+            StdoutEcho(rtt)
     # a file that fails as the run goes (a trace, the VCD, the flash file)
     # stops the run at the next slice boundary: one line each, exit status 2
     term = _Terminator(machine)
@@ -487,11 +551,13 @@ def cmd_run(args) -> int:
     # it is a pipe or a file.
     board = machine.board
     uart_board = hasattr(board, "uart_send")
-    if uart_board and args.console == "stdout" and sys.stdin is not None:
+    if (uart_board or args.rtt) and args.console == "stdout" and sys.stdin is not None:
         from frontends.serial_console import StdinConsole
+        # --rtt: stdin is typed into RTT's down channel 0 instead of the UART
+        send = (lambda data: rtt.write(data, 0)) if args.rtt else None
         try:
             console = StdinConsole(machine, take_terminal=getattr(board, "console_is_main",
-                                                                  False))
+                                                                  False), send=send)
         except (OSError, ValueError):
             console = None                        # no usable stdin (closed)
         if console is not None:
@@ -539,6 +605,13 @@ def cmd_run(args) -> int:
             pollers.append(hci.poll)
             closers.append(hci.close)
             print(f"pinetime-emu: HCI controller (H4) on {where}", file=sys.stderr)
+        for port, channel in args.rtt_port or ():
+            from frontends.rtt import RttTcpServer
+            server = RttTcpServer(rtt, channel, "127.0.0.1", port)
+            pollers.append(server.poll)
+            closers.append(server.close)
+            print(f"pinetime-emu: RTT channel {channel} on 127.0.0.1:{server.port}",
+                  file=sys.stderr)
         stub = None
         if args.gdb is not None:
             from frontends.gdbstub import GdbStub
@@ -547,9 +620,25 @@ def cmd_run(args) -> int:
             print(f"pinetime-emu: GDB stub listening on {args.gdb_host}:{stub.port}"
                   f"{' (halted at reset until GDB continues)' if args.gdb_wait else ''}",
                   file=sys.stderr)
-            if args.gdb_wait:
-                while stub.conn is None:
-                    stub.poll(0.2)
+        web = None
+        if args.web is not None:
+            from frontends.web.view import WebView
+            try:
+                web = WebView(machine, port=args.web, host=args.web_host,
+                              realtime=not args.fast, seconds=args.seconds,
+                              pollers=pollers + [term.poll] + ([stub.poll] if stub else []),
+                              gdb=stub, scale=args.scale)
+            except OSError as e:
+                for c in closers:
+                    c()
+                _error(f"--web {args.web}: cannot listen on {args.web_host}:{args.web} "
+                       f"({os.strerror(e.errno) if e.errno else e})")
+                return EXIT_USAGE
+            closers.append(web.close)
+            print(f"pinetime-emu: web view on {web.url}", file=sys.stderr, flush=True)
+        if args.gdb_wait and stub is not None:
+            while stub.conn is None:
+                stub.poll(0.2)
     except (OSError, UnicodeError, TypeError) as e:   # TypeError: a host that is not text
         for c in closers:
             c()
@@ -560,13 +649,20 @@ def cmd_run(args) -> int:
     # and close the servers
     old_term = term.install()
     try:
-        if args.headless:
+        if web is not None:
+            rc = _run_web(machine, args, web)
+        elif args.headless:
             rc = _run_headless(machine, args, pollers, stub, term)
         else:
             rc = _run_window(machine, args, pollers + [term.poll], stub)
+        if rtt is not None:
+            rtt.poll()                    # what the firmware wrote since the last poll
+            for p in pollers:
+                p()
         term.poll()
         if getattr(args, "save_snapshot", None):
             rc = _save_snapshot(machine, args.save_snapshot) or rc
+        rc = _end_of_run(machine, args, meter) or rc
     except _OutputFailed:
         rc = EXIT_USAGE                   # the lines are printed below
     except _Terminated:
@@ -589,6 +685,27 @@ def cmd_run(args) -> int:
         for message in term.failures:
             _error(message)
         rc = EXIT_USAGE
+    return rc
+
+
+def _end_of_run(machine, args, meter) -> int:
+    """The --power file and the end-of-run summary (--summary, --power)."""
+    from frontends import power_output
+    rc = 0
+    lines = []
+    if getattr(args, "summary", False):
+        lines.append(f"summary: {machine.time:.6f} s emulated, {machine.cpu.cycles} CPU cycles")
+        lines += power_output.inspect_lines(machine)
+    if meter is not None:
+        lines += power_output.power_lines(meter)
+        try:
+            power_output.write(meter, args.power)
+            lines.append(f"power: written to {args.power}")
+        except OSError as e:              # atomic: the previous file is as it was
+            _error(f"--power {args.power}: cannot write ({e.strerror or e})")
+            rc = EXIT_USAGE
+    for line in lines:
+        print(f"pinetime-emu: {line}", file=sys.stderr)
     return rc
 
 
@@ -700,7 +817,7 @@ def _run_headless(machine, args, pollers, stub, term) -> int:
     # to it (GDB, a console on a terminal, a bridge): then it runs until it is
     # stopped (Ctrl-C or `kill`), as a watch on a desk would
     serving = (stub or getattr(args, "interactive_console", False)
-               or getattr(args, "bridge", None) is not None
+               or getattr(args, "bridge", None) is not None or getattr(args, "rtt_port", None)
                or getattr(args, "hci", None) is not None)
     seconds = args.seconds if args.seconds is not None else (None if serving else 5.0)
     end = NEVER if seconds is None else machine.clock.now + int(seconds * TICKS_PER_SECOND)
@@ -711,7 +828,8 @@ def _run_headless(machine, args, pollers, stub, term) -> int:
     # a bridge is a phone (or a terminal) on the desk: the watch keeps the
     # host's time (wasptool --rtc, then --check-rtc), so it never runs ahead
     # of the wall clock; behind it (busy), it catches up when idle
-    pace = _Pacer(machine) if getattr(args, "bridge", None) is not None and \
+    pace = _Pacer(machine) if (getattr(args, "bridge", None) is not None
+                               or getattr(args, "rtt_port", None)) and \
         not getattr(args, "fast", False) else None
     while True:
         result = machine.run(until_tick=min(end, machine.clock.now + step))
@@ -765,6 +883,13 @@ def _run_headless_gdb(machine, stub, end, pollers):
     if machine.exit_code is not None:
         reason = "exit"
     return RunResult(reason, machine)
+
+
+def _run_web(machine, args, web) -> int:
+    result = web.run()
+    if result is None:
+        return EXIT_OK
+    return _finish(machine, args, result)
 
 
 def _run_window(machine, args, pollers, stub) -> int:

@@ -25,6 +25,16 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def _get_values(self, action, arg_strings):
+        # Python before 3.12 hands "--opt=--" over as ['--'], strips the "--"
+        # and gives the option the empty list as its value (a later .upper()
+        # or .encode() then fails); "--" is the value written
+        if arg_strings == ["--"] and action.nargs is None and action.option_strings:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
 
 def _int(s: str) -> int:
     try:

@@ -23,6 +23,14 @@ a feature for primask/basepri/faultmask/control; g/G/p/P, m/M/X, Z0-Z4/z0-z4,
 c/s/vCont, Ctrl-C, ?, qRcmd monitor commands, D, k, qAttached, qC, thread info,
 vFlashErase/vFlashWrite/vFlashDone (GDB's ``load`` into flash).
 
+Threads: with an RTOS the image's symbols name (emu/rtos.py: FreeRTOS,
+Zephyr), its tasks are threads once the scheduler runs (qfThreadInfo/
+qsThreadInfo, qThreadExtraInfo "Name: ..., State: ..., Priority: ...", qC,
+T, Hg/Hc, thread:ID in stop replies); the id is the TCB's address.  ``g``/``p``
+of a switched-out task read its saved context (FP registers unavailable
+without an FP context; MSP and the masks are the CPU's); ``G``/``P`` on it
+are refused; an unknown thread id is E01.  Without an RTOS: one thread, 1.
+
 Breakpoints never write guest memory: each is a Unicorn UC_HOOK_CODE limited to
 one address that stops the CPU before the instruction.  Watchpoints are
 UC_HOOK_MEM_READ/WRITE hooks limited to the range; the stop is reported before
@@ -44,7 +52,9 @@ Not modelled:
 - flash programming through GDB goes straight into the flash array (`load`
   works: vFlashErase fills with 0xFF, vFlashWrite writes), without the
   NVMC's timing; M/X into flash patch the image the same way;
-- non-stop mode, multiple threads, tracepoints; a write watchpoint on a
+- non-stop mode, running one task on its own (a step or continue naming a
+  switched-out task runs the CPU, i.e. the current task), writing a
+  switched-out task's registers, tracepoints; a write watchpoint on a
   peripheral register reports the stop after the register write took effect
   (and the write is performed again when stepping over it).
 """
@@ -192,6 +202,17 @@ class GdbStub:
         self._ignore_watch = False
         self._watch_undo: Optional[tuple] = None
         self.xml = _target_xml().encode()
+        # RTOS awareness (emu/rtos.py): the kernel's tasks as GDB threads
+        from emu.rtos import for_machine
+        self.rtos = for_machine(machine)
+        self._sel_g: Optional[int] = None   # Hg: a switched-out task, or None (the CPU)
+        self._rtos_cache: Optional[tuple] = None
+        self._ctx_cache: dict = {}
+        self._warned_step = False
+        if self.rtos is not None:
+            log.info("gdb: %s tasks are reported as threads (not modelled: running one "
+                     "task on its own, writing a switched-out task's registers)",
+                     self.rtos.name)
 
     # ------------------------------------------------------------------
     # public API for run loops
@@ -298,9 +319,11 @@ class GdbStub:
     def _report_stop(self, reply: str) -> None:
         self.halted = True
         self.wants_halt = False
+        self._forget_threads()
         self._del_step()
         if self.conn is not None:
-            self._send(reply + ("thread:1;" if reply.startswith("T") else ""))
+            self._send(reply + (f"thread:{self._current_tid():x};" if reply.startswith("T")
+                                else ""))
 
     def _correct_cycles(self, addr: int) -> None:
         """Take back the cost of [addr, end of the current block): not executed."""
@@ -382,6 +405,7 @@ class GdbStub:
         """Execute exactly one instruction (or enter a pending exception: the step
         then stops at the handler's first instruction).  Emulated time is not paced."""
         self._on_watch = False
+        self._forget_threads()
         self._step = (self.cpu.pc, 0)
         self._step_hook = self.uc.hook_add(UC_HOOK_CODE, self._hook_step)
         self._need_block_hook()
@@ -410,6 +434,7 @@ class GdbStub:
                 self.conn = saved
             if self._hit_reply_is_final():
                 return
+        self._forget_threads()
         self.halted = False
 
     def _hit_reply_is_final(self) -> bool:
@@ -555,21 +580,34 @@ class GdbStub:
         if s == "qAttached":
             return "1"
         if s == "qC":
-            return "QC1"
+            return f"QC{self._current_tid():x}"
         if s == "qfThreadInfo":
-            return "m1"
+            return "m" + ",".join(f"{t:x}" for t in self._thread_ids())
         if s == "qsThreadInfo":
             return "l"
+        if s.startswith("qThreadExtraInfo,"):
+            return self._thread_extra(_hex(s[17:]))
+        if cmd == "H" and len(s) >= 2 and s[1] in "gc":
+            return self._select_thread(s[1], s[2:])
+        if cmd == "T":
+            if _hex(s[1:]) not in self._thread_ids():
+                raise GdbError(1)
+            return "OK"
         if s.startswith("qRcmd,"):
             return self._monitor(bytes.fromhex(s[6:]).decode("latin-1", "replace").strip())
-        if s.startswith("H") or s.startswith("T"):
+        if cmd == "H":
             return "OK"
         if s == "?":
-            return f"S{SIGTRAP:02x}" if self.exited is None else f"W{self.exited & 0xFF:02x}"
+            if self.exited is not None:
+                return f"W{self.exited & 0xFF:02x}"
+            # with RTOS threads, say which one stopped (GDB warns otherwise)
+            return f"T{SIGTRAP:02x}thread:{self._current_tid():x};" if self._tasks()[0] \
+                else f"S{SIGTRAP:02x}"
         if s == "vCont?":
             return "vCont;c;C;s;S"
         if s.startswith("vCont;"):
             act = s[6:].split(";")[0].split(":")[0]
+            self._note_thread_action(s[6:].split(";")[0])
             if act and act[0] in "sS":
                 return self._do_step()
             if act and act[0] in "cC":
@@ -600,6 +638,7 @@ class GdbStub:
         if cmd == "g":
             return "".join(self._reg_hex(i) for i in range(NUM_REGS))
         if cmd == "G":
+            self._refuse_suspended_write()
             data = bytes.fromhex(s[1:])
             off = 0
             for i in range(NUM_REGS):
@@ -622,6 +661,7 @@ class GdbStub:
             raw = bytes.fromhex(v)
             if len(raw) != self._reg_size(n):
                 raise GdbError(1)
+            self._refuse_suspended_write()
             self._set_reg(n, int.from_bytes(raw, "little"))
             return "OK"
         if cmd == "m":
@@ -706,8 +746,12 @@ class GdbStub:
         raise GdbError(1)
 
     def _reg_hex(self, n: int) -> str:
-        return (self._reg_value(n) & ((1 << (8 * self._reg_size(n))) - 1)).to_bytes(
-            self._reg_size(n), "little").hex()
+        size = self._reg_size(n)
+        task = self._selected_task()
+        if task is not None:                  # a switched-out task: its saved context
+            v = self._saved_reg(task, n)
+            return "xx" * size if v is None else v.to_bytes(size, "little").hex()
+        return (self._reg_value(n) & ((1 << (8 * size)) - 1)).to_bytes(size, "little").hex()
 
     def _set_reg(self, n: int, v: int) -> None:
         uc = self.uc
@@ -722,6 +766,112 @@ class GdbStub:
             uc.reg_write(getattr(A, f"UC_ARM_REG_D{n - REG_D0}"), v)
         elif n == REG_FPSCR:
             uc.reg_write(A.UC_ARM_REG_FPSCR, v)
+
+    # threads: the RTOS's tasks (emu/rtos.py) ----------------------------------
+    def _forget_threads(self) -> None:
+        self._rtos_cache = None
+        self._ctx_cache.clear()
+
+    def _tasks(self) -> tuple:
+        """(tasks by id, current id) while the RTOS schedules tasks, else
+        ({}, 1): one thread, the CPU.  Read once per stop."""
+        if self._rtos_cache is None:
+            tasks = self.rtos.tasks() if self.rtos is not None else []
+            cur = [t.id for t in tasks if t.current]
+            if tasks and cur:
+                self._rtos_cache = ({t.id: t for t in tasks}, cur[0])
+            else:
+                self._rtos_cache = ({}, 1)
+        return self._rtos_cache
+
+    def _thread_ids(self) -> list:
+        tasks, cur = self._tasks()
+        return list(tasks) if tasks else [cur]
+
+    def _current_tid(self) -> int:
+        return self._tasks()[1]
+
+    def _selected_task(self):
+        """The switched-out task Hg selected, or None for the CPU's registers."""
+        if self._sel_g is None:
+            return None
+        tasks, cur = self._tasks()
+        t = tasks.get(self._sel_g)
+        if t is None or t.id == cur:
+            return None
+        return t
+
+    def _select_thread(self, which: str, arg: str) -> str:
+        if arg in ("0", "-1", ""):            # any thread / all threads: the current one
+            tid = None
+        else:
+            tid = _hex(arg)
+            if tid not in self._thread_ids():
+                raise GdbError(1)
+        if which == "g":
+            self._sel_g = None if tid == self._current_tid() else tid
+        return "OK"
+
+    def _thread_extra(self, tid: int) -> str:
+        tasks, cur = self._tasks()
+        if not tasks:
+            if tid != cur:
+                raise GdbError(1)
+            return ""
+        t = tasks.get(tid)
+        if t is None:
+            raise GdbError(1)
+        return f"Name: {t.name}, State: {t.state}, Priority: {t.priority}".encode().hex()
+
+    def _saved_reg(self, task, n: int) -> Optional[int]:
+        """Register ``n`` of a switched-out task from its saved context; None
+        (unavailable) for the FP registers of a task without an FP context
+        and for anything of a task whose stack cannot be read.  MSP and the
+        interrupt masks are the CPU's (one for all tasks; GDB's M-profile
+        unwinder needs MSP); PSP is the task's stack pointer; CONTROL says
+        thread mode on PSP, with FPCA set when the task had an FP context."""
+        regs = self._ctx_cache.get(task.id)
+        if regs is None:
+            regs = self._ctx_cache[task.id] = self.rtos.registers(task)
+        if not regs:
+            return None
+        if n < 16:
+            return regs.get(("r%d" % n) if n < 13 else ("sp", "lr", "pc")[n - 13])
+        if n == REG_XPSR:
+            return regs.get("xpsr")
+        if n == REG_PSP:
+            return regs.get("sp")
+        if n == REG_CONTROL:
+            live = self._reg_value(REG_CONTROL)
+            return (live & 1) | 2 | (4 if "s0" in regs else 0)
+        if n in (REG_MSP, REG_PRIMASK, REG_BASEPRI, REG_FAULTMASK):
+            return self._reg_value(n)
+        if REG_D0 <= n < REG_D0 + 16:
+            i = 2 * (n - REG_D0)
+            lo, hi = regs.get(f"s{i}"), regs.get(f"s{i + 1}")
+            return None if lo is None or hi is None else lo | (hi << 32)
+        if n == REG_FPSCR:
+            return regs.get("fpscr")
+        return None
+
+    def _refuse_suspended_write(self) -> None:
+        """Registers of a switched-out task are not written: E01."""
+        if self._selected_task() is not None:
+            raise GdbError(1)
+
+    def _note_thread_action(self, action: str) -> None:
+        """A step or continue names a thread: the CPU can only run the
+        current task, so it is the one that runs (as with OpenOCD)."""
+        _act, _sep, tid_s = action.partition(":")
+        if not tid_s or tid_s in ("0", "-1") or self._warned_step:
+            return
+        tid = _hex(tid_s)
+        if tid not in self._thread_ids():
+            raise GdbError(1)
+        if tid != self._current_tid():
+            self._warned_step = True
+            log.warning("gdb: a switched-out task cannot run on its own; the current task "
+                        "runs instead")
 
     # memory -----------------------------------------------------------------
     def _region(self, addr: int):
@@ -751,6 +901,7 @@ class GdbStub:
         if r is None or addr + len(data) > r[1]:
             raise GdbError(1)
         self.uc.mem_write(addr, data)
+        self._forget_threads()
         if r[2] == "flash" or addr in self.breakpoints:
             self.cpu.invalidate_code(addr, addr + len(data))
 

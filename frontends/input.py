@@ -40,7 +40,7 @@ KEYMAP = {
     "=": "battery_up", "+": "battery_up", "[+]": "battery_up",
     "-": "battery_down", "[-]": "battery_down",
     "p": "charging", "]": "hr_up", "[": "hr_down", "w": "walk",
-    "escape": "escape", "q": "quit",
+    "i": "inspect", "escape": "escape", "q": "quit",
 }
 
 HELP = [
@@ -54,6 +54,8 @@ HELP = [
     ("+ / -", "battery voltage"), ("P", "charger on/off"),
     ("] / [", "heart rate"), ("W", "walking on/off"),
     ("S", "screenshot PNG"), ("F", "fast / real-time"),
+    ("I", "panel: current, heaps, tasks"),
+    ("` (backquote)", "RTT console: type to the firmware (Esc ends)"),
     ("H", "this help"), ("Q / close", "quit"),
 ]
 

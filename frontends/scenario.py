@@ -55,7 +55,8 @@ emu/phone/gattphone.py, and the UART steps fail saying there is no UART)::
       - notify: {title: Alice, body: "Lunch?", src: Messages}
       - music: {artist: Queen, track: Bohemian Rhapsody, state: play}  # state: play|pause
       - set_time: "2025-12-03T14:42:00"           # the watch's local time, as wasptool sets it
-      - upload: {file: hello.py, as: hello.py}    # into the watch's filesystem (wasptool --upload)
+      - upload: {file: hello.py, as: hello.py}    # into the watch's filesystem (wasptool --upload;
+                                                  # binary: true as --binary, bytes unfiltered)
       - exec: {file: register.py, contains: ok}   # paste mode (wasptool --exec); or code: "..."
 
       - expect_phone_message: {t: call, n: ACCEPT, timeout_ms: 3000}
@@ -323,8 +324,10 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
         label = f"{kind} {v}"
     elif kind == "upload":
         a = _mapping({"file": v} if isinstance(v, str) else v, where, ("file",),
-                     ("as", "timeout_ms"))
+                     ("as", "binary", "timeout_ms"))
         a["path"] = os.path.join(base, _text(a.pop("file"), f"{where} file"))
+        if not isinstance(a.get("binary", False), bool):
+            raise ScenarioError(f"{where}: binary is true or false")
         if not os.path.isfile(a["path"]):
             raise ScenarioError(f"{where}: no file {a['path']}")
         a["as"] = str(a.get("as") or os.path.basename(a["path"]))
@@ -360,6 +363,13 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
         raise ScenarioError(f"step {index}: unknown step {_show(kind)} "
                             f"(known: {', '.join(STEPS)})")
     return Step(kind, a, label, index)
+
+
+def parse_step(raw: Any, index: int, base: str) -> Step:
+    """One step as a scenario file holds it (a one-key mapping), checked;
+    ``base`` is the folder relative paths are taken from (ScenarioError on
+    bad input).  ``pinetime-emu preview --script`` builds its steps here."""
+    return _parse_step(raw, index, base)
 
 
 def _text(v: Any, what: str) -> str:
@@ -894,7 +904,7 @@ def _do_upload(m, a, ctx):
     with open(a["path"], "rb") as f:
         data = f.read()
     try:
-        _wasptool(m, a).upload(data, a["as"])
+        _wasptool(m, a).upload(data, a["as"], binary=a.get("binary", False))
     except WaspToolError as e:
         _fail(m, f"upload of {a['as']}", str(e))
     ctx.phone_out = len(m.phone.output)

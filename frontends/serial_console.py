@@ -36,9 +36,13 @@ QUIT_KEY = 0x1D            # Ctrl-]
 
 
 class StdinConsole:
-    def __init__(self, machine, stream=None, take_terminal: bool = True):
+    """``send``: where the bytes go (default: the board's UART; the CLI's
+    ``--rtt`` gives RTT's down channel 0)."""
+
+    def __init__(self, machine, stream=None, take_terminal: bool = True, send=None):
         self.machine = machine
         self.board = machine.board
+        self.send = send if send is not None else self.board.uart_send
         self.stream = stream if stream is not None else sys.stdin
         self.fd = self.stream.fileno()
         tty = os.isatty(self.fd)
@@ -101,7 +105,7 @@ class StdinConsole:
                 self.machine.halt_requested = True
                 self.machine.cpu.request_stop()
             if data:
-                self.board.uart_send(data)
+                self.send(data)
         if self.interactive:
             from emu.clock import TICKS_PER_SECOND
             ahead = (self.machine.clock.now - self._start_emu) / TICKS_PER_SECOND - (

@@ -115,6 +115,13 @@ class Window:
         self.gestures = GestureTracker()
         self.dialog: Optional[TextDialog] = None
         self.show_help = False
+        self.show_inspect = False               # the I panel: current, heaps, tasks
+        self._inspect_lines: list = []
+        self._inspect_at = -1.0
+        # the energy model, for the present current (emu/power.py; no record kept)
+        self.meter = getattr(machine, "power_meter", None)
+        if self.meter is None and hasattr(machine, "power"):
+            self.meter = machine.power(record=False)
         self.closed = False
         self.stopped: Optional[str] = None      # why the machine stopped running
         self.log_lines: list = []
@@ -138,10 +145,17 @@ class Window:
         self._anchor_wall = self.wall()
         self._anchor_emu = self._emu_ticks()
         self._speed_mark = (self._anchor_wall, self._anchor_emu)
+        # RTT on (machine.start_rtt, --rtt): its channel 0 in a pane on the right
+        self.console_pane = None
+        if getattr(machine, "rtt", None) is not None:
+            from frontends.console_pane import ConsolePane
+            self.console_pane = ConsolePane(machine.rtt)
+        pane_w = self.console_pane.width if self.console_pane is not None else 0
         try:
             pygame.display.init()
             pygame.font.init()
-            self.surface = pygame.display.set_mode((self.layout.width, self.layout.height))
+            self.surface = pygame.display.set_mode((self.layout.width + pane_w,
+                                                    self.layout.height))
         except pygame.error as e:
             raise NoDisplayError(f"cannot open a window ({e}): use --headless") from None
         pygame.display.set_caption(f"pinetime-emu — {getattr(machine, 'board_name', 'pinetime')}")
@@ -177,6 +191,8 @@ class Window:
             self._key_down(pg.key.name(ev.key), getattr(ev, "unicode", ""), ev.mod)
         elif ev.type == pg.KEYUP:
             name = pg.key.name(ev.key)
+            if self.console_pane is not None and self.console_pane.focused:
+                return                          # the key went to the RTT console
             if self.dialog is None and self._board_button_key(name) is not None:
                 self._board_button(self._board_button_key(name), False)
             elif key_action(name) == "button" and self.dialog is None:
@@ -214,6 +230,9 @@ class Window:
             self._apply_gestures(self.gestures.up(pos, self.wall()))
 
     def _key_down(self, name: str, text: str, mod: int) -> None:
+        if self.dialog is None and self.console_pane is not None and \
+                self.console_pane.key(name, text):
+            return                              # typed into RTT's down channel 0
         if self.dialog is not None:
             self.dialog.key(name, text)
             if self.dialog.done:
@@ -392,6 +411,68 @@ class Window:
         self.realtime = not self.realtime
         self._reanchor()
         self.note("real-time pacing" if self.realtime else "fast mode: as fast as possible")
+
+    def _act_inspect(self):
+        self.show_inspect = not self.show_inspect
+        self._inspect_at = -1.0
+
+    def inspect_lines(self) -> list:
+        """The I panel's text: the current (now, average, the largest parts),
+        then the heaps and tasks read from guest RAM (emu/inspect)."""
+        lines = []
+        m = self.meter
+        if m is not None:
+            r = m.report()
+            lines.append(f"current {r.present_uA / 1000:.3f} mA, average "
+                         f"{r.average_uA / 1000:.3f} mA")
+            if r.battery_hours is not None:
+                lines.append(f"  {r.battery_mAh} mAh battery: {r.battery_hours:.1f} h")
+            for p in r.parts[:4]:
+                if p.present_uA:
+                    lines.append(f"  {p.name:<9} {p.present_uA / 1000:8.3f} mA  {p.state}")
+        try:
+            heaps, tasks = self.machine.heaps(), self.machine.tasks()
+        except Exception as e:                  # a reader's bug: shown, not raised
+            return lines + [f"heaps: {type(e).__name__}: {e}"]
+        for h in heaps:
+            lines.append(h.kind)
+            if h.free is not None:
+                frag = h.fragmentation
+                lines.append(f"  free {h.free} of {h.total}  largest {h.largest_free}")
+                extra = [] if h.min_ever_free is None else [f"min ever {h.min_ever_free}"]
+                if frag is not None:
+                    extra.append(f"frag {frag * 100:.0f}%")
+                if extra:
+                    lines.append("  " + "  ".join(extra))
+            if h.problem:
+                lines.append(f"  ! {h.problem}"[:60])
+        if tasks:
+            lines.append("task      state     prio  stack free")
+            for t in tasks[:16]:
+                hw = "?" if t.stack_high_water is None else f"{t.stack_high_water * 4} B"
+                lines.append(f"  {t.name[:8]:<8}{t.state[:9]:<10}{t.priority:>3}  {hw}")
+        if not heaps and not tasks and m is None:
+            lines.append("no heap or task structures in this image")
+        return lines
+
+    def _draw_inspect(self) -> None:
+        now = self.wall()
+        if now - self._inspect_at >= 0.5:        # read guest RAM twice a second
+            self._inspect_at = now
+            self._inspect_lines = self.inspect_lines()
+        lines = self._inspect_lines
+        pg, L = self.pg, self.layout
+        w = min(300, L.width // 2)
+        h = min(L.status_y - 16, 12 + 16 * len(lines))
+        box = pg.Surface((w, h), pg.SRCALPHA)
+        box.fill((250, 250, 250, 230))
+        x, y = L.width - w - 6, 8
+        self.surface.blit(box, (x, y))
+        pg.draw.rect(self.surface, TEXT, (x, y, w, h), 1)
+        for i, line in enumerate(lines):
+            if 6 + 16 * (i + 1) > h:
+                break
+            self.surface.blit(self.small.render(line, True, TEXT), (x + 6, y + 6 + 16 * i))
 
     def _act_help(self):
         self.show_help = not self.show_help
@@ -600,6 +681,10 @@ class Window:
         if buzzing:
             s.blit(self.font.render("~ VIBRATING ~", True, ACCENT), (8, 8))
         self._draw_status()
+        if self.console_pane is not None:
+            self.console_pane.draw(pg, s, (L.width, 0, self.console_pane.width, L.height))
+        if self.show_inspect:
+            self._draw_inspect()
         if self.show_help:
             self._draw_help()
         if self.dialog is not None:
@@ -627,6 +712,9 @@ class Window:
         acc = self._part("accel")
         if acc is not None:
             parts.append(f"steps {getattr(acc, 'steps', 0)}" + (" walking" if self.walking else ""))
+        if self.meter is not None:
+            ua = self.meter.now_uA()
+            parts.append(f"{ua / 1000:.2f} mA" if ua >= 1000 else f"{ua:.0f} uA")
         if self.stopped:
             parts.append("STOPPED: " + self.stopped)
         elif self.gdb is not None and getattr(self.gdb, "halted", False):

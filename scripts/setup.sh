@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything pinetime-emu needs on a Debian-like machine:
 # the ARM cross toolchain (to build firmware/), gdb-multiarch (debugger tests),
-# Debian's micro:bit MicroPython firmware (second-board tests), Xvfb, what a
+# Debian's micro:bit MicroPython firmware (second-board tests), Xvfb, Chromium
+# and its WebDriver (the web view's browser tests; optional: where they cannot
+# be installed those tests skip, saying so), what a
 # Python virtual environment with native extensions needs (python3-venv,
 # python3-dev, gcc), and then the Python package itself with its test extras,
 # installed editable into the project's own virtual environment .venv/ (never
@@ -15,6 +17,9 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES="gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi make
   gdb-multiarch firmware-microbit-micropython xvfb
   python3 python3-venv python3-dev gcc libc6-dev ca-certificates git"
+# wanted but not needed: a failure to install these is a warning (the web
+# view's browser tests skip without them)
+APT_OPTIONAL="chromium chromium-driver"
 APT_LOCK_WAIT=600          # seconds to wait for another apt/dpkg (e.g. right after boot)
 VENV=.venv
 
@@ -52,6 +57,23 @@ if command -v dpkg-query >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
       -o DPkg::Lock::Timeout=$APT_LOCK_WAIT $missing >/dev/null
   fi
+  optional=""
+  for p in $APT_OPTIONAL; do
+    installed "$p" || optional="$optional $p"
+  done
+  # tried once: a machine that cannot have them is not asked again on every
+  # run (remove .venv/.apt-optional-failed to try again)
+  if [ -n "$optional" ] && [ ! -e "$VENV/.apt-optional-failed" ]; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    echo "setup: installing Debian packages (optional):$optional"
+    if ! { { [ -n "${missing:-}" ] || apt_update; } &&
+           DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+             -o DPkg::Lock::Timeout=$APT_LOCK_WAIT $optional >/dev/null; }; then
+      echo "setup: warning: could not install$optional; the browser tests will skip" >&2
+      mkdir -p "$VENV" && touch "$VENV/.apt-optional-failed"
+    fi
+  fi
 else
   echo "setup: no dpkg here (not Debian-like); make sure these are installed:" \
        $APT_PACKAGES >&2
@@ -77,7 +99,8 @@ for f in pyproject.toml setup.py emu/*/*.c; do
   if [ "$f" -nt "$VENV/.setup-stamp" ]; then stale=1; fi
 done
 if [ -n "$stale" ] || ! "$VENV/bin/python" -c "import emu.cpu._blockhook, emu.soc._mmio, unicorn, \
-capstone, elftools, intelhex, pygame, cryptography, numpy, yaml, pytest, pytest_timeout, pyocd, bumble" \
+capstone, elftools, intelhex, pygame, cryptography, numpy, yaml, pytest, pytest_timeout, pyocd, bumble, \
+matplotlib, websockets, selenium" \
    >/dev/null 2>&1; then
   echo "setup: installing the Python package into $VENV (pip install -e .[test])"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"

@@ -176,7 +176,9 @@ def test_test_command_checks_its_report_path_before_running(demo, tmp_path):
     (["--gb", "{not json", ], ["--gb", "not JSON"]),
     (["--gb", "[1, 2]"], ["--gb", "JSON object"]),
     (["--wait", "nan", "--repl", "1"], ["--wait"]),
-    (["--wait", "inf", "--repl", "1"], ["--wait"])])
+    (["--wait", "inf", "--repl", "1"], ["--wait"]),
+    (["--binary", "--battery"], ["--binary", "--upload"]),
+    (["--battery", "--id", "x"], ["--id"])])
 def test_phone_bad_options(args, words):
     assert_refused(cli("phone", *args), "pinetime-emu phone", *words)
 

@@ -56,15 +56,6 @@ def test_trace_limit_must_be_finite(fw, tmp_path, limit):
     one_line_exit_2(r, "--trace-limit", "finite")
 
 
-@pytest.mark.parametrize("option", ["--trace", "--screenshot", "--bootloader"])
-def test_double_dash_as_a_value(fw, option):
-    """argparse makes ``--opt=--`` an empty list (found by the fuzz below when
-    the options changed): one line, exit 2."""
-    r = cli("run", fw("pinetime_demo"), "--headless", "--seconds", "1", "--flash-file", "none",
-            f"{option}=--")
-    one_line_exit_2(r, option, "'--'")
-
-
 def test_host_names_that_are_not_text(fw):
     bad = os.fsdecode(b"\xff\xfe")                # what argv holds for bytes that are not UTF-8
     for opt, port in (("--gdb-host", "--gdb"), ("--bridge-host", "--bridge")):

@@ -42,7 +42,7 @@ def test_set_time_and_call_formats(fw):
     assert m.run_until(lambda: ph.output.count(b"\n") >= 1 and b"Bob" in ph.output,
                        timeout_ms=5000)
     out = bytes(ph.output)
-    assert b"watch.rtc.set_localtime((2020, 3, 1, 0, 0, 0))\r" in out
+    assert b"watch.rtc.set_localtime((2020, 3, 1, 0, 0, 0, 6, 61))\r" in out   # wasptool's 8-tuple
     gb = out[out.index(b"\x10GB("):]
     assert json.loads(gb[4:gb.index(b")\n")]) == {"t": "call", "cmd": "incoming", "name": "Bob",
                                                   "number": "+123"}

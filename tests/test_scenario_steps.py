@@ -48,7 +48,7 @@ PHONE_OK = """\
   - wait_phone: '"artist":"Queen","track":"Bohemian Rhapsody"'
   - wait_phone: '"t":"musicstate","state":"play"'
   - set_time: "2025-12-03T14:42:00"
-  - wait_phone: "watch.rtc.set_localtime((2025, 12, 3, 14, 42, 0))\\r"
+  - wait_phone: "watch.rtc.set_localtime((2025, 12, 3, 14, 42, 0, 2, 337))\\r"
   - end_call:
   - wait_phone: '{"t":"call","cmd":"end"}'
 """

@@ -144,7 +144,7 @@ def test_machine_phone_reaches_the_real_softdevice(first_boot, tmp_path):
     m.phone.connect(timeout_ms=5000)
     assert m.phone.connected and not m.phone.radio_firmware     # its NUS, not InfiniTime's
     assert m.phone.repl("6*7", timeout_ms=5000).strip() == "42"
-    assert m.phone.wasp.eval("1+2").strip() == "3"
+    assert m.phone.wasp.repl("1+2").strip() == "3"
     m.phone.notify("Ann", "Lunch?")
     assert m.phone.flush(timeout_ms=5000)
     m.run(seconds=1)

@@ -566,3 +566,36 @@ def test_walking_uses_the_sensor_cadence_when_it_has_one():
     w.frame()
     key(w, pygame.K_w, text="w")
     assert cadence == [120, 0] and m.board.accel.steps == 0   # no double counting
+
+
+def test_inspect_panel_shows_current_heaps_and_tasks():
+    """I toggles a panel with the present current (the energy model the
+    window starts) and the heaps and tasks read from guest RAM."""
+    import subprocess
+    from emu import Machine
+    subprocess.run(["make", "-C", str(ROOT / "firmware"), "-s", "-j2"], check=True)
+    m = Machine(str(ROOT / "firmware" / "build" / "heap_tasks.elf"), board="pinetime",
+                flash_file=None)
+    w = Window(m, scale=1, wall_clock=FakeWall(), sleep=lambda s: None)
+    assert m.power_meter is w.meter and not w.meter.record
+    m.run(ms=20)
+    w.draw()
+    before = pygame.surfarray.array3d(w.surface).copy()
+    key(w, pygame.K_i, text="i")
+    assert w.show_inspect
+    w.draw()
+    assert not np.array_equal(before, pygame.surfarray.array3d(w.surface))
+    text = "\n".join(w.inspect_lines())
+    assert "current" in text and "FreeRTOS heap_4" in text and "MicroPython GC heap" in text
+    assert "sensor" in text and "blocked" in text
+    assert " mA" in w._status_text() or " uA" in w._status_text()
+    key(w, pygame.K_i, text="i")
+    assert not w.show_inspect
+    w.close()
+
+
+def test_inspect_panel_on_a_machine_without_readers():
+    m, w, wall = make(2)
+    key(w, pygame.K_i, text="i")
+    w.draw()                                  # the fake machine has no heaps(): no exception
+    assert w.show_inspect and w.inspect_lines()

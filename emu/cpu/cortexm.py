@@ -462,6 +462,18 @@ class CortexM:
             cs.deadline = cs.cycles + max(1, -(-(nd - clock.now) // self.cycle_ticks))
             cs.in_slice = 1
 
+    def time_now(self) -> int:
+        """The current tick, as :meth:`sync_time` would make it, without
+        moving ``clock.now``: inside a slice, the time of the cycles executed
+        so far (an MMIO callback's access time), and inside a clock event's
+        callback the tick it was due (``clock.firing``); for instruments that
+        note the time of a change (emu/power.py) without disturbing the clock."""
+        firing = self.clock.firing
+        if firing is not None:
+            return firing
+        now = self._cycle_base_ticks + (self.cs.cycles - self._cycle_base) * self.cycle_ticks
+        return now if now > self.clock.now else self.clock.now
+
     def _rebase(self) -> None:
         cs = self.cs
         self._cycle_base_ticks = cs.base_ticks = self.clock.now

@@ -14,7 +14,7 @@
   divider (``saadc.set_input(7, volts / 2)``); CHARGING (P0.12) and
   POWER_PRESENT (P0.19) are driven low when active, high otherwise.
 
-Not modelled: motor/backlight current and PWM dimming of the backlight
+Not modelled: PWM dimming of the backlight
 (level follows the static pin state), button bounce, battery discharge
 curve and charger timing (voltage and flags are what the user sets).
 """
@@ -38,6 +38,7 @@ class VibrationMotor:
         self.name = name
         self.pwm_duty = pwm_duty
         self.timeline: list = []          # [(tick, on)]
+        self.listeners: list = []         # fn(on) at every change (emu/power.py)
         self._on = self._level_on()
         pin.on_change(self._changed)
 
@@ -78,6 +79,8 @@ class VibrationMotor:
         if on != self._on:
             self._on = on
             self.timeline.append((self.clock.now, on))
+            for fn in self.listeners:
+                fn(on)
 
 
 class Backlight:

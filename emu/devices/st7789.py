@@ -60,6 +60,8 @@ class St7789:
         # fn() after the firmware changed what the panel shows (pixels or a
         # state command) and released chip select: a frame (frontends/record.py)
         self.frame_listeners: list = []
+        # fn() after sleep, display on/off or reset change (emu/power.py)
+        self.power_listeners: list = []
         self._changed = False
         if rst_pin is not None:
             rst_pin.on_change(self._rst_changed)
@@ -174,6 +176,9 @@ class St7789:
         elif c not in IGNORED and c not in self._logged:
             self._logged.add(c)
             log.info("%s: command %#04x not modelled (ignored)", self.name, c)
+        if c in (SWRESET, SLPIN, SLPOUT, DISPOFF, DISPON):
+            for fn in self.power_listeners:
+                fn()
 
     def _param(self, b: int) -> None:
         p = self._params
@@ -272,6 +277,10 @@ class St7789:
         elif not low and self.in_reset:
             self.in_reset = False
             self.reset()
+        else:
+            return
+        for fn in self.power_listeners:
+            fn()
 
     # --------------------------------------------------------------- state
     def save_state(self) -> dict:

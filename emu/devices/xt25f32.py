@@ -115,6 +115,9 @@ class Xt25f32:
         self.wel = False
         self.deep_power_down = False
         self.selected = False
+        # fn() after select, deep power-down, or a program/erase starts or ends
+        # (emu/power.py)
+        self.power_listeners: list = []
         self._cmd: Optional[int] = None
         self._buf = bytearray()
         self._addr = 0
@@ -197,7 +200,13 @@ class Xt25f32:
             self._buf = bytearray()
         elif not selected and self.selected:
             self._execute_on_cs_high()
-        self.selected = selected
+        if selected != self.selected:
+            self.selected = selected
+            self._power_changed()
+
+    def _power_changed(self) -> None:
+        for fn in self.power_listeners:
+            fn()
 
     def transfer(self, byte: int) -> int:
         if self._cmd is None:
@@ -303,6 +312,7 @@ class Xt25f32:
         self.wip = True
         self._pending_op = op
         self._busy_ev.schedule_in(ticks)
+        self._power_changed()
 
     def _op_done(self) -> None:
         op = self._pending_op
@@ -323,6 +333,7 @@ class Xt25f32:
                 self._save_ev.schedule_in(SAVE_PERIOD)
         self.wip = False
         self.wel = False
+        self._power_changed()
 
     def _autosave(self) -> None:
         try:

@@ -143,6 +143,10 @@ class NrfPeripheral(Peripheral):
     #: names of model attributes kept in the Cells (``cell_property``), in cell order
     NATIVE_CELLS: tuple = ()
 
+    #: fn(peripheral), told after every task and event (the energy model,
+    #: emu/power.py, re-reads the block's state); None: nobody listens
+    power_watch = None
+
     def __init__(self, soc, base: int, name: Optional[str] = None, irq: Optional[int] = None):
         # events, INTEN, the line and NATIVE_CELLS live in C memory (emu.soc._mmio.Cells)
         self._cells = new_cells(pure=getattr(soc, "pure_python", False))
@@ -213,6 +217,8 @@ class NrfPeripheral(Peripheral):
                 if self.shorts & bit:
                     self.trigger(task)
         self.update_irq()
+        if self.power_watch is not None:
+            self.power_watch(self)
 
     def trigger(self, offset: int) -> None:
         """Trigger the task at ``offset`` (CPU write of 1, PPI, or SHORTS)."""
@@ -222,6 +228,8 @@ class NrfPeripheral(Peripheral):
                           self.TASKS.get(offset, "?"))
             return
         h()
+        if self.power_watch is not None:
+            self.power_watch(self)
 
     def event_name(self, offset: int) -> str:
         return self.EVENTS.get(offset, f"+{offset:#x}")

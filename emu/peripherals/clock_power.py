@@ -89,7 +89,7 @@ class ClockPower(NrfPeripheral):
         Reg(0x520, "GPREGRET2", 0, RW, mask=0xFF),
         Reg(0x524, "RAMON", 3, RW, mask=0x00030003),
         Reg(0x554, "RAMONB", 3, RW, mask=0x00030003),
-        Reg(0x578, "DCDCEN", 0, RW, mask=0x1),
+        Reg(0x578, "DCDCEN", 0, RW, mask=0x1, write="_wr_dcdcen"),
         Reg(0x900, "RAM_POWER", 0xFFFF, RW, mask=0x00030003, count=8, stride=16),
         Reg(0x904, "RAM_POWERSET", 0xFFFF, WO, write="_wr_ram_powerset", count=8, stride=16),
         Reg(0x908, "RAM_POWERCLR", 0xFFFF, WO, write="_wr_ram_powerclr", count=8, stride=16),
@@ -109,6 +109,8 @@ class ClockPower(NrfPeripheral):
         self._ev_ct = clk.event("clock.ctto", self._on_ctto)
         self.startup = dict(STARTUP)
         self.system_off = False
+        # fn() after DCDCEN, a clock or System OFF changes (emu/power.py)
+        self.power_listeners: list = []
         self.low_power_mode = "LOWPWR"
         super().__init__(soc, base, name, irq=0 if irq is None else irq)
 
@@ -166,6 +168,7 @@ class ClockPower(NrfPeripheral):
         self.values[0x408] = 0
         self._ev_hf.cancel()
         self.values[0x40C] = 0          # back on HFINT, which is not reported as running
+        self._power_changed()
 
     def task_LFCLKSTART(self) -> None:
         self.values[0x414] = 1
@@ -202,6 +205,7 @@ class ClockPower(NrfPeripheral):
     # -- completions ---------------------------------------------------
     def _on_hf_started(self) -> None:
         self.values[0x40C] = 1 | (1 << 16)     # SRC=Xtal, STATE=Running
+        self._power_changed()
         self.fire(EV_HFCLKSTARTED)
 
     def _on_lf_started(self) -> None:
@@ -212,6 +216,7 @@ class ClockPower(NrfPeripheral):
     def _set_lfclkstat(self, v: int) -> None:
         self.values[0x418] = v
         self.lfclkstat = v
+        self._power_changed()
 
     def _on_cal_done(self) -> None:
         self.fire(EV_DONE)
@@ -239,6 +244,7 @@ class ClockPower(NrfPeripheral):
             if p is not self and p is not gpio:
                 p.reset()
         soc.cpu.power_off()
+        self._power_changed()
         if getattr(gpio, "detect", False):
             self.wake_from_off()        # DETECT already high: wakes at once
 
@@ -257,6 +263,24 @@ class ClockPower(NrfPeripheral):
 
     def _wr_ram_powerset(self, new, old) -> None:
         pass
+
+    def _wr_dcdcen(self, new, old) -> None:
+        if new != old:
+            self._power_changed()
+
+    def _power_changed(self) -> None:
+        for fn in self.power_listeners:
+            fn()
+
+    @property
+    def dcdc(self) -> bool:
+        """DCDCEN: the DC/DC converter is selected (else the LDO)."""
+        return bool(self.values[0x578] & 1)
+
+    def lfclk_source(self):
+        """'lfrc', 'lfxo' or 'lfsynt' while LFCLK runs (its STAT), else None."""
+        stat = self.values[0x418]
+        return LFSRC.get(stat & 3, "lfrc") if stat & (1 << 16) else None
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
         if 0x900 <= offset < 0x980 and (offset & 0xF) in (4, 8):

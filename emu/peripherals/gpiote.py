@@ -99,6 +99,8 @@ class Gpiote(NrfPeripheral):
                 self._last[psel] = self.soc.pins[psel].level
             elif mode == 2:
                 self.log_once("mode2", "CONFIG[%d].MODE=2 is reserved", n)
+            if self.power_watch is not None:
+                self.power_watch(self)
 
     # -- internals -----------------------------------------------------
     def _drive(self, n: int, level: bool) -> None:

@@ -67,7 +67,7 @@ class Nvmc(NrfPeripheral):
         Reg(0x50C, "ERASEALL", 0, RW, mask=1, write="_wr_eraseall"),
         Reg(0x510, "ERASEPCR0", 0, RW, write="_wr_erasepage"),
         Reg(0x514, "ERASEUICR", 0, RW, mask=1, write="_wr_eraseuicr"),
-        Reg(0x540, "ICACHECNF", 0, RW, mask=0x101),
+        Reg(0x540, "ICACHECNF", 0, RW, mask=0x101, write="_wr_icachecnf"),
         Reg(0x548, "IHIT", 0, RW),
         Reg(0x54C, "IMISS", 0, RW),
     ]
@@ -76,6 +76,7 @@ class Nvmc(NrfPeripheral):
         self.flash_dirty = False
         self.on_change: list = []     # fn(start, end)
         self._background = 0          # inside background(): no CPU stall
+        self.power_listeners: list = []   # fn() when ICACHECNF changes (emu/power.py)
         super().__init__(soc, base, name, irq=None)
 
     def reset(self) -> None:
@@ -105,7 +106,17 @@ class Nvmc(NrfPeripheral):
         self._busy(T_WRITE * max(1, words))
         return out
 
+    @property
+    def cache_enabled(self) -> bool:
+        """ICACHECNF.CACHEEN."""
+        return bool(self.values[0x540] & 1)
+
     # -- registers -----------------------------------------------------
+    def _wr_icachecnf(self, new, old) -> None:
+        if (new ^ old) & 1:
+            for fn in self.power_listeners:
+                fn()
+
     def _rd_ready(self, _off) -> int:
         return 0 if self.clock.now < self.busy_until else 1
 

@@ -120,6 +120,21 @@ class Radio(NrfPeripheral):
         super().__init__(soc, base, name, irq)
         air.attach_radio(self)
 
+    _state = DISABLED
+
+    @property
+    def state(self) -> int:
+        """STATE (0 Disabled ... 12 TxDisable); every change reaches
+        ``power_watch`` (the energy model) at the tick it happens."""
+        return self._state
+
+    @state.setter
+    def state(self, value: int) -> None:
+        if value != self._state:
+            self._state = value
+            if self.power_watch is not None:
+                self.power_watch(self)
+
     def reset(self) -> None:
         super().reset()
         self._ev.cancel()

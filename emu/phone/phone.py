@@ -10,7 +10,7 @@ watch prints.  Everything runs on the emulated clock: methods that wait
 Gadgetbridge messages are ``\\x10GB({...})\\n``: wasp-os's REPL drops the 0x10
 and evaluates the line, with ``GB``, ``true``, ``false`` and ``null`` defined by
 /flash/main.py.  ``set_time`` sends what ``wasptool --rtc`` sends
-(``watch.rtc.set_localtime((y, m, d, H, M, S))``); Gadgetbridge's Bangle.js
+(``watch.rtc.set_localtime((y, m, d, H, M, S, wday, yday))``, as wasptool); Gadgetbridge's Bangle.js
 driver sends JavaScript (``setTime(t);E.setTimeZone(z)``) that wasp-os does
 not define, so it is available separately as ``bangle_set_time``.
 
