@@ -591,6 +591,7 @@ def _valid_vectors(img: FirmwareImage, base: int, layout: MemoryLayout) -> bool:
 
 
 SOFTDEVICE_INFO_MAGIC = 0x51B1E5DB
+UICR_BOOTLOADERADDR = 0x10001014        # UICR.NRFFW[0]: where the MBR finds a bootloader
 
 
 def softdevice_present(img: FirmwareImage) -> bool:
@@ -618,7 +619,8 @@ def with_softdevice(app: FirmwareImage, softdevice: FirmwareImage) -> FirmwareIm
             raise FirmwareError(f"{app.path}: data at {a:#010x}-{a + len(d) - 1:#010x} overlaps "
                                 f"the SoftDevice (up to {sd_end - 1:#010x}): not an application "
                                 "for it")
-    if app.vector_table != app_base:
+    if app.vector_table != app_base and (app.vector_table is None or app.vector_table !=
+                                         app.word_at(UICR_BOOTLOADERADDR)):
         raise FirmwareError(f"{app.path}: vector table at {app.vector_table:#x}, but the "
                             f"SoftDevice starts the application at {app_base:#x}")
     notes = list(app.notes) + [f"real SoftDevice from {softdevice.path} (MBR at 0, SoftDevice "
@@ -670,6 +672,11 @@ def _find_vector_table(img: FirmwareImage, layout: MemoryLayout) -> int:
         return layout.flash_base
     if _valid_vectors(img, APP_BASE_S132, layout):
         return APP_BASE_S132
+    boot = img.word_at(UICR_BOOTLOADERADDR)
+    if boot not in (None, 0xFFFFFFFF) and _valid_vectors(img, boot, layout):
+        img.notes.append(f"a bootloader at {boot:#x} (UICR.NRFFW[0]): Nordic's MBR starts it "
+                         "(give the SoftDevice with --softdevice-hex)")
+        return boot
     where = layout.flash_base
     for a, d in img.segments:
         if a in (layout.flash_base, APP_BASE_S132):

@@ -16,7 +16,7 @@ response), DFU revision 0x1534.
    ``.dat``: device type and revision, application version, SoftDevice
    list, CRC16 of the image) on the packet characteristic, 0x02 0x01;
    answer [0x10, 0x02, 0x01];
-4. PACKET RECEIPT NOTIFICATION REQUEST (0x08, N), RECEIVE FIRMWARE IMAGE
+4. PACKET RECEIPT NOTIFICATION REQUEST (0x08, N as 16 bits), RECEIVE FIRMWARE IMAGE
    (0x03), then the image in 20-byte packets (InfiniTime asserts that
    size); after every N packets the watch notifies [0x11, bytes received
    (4 bytes)] and the phone sends the next N; at the end [0x10, 0x03, 0x01];
@@ -159,7 +159,9 @@ class LegacyDfu:
             yield from g.write(DFU_CONTROL_POINT, bytes([INIT_PARAMS, 1]))
             yield from self._response(INIT_PARAMS)
             self.step = "image"
-            yield from g.write(DFU_CONTROL_POINT, bytes([PRN_REQUEST, self.prn]))
+            # N as a 16-bit word, as ota-dfu-python sends it (Nordic's SDK 11
+            # bootloaders refuse a shorter request; InfiniTime reads the low byte)
+            yield from g.write(DFU_CONTROL_POINT, struct.pack("<BH", PRN_REQUEST, self.prn))
             yield from g.write(DFU_CONTROL_POINT, bytes([RECEIVE_IMAGE]))
             image = self.package.image
             packets = 0
