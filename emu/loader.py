@@ -37,9 +37,10 @@ into exit status 2.
   does: it copies the 256-byte vector table found ih_hdr_size bytes into the
   slot to flash at 0x7F00, sets VTOR there (VTOR cannot hold 0x8020: its low
   seven bits read as zero) and takes MSP and the reset address from it.  The
-  same image as Intel HEX (header at 0x8000) is booted the same way.  Not
-  modelled: the bootloader itself (its splash screen, the swap from the
-  secondary slot in the SPI flash, and the watchdog it starts before jumping).
+  same image as Intel HEX (header at 0x8000) is booted the same way.  With
+  the real bootloader (``with_bootloader``, ``run --bootloader``, or a 512
+  KiB flash dump holding it) the bootloader's own code does all that, and
+  more: its logo, the swap from the NOR's secondary slot, the watchdog.
 
 The format comes from the file's first bytes.  A file named ``.elf``,
 ``.zip`` or ``.hex`` without that format's header, a text file, a file that
@@ -348,10 +349,26 @@ def crc16_ccitt(data: bytes, crc: int = 0xFFFF) -> int:
 
 def _load_dfu_zip(name: str, data: bytes, base: Optional[int],
                   layout: MemoryLayout) -> FirmwareImage:
+    image, _dat, notes = read_dfu_package(name, data, layout.flash_size)
+    if image[:4] == MCUBOOT_MAGIC.to_bytes(4, "little"):
+        img = _load_mcuboot(name, image, base)
+        img.format = "dfu"
+        img.notes[:0] = notes
+        return img
+    if base is None:
+        base = APP_BASE_S132
+        notes.append("application placed at 0x26000 (after the S132 v6.1.1 SoftDevice)")
+    return FirmwareImage(name, "dfu", [(base, image)], SymbolTable(), None, notes=notes)
+
+
+def read_dfu_package(name: str, data: bytes, flash_size: int = 512 * 1024) -> tuple:
+    """The application image and legacy init packet (``.dat``, b"" if none) of
+    a Nordic DFU package, read as hostile, and notes; the init packet's CRC16
+    is checked against the image.  FirmwareError (one line) otherwise."""
     from emu.safezip import MissingMember, ZipError, open_zip, read_member, shown
     if len(data) > MAX_DFU_PACKAGE:
         raise FirmwareError(f"{name}: {len(data)} bytes, too large for a DFU package of an "
-                            f"application for a {layout.flash_size // 1024} KiB flash (at most "
+                            f"application for a {flash_size // 1024} KiB flash (at most "
                             f"{MAX_DFU_PACKAGE // (1024 * 1024)} MiB)")
     try:
         z = open_zip(data)
@@ -387,7 +404,7 @@ def _load_dfu_zip(name: str, data: bytes, base: Optional[int],
     # nothing in the package can be larger than the flash it would go into
     # (checked before inflating, and inflating stops there)
     try:
-        image = read_member(z, app["bin_file"], layout.flash_size)
+        image = read_member(z, app["bin_file"], flash_size)
         dat = read_member(z, app["dat_file"], MAX_INIT_PACKET) if app.get("dat_file") else b""
     except ZipError as e:
         raise FirmwareError(f"{name}: corrupt DFU package ({e})") from None
@@ -405,15 +422,7 @@ def _load_dfu_zip(name: str, data: bytes, base: Optional[int],
                 raise FirmwareError(f"{name}: corrupt DFU package: {shown(app['bin_file'])} has "
                                     f"CRC16 {got:#06x}, its init packet says {want:#06x}")
             notes.append(f"init packet CRC16 {want:#06x} matches")
-    if image[:4] == MCUBOOT_MAGIC.to_bytes(4, "little"):
-        img = _load_mcuboot(name, image, base)
-        img.format = "dfu"
-        img.notes[:0] = notes
-        return img
-    if base is None:
-        base = APP_BASE_S132
-        notes.append("application placed at 0x26000 (after the S132 v6.1.1 SoftDevice)")
-    return FirmwareImage(name, "dfu", [(base, image)], SymbolTable(), None, notes=notes)
+    return image, dat, notes
 
 
 # ---------------------------------------------------------------------- MCUBoot
@@ -582,6 +591,7 @@ def _valid_vectors(img: FirmwareImage, base: int, layout: MemoryLayout) -> bool:
 
 
 SOFTDEVICE_INFO_MAGIC = 0x51B1E5DB
+UICR_BOOTLOADERADDR = 0x10001014        # UICR.NRFFW[0]: where the MBR finds a bootloader
 
 
 def softdevice_present(img: FirmwareImage) -> bool:
@@ -609,7 +619,8 @@ def with_softdevice(app: FirmwareImage, softdevice: FirmwareImage) -> FirmwareIm
             raise FirmwareError(f"{app.path}: data at {a:#010x}-{a + len(d) - 1:#010x} overlaps "
                                 f"the SoftDevice (up to {sd_end - 1:#010x}): not an application "
                                 "for it")
-    if app.vector_table != app_base:
+    if app.vector_table != app_base and (app.vector_table is None or app.vector_table !=
+                                         app.word_at(UICR_BOOTLOADERADDR)):
         raise FirmwareError(f"{app.path}: vector table at {app.vector_table:#x}, but the "
                             f"SoftDevice starts the application at {app_base:#x}")
     notes = list(app.notes) + [f"real SoftDevice from {softdevice.path} (MBR at 0, SoftDevice "
@@ -617,6 +628,38 @@ def with_softdevice(app: FirmwareImage, softdevice: FirmwareImage) -> FirmwareIm
                                f"application at {app_base:#x} is started by the SoftDevice"]
     return FirmwareImage(app.path, app.format, list(softdevice.segments) + list(app.segments),
                          app.symbols, app.entry, vector_table=0, notes=notes)
+
+
+BOOTLOADER_SIZE = MCUBOOT_SLOT - 0x1000   # 0x0000-0x6FFF: 0x7000 holds the vector copy
+
+
+def with_bootloader(app: FirmwareImage, bootloader: FirmwareImage) -> FirmwareImage:
+    """An MCUBoot image with the PineTime's bootloader (InfiniTime's
+    ``bootloader/bootloader-5.0.4.bin``, MCUBoot on Mynewt) at 0: the chip
+    boots the bootloader, which draws the logo from the NOR, checks the
+    image in the primary slot (0x8000), swaps in an update from the NOR's
+    secondary slot, copies the image's vector table to 0x7F00 itself,
+    starts the watchdog and jumps.  The direct loader's copy at 0x7F00 is
+    left out: the bootloader writes it through the NVMC."""
+    if app.mcuboot is None or app.mcuboot.slot != MCUBOOT_SLOT:
+        raise FirmwareError(f"{app.path}: not an MCUBoot image for the slot at "
+                            f"{MCUBOOT_SLOT:#x}: the bootloader boots only that (a 512 KiB "
+                            "flash dump holds the bootloader already)")
+    if bootloader.word_at(0) is None or bootloader.word_at(4) is None:
+        raise FirmwareError(f"{bootloader.path}: no vector table at 0: not a bootloader")
+    end = max(a + len(d) for a, d in bootloader.segments)
+    if min(a for a, _d in bootloader.segments) != 0 or end > BOOTLOADER_SIZE:
+        raise FirmwareError(f"{bootloader.path}: a bootloader lies in 0x0-"
+                            f"{BOOTLOADER_SIZE - 1:#x}; this one covers "
+                            f"{min(a for a, _d in bootloader.segments):#x}-{end - 1:#x}")
+    segments = [(a, d) for a, d in app.segments
+                if not (a == MCUBOOT_VECTOR_COPY and len(d) == 256)]
+    notes = [n for n in app.notes if "copied to" not in n]
+    notes.append(f"bootloader from {bootloader.path} at 0 (0x0-{end - 1:#x}): the chip boots "
+                 f"it, and it starts the image at {MCUBOOT_SLOT:#x}")
+    return FirmwareImage(app.path, app.format, list(bootloader.segments) + segments,
+                         app.symbols, app.entry, vector_table=0, notes=notes,
+                         mcuboot=app.mcuboot)
 
 
 def _find_vector_table(img: FirmwareImage, layout: MemoryLayout) -> int:
@@ -629,6 +672,11 @@ def _find_vector_table(img: FirmwareImage, layout: MemoryLayout) -> int:
         return layout.flash_base
     if _valid_vectors(img, APP_BASE_S132, layout):
         return APP_BASE_S132
+    boot = img.word_at(UICR_BOOTLOADERADDR)
+    if boot not in (None, 0xFFFFFFFF) and _valid_vectors(img, boot, layout):
+        img.notes.append(f"a bootloader at {boot:#x} (UICR.NRFFW[0]): Nordic's MBR starts it "
+                         "(give the SoftDevice with --softdevice-hex)")
+        return boot
     where = layout.flash_base
     for a, d in img.segments:
         if a in (layout.flash_base, APP_BASE_S132):

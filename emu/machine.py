@@ -77,7 +77,8 @@ class Machine:
     """A whole emulated device.
 
     ``Machine(firmware, board=None, base=None, pure_python=False,
-    softdevice_hex=None, **board_options)``.  Raises FirmwareError (one line
+    softdevice_hex=None, bootloader=None, **board_options)``; ``bootloader``:
+    the PineTime bootloader's binary, run at 0 under an MCUBoot image.  Raises FirmwareError (one line
     naming the file) when the firmware cannot be loaded or its board cannot
     be told; TypeError for an argument of the wrong type or an option the
     board does not take (``Machine(fw, bogus_option=1)``); ValueError for an
@@ -88,13 +89,17 @@ class Machine:
     def __init__(self, firmware: Union[str, FirmwareImage, None] = None, *,
                  board: Optional[str] = None, base: Optional[int] = None,
                  pure_python: bool = False, softdevice_hex: Optional[str] = None,
-                 **board_options):
+                 bootloader: Optional[str] = None, **board_options):
         import os
         if firmware is not None and not isinstance(firmware, (str, os.PathLike, FirmwareImage)):
             raise TypeError(f"firmware must be a path or a FirmwareImage, not "
                             f"{type(firmware).__name__}")
         if softdevice_hex is not None and not isinstance(softdevice_hex, (str, os.PathLike)):
             raise TypeError(f"softdevice_hex must be a path, not {type(softdevice_hex).__name__}")
+        if bootloader is not None and not isinstance(bootloader, (str, os.PathLike)):
+            raise TypeError(f"bootloader must be a path, not {type(bootloader).__name__}")
+        # the PineTime bootloader (MCUBoot on Mynewt) at 0 under an MCUBoot image
+        self.bootloader = bootloader
         if board is not None and not isinstance(board, str):
             raise TypeError(f"board must be a name, not {type(board).__name__}")
         if base is not None:
@@ -167,6 +172,9 @@ class Machine:
         if self.softdevice_hex is not None:
             from emu.loader import with_softdevice
             img = with_softdevice(img, load_firmware(self.softdevice_hex, layout=layout))
+        if self.bootloader is not None:
+            from emu.loader import with_bootloader
+            img = with_bootloader(img, load_firmware(self.bootloader, base=0, layout=layout))
         self.image = img
         self.symbols = img.symbols
         self._warn_missing_softdevice(img)

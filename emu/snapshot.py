@@ -135,7 +135,8 @@ SKIP_ATTRS = {
                                 # statistics of the run loop's shortcuts (a restored
                                 # machine re-costs its blocks: not state)
                                 "returns_in_hook", "wfe_in_hook", "entries_in_hook",
-                                "costed_in_hook",
+                                "costed_in_hook", "stalls", "stalled_ticks",
+                                "_costed_pages",       # follows the cost table (not saved)
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
                                 "_flash_guard", "_mem_hooks", "pagemap", "_fast_ram_range",
                                 # the engine's uc_mem_read/write and their buffer

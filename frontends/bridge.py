@@ -242,6 +242,8 @@ def phone_files(a):
     files.read("--exec", a.exec_file)
     files.read("--upload", a.upload)
     files.read("--push", a.push)
+    files.read("--dfu", getattr(a, "dfu", None))
+    files.read("--resources", getattr(a, "resources", None))
     files.write("--pull", _pull_destination(a.pull) if a.pull else None)
     return files
 
@@ -388,7 +390,7 @@ def phone_client_main(argv=None) -> int:
                                     "its own Bluetooth stack (InfiniTime) the bridge's GATT "
                                     "phone is used instead: --notify, --call, --gb, --rtc, "
                                     "--set-time, --battery, --steps, --music, --music-state, "
-                                    "--firmware-version, --read and --write.")
+                                    "--firmware-version, --read, --write, --dfu and --resources.")
     ap.add_argument("--host", default="127.0.0.1", type=_host, help="bridge address (127.0.0.1)")
     ap.add_argument("--port", type=remote_port, default=7878, help="bridge port (7878)")
     what = ap.add_mutually_exclusive_group(required=True)
@@ -435,6 +437,12 @@ def phone_client_main(argv=None) -> int:
     what.add_argument("--read", metavar="UUID", help="read a characteristic, print its hex")
     what.add_argument("--write", nargs=2, metavar=("UUID", "HEX"),
                       help="write bytes (hex) to a characteristic")
+    what.add_argument("--dfu", metavar="FILE.zip",
+                      help="update the watch's firmware over the air with this DFU package "
+                           "(legacy Nordic DFU, as Gadgetbridge does; docs/flash.md)")
+    what.add_argument("--resources", metavar="FILE.zip",
+                      help="put InfiniTime's resources package (fonts, pictures) into the "
+                           "watch's files over its file transfer service (docs/flash.md)")
     ap.add_argument("--as", dest="as_name", metavar="NAME", help="the watch's file name for "
                     "--upload/--push")
     ap.add_argument("--binary", action="store_true",
@@ -454,7 +462,7 @@ def phone_client_main(argv=None) -> int:
         print(f"pinetime-emu phone: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     gatt_only = a.set_time is not None or a.steps or a.music or a.music_state or \
-        a.firmware_version or a.read or a.write
+        a.firmware_version or a.read or a.write or a.dfu or a.resources
     try:
         s = socket.create_connection((a.host, a.port), timeout=5)
     except OSError as e:

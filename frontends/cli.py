@@ -6,6 +6,7 @@
     pinetime-emu info FIRMWARE
     pinetime-emu phone ...          (talk to a running --bridge like Gadgetbridge)
     pinetime-emu nus-console ...    (a console on a running --bridge, as wasp-os's pynus)
+    pinetime-emu fs ls|get|put|rm|mkdir FLASH ...   (the littlefs in a NOR flash image)
     pinetime-emu test SCENARIO... --firmware FIRMWARE [--junit out.xml]
     pinetime-emu preview FIRMWARE --script "run 1s, screenshot, ..."   (PNG strip, GIF, Markdown)
 
@@ -16,8 +17,8 @@ could not be written), always one line on stderr and, but for a write that
 fails during or after the run (a full disk: the run stops, one line per
 file), always before anything runs: options and output paths are checked
 first (emu/outputs.py).
-``phone``, ``nus-console`` and ``test`` parse their own command lines (frontends.bridge,
-frontends.scenario) with the same one-line :class:`ArgumentParser`.
+``phone``, ``nus-console``, ``fs`` and ``test`` parse their own command lines (frontends.bridge,
+frontends.fs, frontends.scenario) with the same one-line :class:`ArgumentParser`.
 """
 from __future__ import annotations
 
@@ -66,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run a real Nordic SoftDevice (its .hex with the MBR, e.g. "
                         "s132_nrf52_6.1.1_softdevice.hex) under an application built for it "
                         "instead of the emulated S132 API: the chip boots from the MBR")
+    r.add_argument("--bootloader", metavar="BIN", default=None,
+                   help="run the PineTime bootloader (InfiniTime's bootloader-5.0.4.bin, "
+                        "MCUBoot on Mynewt) at 0 under FIRMWARE, an MCUBoot image: its logo "
+                        "from the NOR, the swap of an update, the watchdog (docs/flash.md)")
     r.add_argument("--headless", action="store_true",
                    help="no window: run for --seconds of emulated time and exit (with "
                         "--bridge or --gdb: until Ctrl-C or SIGTERM)")
@@ -175,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("nus-console", help="a console on a running --bridge that wasp-os's "
                    "wasptool can drive in pynus's place (pinetime-emu nus-console --help)",
                    add_help=False)
+    sub.add_parser("fs", help="list, read and write the files in a NOR flash image's "
+                   "littlefs (pinetime-emu fs --help)", add_help=False)
     sub.add_parser("test", help="run scenario files against a firmware "
                                 "(pinetime-emu test --help)", add_help=False)
     sub.add_parser("preview", help="screenshots of a firmware after a few steps as a PNG "
@@ -211,6 +218,9 @@ def main(argv: Optional[list] = None) -> int:
     if argv and argv[0] == "nus-console":
         from frontends.nus_console import main as nus_console_main
         return nus_console_main(argv[1:])
+    if argv and argv[0] == "fs":
+        from frontends.fs import main as fs_main
+        return fs_main(argv[1:])
     if argv and argv[0] in ("twister-flash", "twister-serial"):
         from frontends import twister
         if argv[0] == "twister-flash":
@@ -237,7 +247,7 @@ def main(argv: Optional[list] = None) -> int:
         return cmd_run(args)
     if args.command == "info":
         return cmd_info(args)
-    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console, test or "
+    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console, fs, test or "
           "preview "
           "(see pinetime-emu --help)", file=sys.stderr)
     return EXIT_USAGE
@@ -280,7 +290,8 @@ def _make_machine(args):
     try:
         return Machine(firmware, board=args.board, base=args.base,
                        pure_python=getattr(args, "pure_python", False),
-                       softdevice_hex=getattr(args, "softdevice_hex", None), **opts)
+                       softdevice_hex=getattr(args, "softdevice_hex", None),
+                       bootloader=getattr(args, "bootloader", None), **opts)
     except FirmwareError as e:
         _error(str(e))
         return None
@@ -298,6 +309,8 @@ def _run_args_problem(args) -> Optional[str]:
     if args.softdevice_hex is not None and args.board not in (None, "pinetime", "nrf52832",
                                                               "nrf52dk"):
         return f"--softdevice-hex: an S132 SoftDevice runs on the nRF52832, not on {args.board}"
+    if getattr(args, "bootloader", None) is not None and args.board not in (None, "pinetime"):
+        return f"--bootloader: the PineTime's bootloader runs on the pinetime board, not {args.board}"
     if args.trace_range is not None and args.trace is None:
         return "--trace-range needs --trace FILE"
     if args.web is not None and args.web != 0:
@@ -352,6 +365,7 @@ def run_files(args):
     files = Files()
     files.read("FIRMWARE", args.firmware)
     files.read("--softdevice-hex", args.softdevice_hex)
+    files.read("--bootloader", getattr(args, "bootloader", None))
     files.read("--snapshot", args.snapshot)
     files.write("--save-snapshot", args.save_snapshot, may_replace=("--snapshot",))
     files.write("--screenshot", args.screenshot)

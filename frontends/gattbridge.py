@@ -17,6 +17,11 @@ with ``"ok"`` and the same ``"id"`` when one was given:
     {"op": "music_state", "playing": true}
     {"op": "read", "uuid": "2a19"} -> {"ok": true, "hex": "42"}
     {"op": "write", "uuid": "2a46", "hex": "..."}
+    {"op": "zip_data", "hex": "...", "first": true}   # a .zip, in pieces of at most 1.5 KiB
+    {"op": "dfu", "prn": 10}                     # then the update (emu/phone/dfu.py):
+        -> {"event": "dfu", "sent": 4000, "total": 392884} ... {"op": "dfu", "ok": true}
+    {"op": "resources"}                          # or InfiniTime's resources into its files
+        -> {"event": "resources", "sent": n, "total": t, "path": p} ... (emu/phone/fstransfer.py)
 
 Gadgetbridge lines as wasp-os gets them (``GB({"t": "notify", ...})``, with
 or without the leading 0x10) are accepted too for notify, call, musicinfo
@@ -49,6 +54,7 @@ class GattBridge:
         self._music = len(self.gp.music_events)
         self._calls = len(self.gp.call_responses)
         self._state = self.gp.link.state
+        self.dfu_zip = bytearray()       # a .zip as zip_data lines bring it
         self.send_json({"bridge": "gatt", "device": self.gp.name})
         self.gp.start_connect()
 
@@ -108,7 +114,8 @@ class GattBridge:
         task = self.gp.gatt.start(gen, op)
 
         def done(t, ident=ident, op=op, conv=conv):
-            if t.error:
+            finished = getattr(conv, "finished", None)      # a DFU: the watch resets at the end
+            if t.error and not (finished is not None and finished(t)):
                 self._reply(ident, op, error=t.error)
                 return
             try:
@@ -144,6 +151,8 @@ class GattBridge:
                 if not isinstance(msg, dict):
                     raise ValueError("not a JSON object")
                 ident = msg.get("id")
+                if msg.get("op") == "zip_data":                # no link needed: kept here
+                    return self._zip_data(ident, msg)
                 op, make = self._op(msg)
         except (ValueError, TypeError, KeyError, UnicodeDecodeError, OverflowError,
                 RecursionError) as e:       # RecursionError: JSON nested thousands deep
@@ -213,8 +222,59 @@ class GattBridge:
                 return op, lambda: (gatt.read(u), lambda v: {"hex": v.hex()})
             data = bytes.fromhex(text("hex"))
             return op, lambda: (gatt.write(u, data), nothing)
+        if op == "dfu":
+            return op, lambda: self._dfu(m)
+        if op == "resources":
+            return op, lambda: self._resources()
         raise ValueError(f"unknown op {op!r} (set_time, notify, call, battery, steps, "
-                         "firmware, music, music_state, read, write)")
+                         "firmware, music, music_state, read, write, zip_data, dfu, "
+                         "resources)")
+
+    def _zip_data(self, ident, m: dict) -> None:
+        from emu.loader import MAX_DFU_PACKAGE
+        try:
+            piece = bytes.fromhex(m.get("hex", "") if isinstance(m.get("hex"), str) else "?")
+        except ValueError:
+            return self._reply(ident, "zip_data", error="'hex' must be hex bytes")
+        if m.get("first"):
+            self.dfu_zip.clear()
+        if len(self.dfu_zip) + len(piece) > MAX_DFU_PACKAGE:
+            self.dfu_zip.clear()
+            return self._reply(ident, "zip_data", error="the package is too large")
+        self.dfu_zip += piece
+        self._reply(ident, "zip_data", size=len(self.dfu_zip))
+
+    def _dfu(self, m: dict):
+        from emu.loader import FirmwareError
+        from emu.phone.dfu import LegacyDfu, package_from_bytes
+        prn = m.get("prn", 10)
+        if not isinstance(prn, int) or not 1 <= prn <= 255:
+            raise ValueError("'prn' must be 1 to 255")
+        try:
+            pkg = package_from_bytes("the DFU package", bytes(self.dfu_zip))
+        except FirmwareError as e:
+            raise ValueError(str(e)) from None
+        self.dfu_zip = bytearray()
+
+        def progress(sent, total):
+            self.send_json({"event": "dfu", "sent": sent, "total": total})
+        d = LegacyDfu(self.gp.gatt, pkg, prn=prn, on_progress=progress)
+
+        def conv(_result):
+            return {"value": d.total}
+        conv.finished = d.finished
+        return d.procedure(), conv
+
+    def _resources(self):
+        from emu.phone.fstransfer import resources_from_bytes
+        files, obsolete = resources_from_bytes("the resources package", bytes(self.dfu_zip))
+        self.dfu_zip = bytearray()
+        ft = self.gp.files
+
+        def progress(sent, total, path):
+            self.send_json({"event": "resources", "sent": sent, "total": total, "path": path})
+        return (ft.upload_resources(files, obsolete, on_progress=progress),
+                lambda n: {"value": n})
 
 
 # ---------------------------------------------------------------------- the CLI side
@@ -230,6 +290,8 @@ def client_verb(a, s, early: bytes) -> int:
         msg = str(msg).replace("\r", "\\r").replace("\n", "\\n")      # one line
         print(f"pinetime-emu phone: error: {msg}", file=sys.stderr)
         return code
+    if getattr(a, "dfu", None) or getattr(a, "resources", None):
+        return _zip_client(a, s, early, err)
     if a.set_time is not None:
         cmd = {"op": "set_time", "unix": a.set_time}
     elif a.rtc:
@@ -303,3 +365,89 @@ def client_verb(a, s, early: bytes) -> int:
     except OSError as e:
         return err(f"connection to the bridge lost ({e.strerror or e})", EXIT_GUEST)
     return err("no answer from the watch", EXIT_GUEST)
+
+
+def _zip_client(a, s, early: bytes, err) -> int:
+    """``phone --dfu FILE.zip`` or ``--resources FILE.zip``: the package checked
+    here, sent to the bridge in zip_data lines, then the update or the
+    upload with a progress bar (tqdm, on a terminal)."""
+    import socket
+    import sys
+    import time as _host_time        # a host tool: its timeouts are host time
+    from emu.loader import FirmwareError
+    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE
+    dfu = bool(getattr(a, "dfu", None))
+    path = a.dfu if dfu else a.resources
+    try:
+        if dfu:
+            from emu.phone.dfu import read_package
+            total = len(read_package(path).image)
+        else:
+            from emu.phone.fstransfer import read_resources
+            total = sum(len(d) for _p, d in read_resources(path)[0])
+    except (FirmwareError, ValueError) as e:
+        return err(str(e), EXIT_USAGE)
+    with open(path, "rb") as f:
+        data = f.read()
+    op = "dfu" if dfu else "resources"
+    lines = []
+    for i, off in enumerate(range(0, len(data), 1536)):
+        lines.append(json.dumps({"op": "zip_data", "first": i == 0,
+                                 "hex": data[off:off + 1536].hex()}))
+    lines.append(json.dumps({"op": op, "id": 1}))
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc="DFU" if dfu else "resources",
+                   file=sys.stderr)
+    buf = bytearray(early)
+    s.settimeout(0.5)
+    last = _host_time.monotonic()
+    quiet = max(a.timeout, 60.0)
+    try:
+        s.sendall(("\n".join(lines) + "\n").encode())
+        while True:
+            while b"\n" in buf:
+                raw, _, rest = bytes(buf).partition(b"\n")
+                buf = bytearray(rest)
+                try:
+                    msg = json.loads(raw.decode("utf-8", "replace"))
+                except ValueError:
+                    continue
+                if not isinstance(msg, dict):
+                    continue
+                if msg.get("event") == op:
+                    last = _host_time.monotonic()
+                    if bar is not None:
+                        bar.update(msg["sent"] - bar.n)
+                    continue
+                if msg.get("op") == "zip_data" and not msg.get("ok"):
+                    return err(msg.get("error", "failed"), EXIT_GUEST)
+                if msg.get("op") != op:
+                    continue
+                if not msg["ok"]:
+                    return err(f"the {'update' if dfu else 'upload'} failed: "
+                               f"{msg.get('error', '?')}", EXIT_GUEST)
+                if bar is not None:
+                    bar.update(total - bar.n)
+                    bar.close()
+                if dfu:
+                    print(f"sent {total} bytes; the watch resets into its bootloader, which "
+                          "installs the update")
+                else:
+                    print(f"sent {total} bytes of resources")
+                return EXIT_OK
+            if _host_time.monotonic() - last > quiet:
+                return err(f"no progress from the bridge for {quiet:g} s", EXIT_GUEST)
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                return err("the bridge closed the connection", EXIT_GUEST)
+            buf += chunk
+    except OSError as e:
+        return err(f"the bridge connection failed ({e.strerror or e})", EXIT_GUEST)
+    finally:
+        if bar is not None:
+            bar.close()

@@ -1,9 +1,13 @@
 """NVMC tests (PS v1.4 section 11): register level and firmware."""
 import struct
 
+import pytest
+
 from emu.clock import ms, us
+from emu.cpu.cortexm import CortexM
+from emu.peripherals.nvmc import T_ERASEPAGE, T_WRITE
 from emu.soc.nrf52832 import Nrf52832
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, verdict
 
 READY, CONFIG, ERASEPAGE, ERASEALL, ERASEUICR = 0x400, 0x504, 0x508, 0x50C, 0x514
 
@@ -56,3 +60,67 @@ def test_firmware_flash_and_uicr(run_firmware):
     assert m.soc.uicr_bytes()[0x80:0x84] == struct.pack("<I", 0xCAFEF00D)
     assert m.soc.flash_bytes()[0x7F000:0x7F004] == struct.pack("<I", 0x12340078)
     assert m.soc.peripherals["nvmc"].flash_dirty
+
+
+# -- the CPU waits for the NVMC when it runs from flash (PS v1.4 11.1) ----------
+STALL_CHECKS = 19
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_firmware_cpu_waits_when_running_from_flash(run_firmware, pure):
+    """periph_nvmc_stall: from flash an erase or a write holds the CPU to its
+    end (READY 1 at the first read, CYCCNT and RTC1 moved on, the TIMER1
+    compares due meanwhile counted and stamped at their own times through
+    PPI, their interrupt taken after); from RAM the CPU polls READY."""
+    m, r = run_firmware("periph_nvmc_stall", ms=600, board="nrf52832", pure_python=pure)
+    assert_firmware_passed(m, r, min_passes=STALL_CHECKS)
+    assert m.cpu.stalls == 2                               # the erase and the word from flash
+    assert m.cpu.stalled_ticks == T_ERASEPAGE + T_WRITE    # whole, to the tick
+
+
+def test_firmware_stall_is_deterministic(run_firmware):
+    runs = [run_firmware("periph_nvmc_stall", ms=600, board="nrf52832") for _ in range(2)]
+    assert len({(m.cpu.cycles, m.clock.now, m.console_text()) for m, _r in runs}) == 1
+
+
+def test_companion_no_stall_fails(run_firmware, monkeypatch):
+    """Companion: a CPU that runs on while the NVMC erases from flash (the
+    model before) reads READY 0 and does not see the time pass."""
+    monkeypatch.setattr(CortexM, "stall_until", lambda self, until: None)
+    m, r = run_firmware("periph_nvmc_stall", ms=600, board="nrf52832")
+    _passes, fails = verdict(m, r)
+    text = "\n".join(fails)
+    assert "erase from flash: READY at the first read" in text
+    assert "write from flash: READY at the first read" in text
+    assert "erase from flash: CYCCNT moved by T_ERASEPAGE" in text
+    assert r.exit_code != 0
+
+
+def test_companion_events_fired_late_fail(run_firmware, monkeypatch):
+    """Companion: a stall that only moves the CPU's cycles on (the events due
+    meanwhile fire together at its end) is seen: TIMER3's capture of the
+    last compare is stamped at 85 ms, not 80."""
+    def late(self, until):
+        if self._running and self.cs.in_slice:
+            self.cs.cycles += -(-(until - self.clock.now) // self.cycle_ticks)
+    monkeypatch.setattr(CortexM, "stall_until", late)
+    m, r = run_firmware("periph_nvmc_stall", ms=600, board="nrf52832")
+    _passes, fails = verdict(m, r)
+    assert any("the last one at its own time" in f for f in fails), m.console_text()
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_invalidate_keeps_costs_of_code_elsewhere(run_firmware, pure):
+    """Writing flash where no costed block lies (MCUBoot copying an image it
+    does not run) keeps the block costs; writing where one lies drops them
+    (its code may have changed).  The firmware's own result is unchanged."""
+    m, r = run_firmware("periph_nvmc_stall", ms=600, board="nrf52832", pure_python=pure)
+    assert_firmware_passed(m, r, min_passes=STALL_CHECKS)
+    cpu = m.cpu
+    main = m.symbols.lookup("main")
+    cpu.counter.insert(main & ~1, 4, 7)
+    cpu._costed(main & ~1, 4)
+    cpu.invalidate_code(0x70000, 0x72000)             # nothing costed there
+    assert cpu.counter.cost(main & ~1, 4) == 7
+    cpu.invalidate_code(main & ~0xFFF, (main & ~0xFFF) + 0x1000)
+    assert cpu.counter.cost(main & ~1, 4) in (None, -1)

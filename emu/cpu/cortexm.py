@@ -182,6 +182,7 @@ class CortexM:
         self._sev_hooks: dict = {}
         self._msr_hooks: set = set()
         self._wfe_kinds: dict = {}    # pc in flash -> WFE_AT / WFE_BEFORE / NOT_WFE
+        self._costed_pages: set = set()   # 4 KiB pages holding blocks in the cost table
         self._cycle_base_ticks = 0
         self._cycle_base = 0
         self._trap: Optional[tuple] = None   # set by hooks: (kind, ...)
@@ -401,6 +402,69 @@ class CortexM:
         if now > self.clock.now:
             self.clock.now = now
         return self.clock.now
+
+    def executing_from_flash(self) -> bool:
+        """The core is running code fetched from flash (not RAM): what the
+        NVMC's stall depends on.  Inside an MMIO callback the PC is the
+        block's start, which lies in the same memory as the access."""
+        if not self._running:
+            return False
+        pc = self.uc.reg_read(A.UC_ARM_REG_PC)
+        return any(s <= pc < e for (s, e) in self._flash_regions)
+
+    stalls = 0            # times the core was held (stall_until)
+    stalled_ticks = 0     # for how long, in all
+
+    def stall_until(self, until: int) -> None:
+        """Hold the core until the tick ``until``: the instruction being
+        executed takes that long (PS v1.4 section 11: the CPU is halted
+        while the NVMC writes or erases when it fetches from flash).  The
+        cycles pass for the core (DWT CYCCNT counts them, the next access
+        sees the later time); the events due meanwhile fire at their own
+        times, in order, and the interrupts they raise are taken after it.
+        Called from an MMIO callback inside a slice, like the run loop's
+        steps in a sleeping WFE (_sleep_in_hook), or at a slice boundary.
+        Only while the core runs; a halt an event raises (lockup) is raised
+        again after the slice.  A run's deadline inside the stall is
+        passed: the stall is not cut."""
+        clock = self.clock
+        cs = self.cs
+        if not self._running:
+            return
+        in_slice = cs.in_slice
+        if in_slice:
+            cs.in_slice = 0
+            self.slice_end()
+        self.sync_time()
+        start = clock.now
+        if until <= start:
+            if in_slice:
+                cs.in_slice = 1
+            return
+        # whole cycles: the core's clock keeps its 8-tick grid
+        n = -(-(until - start) // self.cycle_ticks)
+        until = start + n * self.cycle_ticks
+        try:
+            while True:
+                clock.run_due()
+                nxt = clock.next_event_time()
+                if nxt > until:
+                    break
+                clock.now = max(clock.now, nxt)
+        except BaseException as e:   # CpuHalt (lockup): raised again after the slice
+            self._halt_in_hook = e
+            cs.stop_flag = 1
+        clock.now = max(clock.now, until)
+        cs.cycles += n
+        self.stalls += 1
+        self.stalled_ticks += n * self.cycle_ticks
+        self._rebase()
+        if in_slice:
+            # the slice goes on to the next event or the run's end; the
+            # stop and entry flags the events raised stay
+            nd = min(clock.next_event_time(), self._run_until)
+            cs.deadline = cs.cycles + max(1, -(-(nd - clock.now) // self.cycle_ticks))
+            cs.in_slice = 1
 
     def time_now(self) -> int:
         """The current tick, as :meth:`sync_time` would make it, without
@@ -1571,6 +1635,7 @@ class CortexM:
             return False
         try:
             self.counter.insert(addr, size, *self.cost_model.block_cost_pure(code, addr))
+            self._costed(addr, size)
         except Exception:    # noqa: BLE001 - the slow path reports it
             return False
         self.costed_in_hook += 1
@@ -1583,8 +1648,10 @@ class CortexM:
             code = bytes(self.uc.mem_read(addr, size))
         except UcError:
             self.counter.insert(addr, size, 1)
+            self._costed(addr, size)
             return
         self.counter.insert(addr, size, *self.cost_model.block_cost_pure(code, addr))
+        self._costed(addr, size)
         # Instructions that need a selective hook (zero cost elsewhere).
         if self._needs_special_hooks(code):
             self._special_hooks(code, addr, size)
@@ -1652,12 +1719,23 @@ class CortexM:
             if kind != "mmio":
                 self.uc.ctl_remove_cache(start, end)
         self.counter.clear()
+        self._costed_pages.clear()
 
     def invalidate_code(self, start: int, end: int) -> None:
-        """Forget translated code and costs (after flash/RAM code changes)."""
+        """Forget translated code and costs (after flash/RAM code changes).
+        The cost table is cleared only when a costed block lies on a 4 KiB
+        page of [start, end): a bootloader writing an image into flash it
+        does not run (MCUBoot's swap, thousands of words) keeps its costs."""
         self.uc.ctl_remove_cache(start, end)
-        self.counter.clear()
+        pages = self._costed_pages
+        if any(p in pages for p in range(start >> 12, ((end - 1) >> 12) + 1)) \
+                if end - start <= 1 << 20 else pages:
+            self.counter.clear()
+            pages.clear()
         self._wfe_kinds.clear()
+
+    def _costed(self, addr: int, size: int) -> None:
+        self._costed_pages.update(range(addr >> 12, ((addr + max(size, 1) - 1) >> 12) + 1))
 
     # ------------------------------------------------------------------
     # the run loop
@@ -2004,6 +2082,7 @@ class CortexM:
             if skip:
                 cs.skip_on = 1
         if after != before:
+            self.sync_time()        # the store's time, for the NVMC's busy time
             if self.flash_write_handler is not None:
                 final = self.flash_write_handler(lo, before, after)
             else:

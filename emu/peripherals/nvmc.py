@@ -16,20 +16,30 @@ Busy time: READY (and READYNEXT) read 0 from the operation until it ends:
 T_WRITE per written word, T_ERASEPAGE for a page or UICR erase and
 T_ERASEALL for ERASEALL (PS v1.4 NVMC electrical specification, maximum
 figures: 41 us, 85 ms, 169 ms; the PS gives no typical value).  The memory
-contents change at once (the CPU on silicon is stalled while the NVMC
-writes when it runs from flash, so it cannot observe the difference).
+contents change at once.
+
+CPU stall (PS v1.4 11.1: the CPU is halted while the NVMC writes or erases
+if it fetches from flash; code running from RAM keeps running): when the
+operation starts while the core executes from flash, the core is held to
+its end (``cpu.stall_until``): the storing instruction takes that long, DWT
+CYCCNT counts the cycles, the events due meanwhile fire at their times and
+their interrupts are taken after it, so a loop polling READY sees 1 at its
+first read.  From RAM the core runs on and READY reads 0 until the end.
 
 Persistence: every change sets :attr:`flash_dirty` and calls the functions in
 :attr:`on_change` with ``(start, end)``; a board saves flash/UICR and clears
 the flag.
 
-Not modelled: CPU stall during write/erase (the firmware polls READY), the
-nWRITE limit of writes per word between erases, partial erase
+Not modelled: the nWRITE limit of writes per word between erases, partial erase
 (ERASEPAGEPARTIAL does not exist on the nRF52832), the instruction cache
 (ICACHECNF is storage; IHIT/IMISS read 0), unaligned/byte flash writes
-faulting (they are merged as words).
+faulting (they are merged as words), code running from RAM that reads
+flash during an operation (on silicon that access waits too; here it reads
+at once), a run's deadline inside a stall (the run ends after the stall).
 """
 from __future__ import annotations
+
+import contextlib
 
 from emu.clock import ms, us
 from emu.peripherals.base import NrfPeripheral, Reg, RO, RW
@@ -65,6 +75,7 @@ class Nvmc(NrfPeripheral):
     def __init__(self, soc, base: int, name=None, irq=None):
         self.flash_dirty = False
         self.on_change: list = []     # fn(start, end)
+        self._background = 0          # inside background(): no CPU stall
         self.power_listeners: list = []   # fn() when ICACHECNF changes (emu/power.py)
         super().__init__(soc, base, name, irq=None)
 
@@ -85,10 +96,14 @@ class Nvmc(NrfPeripheral):
             return before
         if self.busy:
             self.log_once("busywrite", "flash written while the NVMC is busy")
-        out = bytes(b & a for b, a in zip(before, after))
-        words = sum(1 for i in range(0, len(before), 4) if before[i:i + 4] != after[i:i + 4])
-        self._busy(T_WRITE * max(1, words))
+        n = len(before)
+        out = (int.from_bytes(before, "little") & int.from_bytes(after, "little")).to_bytes(
+            n, "little")
+        words = _changed_words(before, after)
+        if not self._background and self.soc.cpu.executing_from_flash():
+            self.soc.cpu.write_mem(lo, out)     # the cells as they are during the stall
         self._changed(lo, lo + len(before))
+        self._busy(T_WRITE * max(1, words))
         return out
 
     @property
@@ -139,12 +154,26 @@ class Nvmc(NrfPeripheral):
         cpu = self.soc.cpu
         cpu.write_mem(start, b"\xff" * (end - start))
         cpu.invalidate_code(start, end)
+        self._changed(start, end)
         if ticks:
             self._busy(ticks)
-        self._changed(start, end)
+
+    @contextlib.contextmanager
+    def background(self):
+        """Operations started inside do not hold the CPU: an emulated
+        SoftDevice's asynchronous flash calls (emu/softdevice/soc.py)."""
+        self._background += 1
+        try:
+            yield
+        finally:
+            self._background -= 1
 
     def _busy(self, ticks: int) -> None:
         self.busy_until = max(self.busy_until, self.clock.now) + ticks
+        cpu = self.soc.cpu
+        if not self._background and cpu.executing_from_flash():
+            # the CPU fetching from flash waits for the NVMC (PS v1.4 11.1)
+            cpu.stall_until(self.busy_until)
 
     def _changed(self, start: int, end: int) -> None:
         self.flash_dirty = True
@@ -156,6 +185,15 @@ class Nvmc(NrfPeripheral):
 
     def load_model_state(self, s: dict) -> None:
         self.busy_until = s["busy_until"]
+
+
+def _changed_words(before: bytes, after: bytes) -> int:
+    """How many aligned 32-bit words differ (numpy: the CPU writes one word of
+    an 8 KiB window at a time)."""
+    import numpy as np
+    n = len(before) // 4 * 4
+    return int(np.count_nonzero(np.frombuffer(before[:n], "<u4") != np.frombuffer(after[:n], "<u4"))) \
+        + (before[n:] != after[n:])
 
 
 def _first_diff(a: bytes, b: bytes) -> int:

@@ -112,6 +112,13 @@ class Task:
             fn(self)
 
 
+NEXT_NOTIFICATION = object()
+"""A procedure that yields this is resumed (with None) when the next
+notification or indication arrives, instead of sending a request: for
+protocols that wait on the watch's notifications (emu/phone/dfu.py); it
+keeps what it needs with its own listener."""
+
+
 class GattClient:
     def __init__(self, link):
         self.link = link
@@ -122,6 +129,7 @@ class GattClient:
         self._tasks: deque = deque()
         self._current: Optional[Task] = None
         self._waiting = False            # a request of the current task is outstanding
+        self._parked = False             # the current task waits for a notification
         link.on_att = self._att
         link.on_state.append(self._link_state)
 
@@ -170,6 +178,9 @@ class GattClient:
             t._finish(error=str(e))
             self._next_task()
             return
+        if req is NEXT_NOTIFICATION:
+            self._parked = True
+            return
         if req[0] in (WRITE_CMD,):       # a command: no response, go on at once
             self.link.send_l2cap(CID_ATT, req)
             self._step(b"")
@@ -181,7 +192,7 @@ class GattClient:
         if state == "connected":
             return
         tasks = ([self._current] if self._current else []) + list(self._tasks)
-        self._current, self._tasks, self._waiting = None, deque(), False
+        self._current, self._tasks, self._waiting, self._parked = None, deque(), False, False
         self.mtu = 23
         for t in tasks:
             t._finish(error=f"link {state}")
@@ -200,6 +211,9 @@ class GattClient:
                 self.link.send_l2cap(CID_ATT, bytes([CONFIRM]))
             for fn in list(self.listeners):
                 fn(handle, value)
+            if self._parked and self._current is not None:
+                self._parked = False
+                self._step(b"")
         elif op in REQUESTS:
             self._serve(pdu)
         elif op & 0x40:                  # commands to our (empty) server: ignored

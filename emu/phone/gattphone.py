@@ -18,13 +18,16 @@ Gadgetbridge does with InfiniTime:
   (``call_responses``);
 * ``battery`` (0x2A19), ``steps`` (InfiniTime's motion service),
   ``firmware_version`` (0x2A26);
+* ``dfu``: a firmware update over the air (emu/phone/dfu.py, the legacy
+  Nordic DFU); ``fs``, ``upload_resources``: files over InfiniTime's file
+  transfer service (emu/phone/fstransfer.py);
 * ``music_info``/``music_state``: InfiniTime's music service (artist,
   track, album, status), its events (play, pause, next...) in
   ``music_events``.
 
 Methods that wait run the machine on the emulated clock.  Not modelled:
-pairing (InfiniTime's default needs none), Gadgetbridge's weather,
-navigation and file-system services, reconnecting by itself after the
+pairing (InfiniTime's default needs none), Gadgetbridge's weather and
+navigation services, reconnecting by itself after the
 watch drops the link (call ``connect`` again).
 """
 from __future__ import annotations
@@ -174,6 +177,73 @@ class GattPhone:
 
     def music_state(self, playing: bool):
         return self._do(self.gatt.write(MUSIC["status"], bytes([1 if playing else 0])), "music")
+
+    def dfu(self, package, prn: int = 10, crc=None, on_progress=None,
+            timeout_ms: float = 900_000):
+        """Update the watch's firmware over the air with the legacy Nordic DFU
+        (emu/phone/dfu.py), as Gadgetbridge and InfiniTime's ota-dfu-python
+        do: ``package`` a DFU .zip path (or a DfuPackage), ``prn`` packets
+        per receipt notification, ``crc`` a CRC16 to send instead of the
+        package's, ``on_progress(bytes, total)``.  Returns the LegacyDfu
+        (``sent``, ``total``) once the watch was told to activate the image
+        and reset; GattError if it refused (a CRC error, say)."""
+        from emu.phone.dfu import DfuPackage, LegacyDfu, read_package
+        pkg = package if isinstance(package, DfuPackage) else read_package(package)
+        d = LegacyDfu(self.gatt, pkg, prn=prn, crc=crc, on_progress=on_progress)
+        from emu.phone.dfu import STALL
+        self.connect()
+        d.last_heard = self.machine.clock.now
+        task = self.gatt.start(d.procedure(), "DFU")
+        m = self.machine
+        m.run_until(lambda: task.done or d.quiet_ticks() > STALL, timeout_ms=timeout_ms)
+        if not task.done:
+            self.disconnect()
+            if self.link.connected:
+                self.link.abandon("DFU timeout")
+            raise GattError(f"DFU {d.step}: the watch said nothing for "
+                            f"{d.quiet_ticks() / 512e6:.0f} s (a CRC error: InfiniTime drops "
+                            "the update without a word)" if d.step == "validate" else
+                            f"DFU {d.step}: the watch said nothing for "
+                            f"{d.quiet_ticks() / 512e6:.0f} s")
+        if task.error and not d.finished(task):
+            raise GattError(f"DFU: {task.error}")
+        return d
+
+    @property
+    def files(self):
+        """The watch's files over its file transfer service (emu/phone/fstransfer.py)."""
+        from emu.phone.fstransfer import FileTransfer
+        ft = self.__dict__.get("_files")
+        if ft is None or ft.gatt is not self.gatt:
+            ft = self.__dict__["_files"] = FileTransfer(self.gatt)
+        return ft
+
+    def fs(self, procedure: str, *args, timeout_ms: float = 600_000, **kw):
+        """Run one of FileTransfer's procedures ("write", "read", "listdir",
+        "mkdir", "makedirs", "delete", "upload_resources") and return its result;
+        FsError/GattError if the watch refuses or goes silent for 30 s."""
+        from emu.phone.fstransfer import STALL
+        self.connect()
+        ft = self.files
+        ft.last_heard = self.machine.clock.now
+        task = self.gatt.start(getattr(ft, procedure)(*args, **kw), procedure)
+        self.machine.run_until(lambda: task.done or ft.quiet_ticks() > STALL,
+                               timeout_ms=timeout_ms)
+        if not task.done:
+            self.disconnect()
+            raise GattError(f"{procedure}: the watch said nothing for "
+                            f"{ft.quiet_ticks() / 512e6:.0f} s")
+        if task.error:
+            raise GattError(task.error)
+        return task.result
+
+    def upload_resources(self, package: str, on_progress=None) -> int:
+        """Put an InfiniTime resources package (infinitime-resources-*.zip)
+        into the watch's filesystem as the companion apps do; returns the
+        bytes sent.  ValueError for a package that is not one."""
+        from emu.phone.fstransfer import read_resources
+        files, obsolete = read_resources(package)
+        return self.fs("upload_resources", files, obsolete, on_progress=on_progress)
 
     def _notified(self, handle: int, value: bytes) -> None:
         u = self._event_handles.get(handle)

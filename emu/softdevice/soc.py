@@ -19,7 +19,8 @@ the clock, and at the end of it the memory changes (the source buffer is read th
 API warns) and NRF_EVT_FLASH_OPERATION_SUCCESS is queued (SWI2 pended, read
 with sd_evt_get).  Another flash call meanwhile answers NRF_ERROR_BUSY.
 With the SoftDevice disabled the operation is done before the call returns
-and no event is queued.  Pages below the application area (MBR + SoftDevice,
+(the call takes its time: the CPU waits, as for the NVMC) and no event is
+queued.  Pages below the application area (MBR + SoftDevice,
 0x00000-0x25FFF) answer NRF_ERROR_FORBIDDEN; misaligned pointers or addresses
 past the 512 KiB flash NRF_ERROR_INVALID_ADDR; a size of 0 or more than one
 page of words NRF_ERROR_INVALID_LENGTH.
@@ -67,9 +68,9 @@ basic block; the PC logged is the block's); which registers of a protected
 peripheral are protected (the whole 4 KiB slot is); PPI is not
 write-guarded (nRF5 SDK 15's nrfx_ppi writes NRF_PPI directly for its own
 channels; the SoftDevice's channels 17-31 and groups 4-5 are refused by the
-sd_ppi_* calls only); the CPU stall during a flash operation (the
-NVMC's READY reads 0 for its duration, the SoftDevice-disabled call returns
-at once); splitting flash operations into radio timeslots and
+sd_ppi_* calls only); the CPU stall during a flash operation while the
+SoftDevice is enabled (the NVMC's READY reads 0 for its duration; disabled,
+the call takes the operation's time, the CPU held as by the NVMC); splitting flash operations into radio timeslots and
 NRF_EVT_FLASH_OPERATION_ERROR (never raised); BPROT (sd_flash_protect and
 sd_protected_register_write store CONFIG0-3/DISABLEINDEBUG, which are not
 enforced on flash writes); the power-fail comparator (sd_power_pof_* store
@@ -363,7 +364,9 @@ class SocLibrary:
         self.flash_op = op
         ticks = T_ERASEPAGE if op[0] == "erase" else T_WRITE * op[3]
         self._flash_event.schedule_in(ticks)
-        self._periph("nvmc")._busy(ticks)    # the NVMC is busy (READY = 0) meanwhile
+        nvmc = self._periph("nvmc")
+        with nvmc.background():              # the application runs on meanwhile
+            nvmc._busy(ticks)                # the NVMC is busy (READY = 0) meanwhile
         return NRF_SUCCESS
 
     def _flash_done(self) -> None:
@@ -373,7 +376,8 @@ class SocLibrary:
         nvmc = self._periph("nvmc")
         busy = nvmc.busy_until
         try:
-            self._flash_do(op)
+            with nvmc.background():
+                self._flash_do(op)
             nvmc.busy_until = busy           # its busy time was the window just ended
         except Exception as e:                   # a bad source pointer: the data is lost
             self._soc_log_once(("flash_src", op[0]), "sd_flash_%s: %s", op[0], e)

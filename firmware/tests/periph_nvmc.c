@@ -1,5 +1,6 @@
 /* NVMC the way nrfx_nvmc does it: erase a flash page, write words (bits only
- * clear), writes ignored without WEN, erase and program UICR. */
+ * clear), writes ignored without WEN, erase and program UICR.  (Running from
+ * flash, the CPU waits for each operation: periph_nvmc_stall.c.) */
 #include "harness.h"
 HARNESS_STATE
 
@@ -17,7 +18,7 @@ int main(void) {
     CHECK_EQ("ready idle", NVMC_READY, 1);
     NVMC_CONFIG = 2;                       /* Een */
     NVMC_ERASEPAGE = PAGE_ADDR;
-    CHECK_EQ("busy during erase", NVMC_READY, 0);
+    CHECK_EQ("ready after the erase (the CPU waited: runs from flash)", NVMC_READY, 1);
     wait_ready();
     CHECK_EQ("erased", w[0], 0xFFFFFFFF);
     NVMC_CONFIG = 1;                       /* Wen */
