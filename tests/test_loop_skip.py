@@ -22,8 +22,7 @@ FW = "cpu_poll_loops"
 
 def _run(fw, mode):
     m = Machine(fw(FW), board="nrf52832", pure_python=mode == "python")
-    if mode == "noskip":
-        m.cpu.loop_skip = False
+    m.cpu.loop_skip = mode == "skip"
     r = m.run(ms=50)
     return m, r
 
@@ -54,6 +53,7 @@ def test_trusting_a_changing_read_is_seen(fw):
     """Companion: with every MMIO read taken as stable, the COUNTER loop is
     counted ahead to the end of the run: it never sees its value."""
     m = Machine(fw(FW), board="nrf52832")
+    m.cpu.loop_skip = True
     m.cpu.cs.loop_trust_all = 1
     r = m.run(ms=50)
     ok, _ = _run(fw, "noskip")

@@ -1511,7 +1511,11 @@ class CortexM:
     # and only while nothing else watches the code: no hook but the CPU's
     # own (a debugger's breakpoint, a trace, a test's code hook), no MPU
     # (its protection hooks).  The pure-Python path skips nothing.
-    loop_skip = True      # False: every iteration runs (the slow path, for tests)
+    # Off by default: with it on, tests/test_resources.py's InfiniTime
+    # resources upload ends on a blank screen where every iteration run draws
+    # Infineat (a loop whose reads change without a clock event, not yet
+    # found): a fast path must behave as the slow one (issue 29)
+    loop_skip = False     # True: polling loops counted up to the next clock event
     _loop_watch = False   # the native bus has given the block hook its loop fields
     access_watchers = 0   # instruments hooking every memory access (emu.trace.MmioTrace)
 
