@@ -21,7 +21,6 @@ are estimates), not a measurement of a watch.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -30,20 +29,12 @@ sys.path.insert(0, str(ROOT))
 
 from emu import Machine  # noqa: E402
 
-CACHE = Path.home() / ".cache" / "pinetime-emu"
 
 
 def images() -> list:
-    out = []
-    it = os.environ.get("PINETIME_EMU_INFINITIME_IMAGE") or next(
-        iter(sorted((CACHE / "infinitime").glob("pinetime-app-*.out"), reverse=True)), "")
-    if it and Path(it).exists():
-        out.append(("InfiniTime", str(it), 3.0))
-    wasp = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(CACHE / "wasp-os" / "upstream" /
-                                                           "micropython.elf")
-    if Path(wasp).exists():
-        out.append(("wasp-os", wasp, 5.0))
-    return out
+    """The real images bench_power.py measures (not its demo firmware)."""
+    from bench_power import images as measured
+    return [im for im in measured() if not im[0].startswith("demo")]
 
 
 def measure(m, seconds: float) -> str:
