@@ -283,19 +283,34 @@ class NrfPeripheral(Peripheral):
         if offset in self.TASKS:
             return None
         if offset in self.events:
-            return Op(W_EVENT, self)
+            return Op(W_EVENT, self, self._line_sink())
         r = self._regs.get(offset)
         if r is not None:
             if r.write is not None or r.access not in _WRITE_MODES:
                 return None
             return Op(W_VALUE, self, (_WRITE_MODES[r.access],), mask=r.mask)
         if offset == 0x300 and self.HAS_INTEN:
-            return Op(W_INTEN, self, slow_bits=slow_bits)
+            return Op(W_INTEN, self, self._line_sink(), slow_bits=slow_bits)
         if offset == 0x304:
             return Op(W_INTENSET, self, slow_bits=slow_bits)
         if offset == 0x308:
-            return Op(W_INTENCLR, self, slow_bits=slow_bits)
+            return Op(W_INTENCLR, self, self._line_sink(), slow_bits=slow_bits)
         return None
+
+    def _line_sink(self) -> tuple:
+        """Where this block's line goes when a write lowers it, for the
+        EVENT/INTEN ops (emu/soc/ops.py): ``(cpu, irq, listeners)`` when
+        lowering is this class's _set_irq handing the level to the SoC's
+        ``set_irq``, which clears the CPU's ``irq_level`` bit and tells its
+        listeners (the SoC's ``line_sink``); () otherwise (the model lowers it)."""
+        soc = self.soc
+        sink = getattr(soc, "line_sink", None)
+        if (self.irq is None or sink is None or type(self)._set_irq is not NrfPeripheral._set_irq
+                or type(self).update_irq is not NrfPeripheral.update_irq
+                or "_set_irq" in self.__dict__ or "update_irq" in self.__dict__):
+            return ()
+        s = sink()
+        return (s[0], self.irq, s[1]) if s else ()
 
     def read(self, offset: int, size: int = 4) -> int:
         fn = self._readers.get(offset)

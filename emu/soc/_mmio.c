@@ -384,6 +384,12 @@ typedef struct {
     int stream;              /* an access of a streaming serial master (see Streams) */
     uint64_t base64;         /* CYCLES: the cycle count at which the value was 0 */
     int shift, bail_shift;   /* BITS: where the written bits go; the bail attribute's shift */
+    /* EVENT/INTEN*: a write that lowers the line is carried out here too when
+     * the model declares where the line goes (args (cpu, irq, listeners):
+     * the SoC's set_irq(irq, False) is cpu.irq_level's bit cleared and its
+     * listeners told; the op bails while any listens) */
+    int lower;               /* 1: a[0] cpu, a[2] the listeners list */
+    unsigned long long lower_bit;
 } COp;
 
 /* The block hook's polling-loop fields (bh_state in emu/cpu/_blockhook.c,
@@ -561,6 +567,7 @@ static void op_clear(COp *op) {
 static PyObject *str_cells_attr, *str_native_cells, *str_inten_name, *str_stream;
 static int cells_read(Slot *s, COp *op, uint64_t *v, int gil);
 static int cells_write(Cells *c, COp *op, uint64_t value);
+static int cells_lower(COp *op, uint64_t value);
 
 /* After op_resolve: can the op run on obj's Cells alone (no guard, C Cells)? */
 static int op_bind_cells(COp *op, uint64_t offset) {
@@ -695,6 +702,16 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
             goto bad;
         Py_CLEAR(op->a[1]);        /* a[3]: the bail attribute (None: never) */
         Py_CLEAR(op->a[2]);
+    }
+    if ((kind == W_EVENT || kind == W_INTENSET || kind == W_INTENCLR || kind == W_INTEN)
+        && n >= 3) {              /* (cpu, irq, listeners): lowering the line here */
+        long irq = PyLong_AsLong(op->a[1]);
+        if (PyErr_Occurred())
+            goto fail;
+        if (irq < 0 || irq > 63 || !PyList_Check(op->a[2]))
+            goto bad;
+        op->lower = 1;
+        op->lower_bit = 1ULL << irq;
     }
     if (kind == R_CONST || kind == W_VALUE) {
         if (n < 1)
@@ -855,7 +872,7 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
     if (g)
         return g;
     if (op->cells != NULL)
-        return cells_write(op->cells, op, value);
+        return cells_lower(op, value);
     PyObject *obj = op->obj, *d = NULL, *x = NULL;
     int rc = -1;
     switch (op->kind) {
@@ -959,15 +976,24 @@ static int cells_read(Slot *s, COp *op, uint64_t *v, int gil) {
     return 1;
 }
 
-/* 0: done; 1: the line would change (or a slow bit): the model must run */
-static int cells_write(Cells *c, COp *op, uint64_t value) {
+/* 0: done; 1: the line would change (or a slow bit): the model must run;
+ * 2: the line would go down and the op may lower it (cells_lower, with the
+ * GIL): nothing changed yet.  apply: 1 carries a lowering write out (the
+ * Cells' part of it). */
+static int cells_write_x(Cells *c, COp *op, uint64_t value, int apply) {
     uint32_t keys = c->keys, bits = c->bits, inten = (uint32_t)c->inten;
     int line = c->line != 0;
     switch (op->kind) {
     case W_EVENT: {
         uint32_t nb = (value & 1) ? (bits | (1u << op->bit)) : (bits & ~(1u << op->bit));
-        if (((nb & keys & inten) != 0) != line)
-            return 1;
+        int level = (nb & keys & inten) != 0;
+        if (level != line) {
+            if (!(line && op->lower))
+                return 1;
+            if (!apply)
+                return 2;
+            c->line = 0;
+        }
         c->bits = nb;
         return 0;
     }
@@ -977,13 +1003,60 @@ static int cells_write(Cells *c, COp *op, uint64_t value) {
         uint32_t v = (uint32_t)value;
         uint32_t ni = op->kind == W_INTENSET ? (inten | v)
                     : op->kind == W_INTENCLR ? (inten & ~v) : v;
-        if (((inten ^ ni) & op->slow_bits) || (((bits & keys & ni) != 0) != line))
+        if ((inten ^ ni) & op->slow_bits)
             return 1;
+        int level = (bits & keys & ni) != 0;
+        if (level != line) {
+            if (!(line && op->lower))
+                return 1;
+            if (!apply)
+                return 2;
+            c->line = 0;
+        }
         c->inten = ni;
         return 0;
     }
     }
     return 1;
+}
+
+static int cells_write(Cells *c, COp *op, uint64_t value) {
+    return cells_write_x(c, op, value, 0);
+}
+
+/* A write that lowers the line (cells_write gave 2), with the GIL: what the
+ * model's write does (NrfPeripheral._set_irq(False) -> the SoC's set_irq ->
+ * CortexM.set_irq_level: the IRQ's bit of irq_level cleared; pending stays),
+ * or 1 (the model) while the SoC has irq listeners.  0 done, -1 error. */
+static PyObject *str_irq_level;
+
+static int cells_lower(COp *op, uint64_t value) {
+    int r = cells_write(op->cells, op, value);      /* again: under the GIL now */
+    if (r != 2)
+        return r;
+    if (PyList_GET_SIZE(op->a[2]) != 0)
+        return 1;
+    PyObject *cur = PyObject_GetAttr(op->a[0], str_irq_level);
+    if (cur == NULL)
+        return -1;
+    PyObject *bit = PyLong_FromUnsignedLongLong(op->lower_bit), *nw = NULL;
+    if (bit != NULL) {
+        PyObject *both = PyNumber_And(cur, bit);
+        if (both != NULL) {
+            nw = PyNumber_Xor(cur, both);        /* cur & ~bit */
+            Py_DECREF(both);
+        }
+        Py_DECREF(bit);
+    }
+    Py_DECREF(cur);
+    if (nw == NULL)
+        return -1;
+    int err = PyObject_SetAttr(op->a[0], str_irq_level, nw);
+    Py_DECREF(nw);
+    if (err)
+        return -1;
+    cells_write_x(op->cells, op, value, 1);
+    return 0;
 }
 
 /* -- Streams ----------------------------------------------------------------
@@ -1277,12 +1350,15 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
                 return;
             }
         } else if (op->nogil) {
-            if (cells_write(op->cells, op, value) == 0) {
+            int r = cells_write(op->cells, op, value);
+            if (r == 0) {
                 s->count++;
                 s->stat[(offset >> 2) * 4 + 2]++;
                 return;
             }
-            bailed = 1;          /* the model decides: straight to it */
+            if (r == 1)
+                bailed = 1;      /* the model decides: straight to it */
+            /* 2: lowers the line: the op again with the GIL (cells_lower) */
         }
     }
     PyGILState_STATE g = PyGILState_Ensure();
@@ -2411,7 +2487,7 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_obj, "obj"}, {&str_args, "args"}, {&str_timed, "timed"}, {&str_mask, "mask"},
         {&str_slow_bits, "slow_bits"}, {&str_guard, "guard"}, {&str_cells_attr, "_cells"},
         {&str_native_cells, "NATIVE_CELLS"}, {&str_inten_name, "inten"},
-        {&str_stream, "stream"},
+        {&str_stream, "stream"}, {&str_irq_level, "irq_level"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)

@@ -247,6 +247,18 @@ class Nrf52832:
         for fn in self.irq_listeners:
             fn(irq, level)
 
+    def line_sink(self) -> tuple:
+        """(cpu, irq_listeners): what set_irq(irq, False) acts on, for the bus
+        ops that lower a line in C (NrfPeripheral._line_sink): the CPU's
+        ``irq_level`` bit is cleared (lowering pends nothing) and the ops
+        hand the write to the model while anyone listens; () when set_irq or
+        the CPU's set_irq_level is not this class's own."""
+        if (type(self).set_irq is not Nrf52832.set_irq or "set_irq" in self.__dict__
+                or type(self.cpu).set_irq_level is not CortexM.set_irq_level
+                or "set_irq_level" in self.cpu.__dict__):
+            return ()
+        return (self.cpu, self.irq_listeners)
+
     # ------------------------------------------------------------------
     def _flash_write(self, lo: int, before: bytes, after: bytes) -> bytes:
         """CPU stores into flash/UICR: the NVMC decides (bits only clear)."""
