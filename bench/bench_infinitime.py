@@ -2,7 +2,7 @@
 screen on and off, and where the time goes.
 
     python3 bench/bench_infinitime.py [--runs N] [--idle SECONDS]
-                                      [--infiniemu "COMMAND {image}"]
+                                      [--infiniemu "COMMAND {image}"] [--profile]
 
 The image comes from ``$PINETIME_EMU_INFINITIME_IMAGE`` or the newest
 ``pinetime-app-*.out`` in ``~/.cache/pinetime-emu/infinitime/`` (the path
@@ -29,6 +29,11 @@ command given (``{image}`` is replaced by the image's path; it must stop by
 itself) and prints the ratio of its wall time to ours (machine built and
 run) for the emulated time that command covers, which you state with
 ``--infiniemu-seconds`` (default 1).
+
+``--profile`` adds the breakdown per emulated second of idle with the
+screen on, from 4 emulated s (clock events, exceptions, register accesses
+through Python, slices, profiled Python time by category:
+bench/idle_profile.py).
 
 Not a test: wall times depend on the host; the load average is printed.
 """
@@ -174,6 +179,8 @@ def main() -> int:
                     help='another emulator\'s command line, "{image}" for the image')
     ap.add_argument("--infiniemu-seconds", type=float, default=FIRST_S,
                     help="emulated seconds that command runs for (default 1)")
+    ap.add_argument("--profile", action="store_true",
+                    help="idle with the screen on, broken down per emulated second")
     a = ap.parse_args()
     if a.runs < 1 or a.idle <= 0 or a.infiniemu_seconds <= 0:
         print("bench_infinitime: --runs must be >= 1, --idle and --infiniemu-seconds > 0")
@@ -201,6 +208,12 @@ def main() -> int:
         print("  (the screen went off during the screen-on idle part: that figure is mixed)")
     r, m, p = one_run(path, 2.0, probe=True)
     breakdown(m, p, r["first"])
+    if a.profile:
+        from emu import Machine
+        from idle_profile import profile_idle
+        pm = Machine(path, flash_file=None)
+        pm.run(seconds=IDLE_FROM_S)
+        profile_idle(pm, a.idle, f"idle with the screen on (from {IDLE_FROM_S:g} emulated s)")
     if a.infiniemu:
         from emu import Machine
         theirs = other_emulator(a.infiniemu, path)

@@ -1,6 +1,6 @@
 """Real wasp-os benchmark: first boot and the idle clock face, with where time goes.
 
-    python3 bench/bench_wasp.py [--runs N] [--idle SECONDS] [--python] [--perf]
+    python3 bench/bench_wasp.py [--runs N] [--idle SECONDS] [--python] [--perf] [--profile]
 
 The image comes from ``$PINETIME_EMU_WASP_IMAGE`` or the cache path
 tests/test_wasp.py uses (``~/.cache/pinetime-emu/wasp-os/upstream/
@@ -22,7 +22,10 @@ inside slices (Unicorn, the C MMIO callbacks and the model code they call)
 against the run loop's own Python (interrupt entry and return, scheduler,
 block costing), from an extra instrumented run (its timers cost a little).  ``--perf`` adds a ``perf record`` of one boot split by
 shared object (CPython against Unicorn and the native helpers), when perf
-is installed.  ``--python`` runs the pure-Python path
+is installed.  ``--profile`` adds, from one more run, the idle clock
+face's breakdown per emulated second (clock events, exceptions, register
+accesses through Python, slices, profiled Python time by category:
+bench/idle_profile.py).  ``--python`` runs the pure-Python path
 (``PINETIME_EMU_PURE_PYTHON=1``) for comparison.
 
 Not a test: wall times depend on the host; the load average is printed.
@@ -42,6 +45,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from emu.soc.bus import reg_name  # noqa: E402
 
@@ -183,6 +187,8 @@ def main() -> int:
     ap.add_argument("--idle", type=float, default=4.0, help="emulated seconds of idle")
     ap.add_argument("--python", action="store_true", help="the pure-Python path")
     ap.add_argument("--perf", action="store_true", help="perf record one boot")
+    ap.add_argument("--profile", action="store_true",
+                    help="the idle face's breakdown per emulated second (idle_profile.py)")
     args = ap.parse_args()
     if args.runs < 1 or not 0 < args.idle < 3600:
         ap.error("--runs must be >= 1 and --idle in (0, 3600)")
@@ -222,6 +228,9 @@ def main() -> int:
     breakdown(m, p, boot)
     if args.perf:
         perf_split(path)
+    if args.profile:
+        from idle_profile import profile_idle
+        profile_idle(m, args.idle, f"the idle clock face (from {m.time:.1f} emulated s)")
     return 0
 
 

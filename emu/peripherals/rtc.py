@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from emu.clock import LFCLK_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RO, WO, RW
-from emu.soc.ops import MODE_W1C, MODE_W1S, R_COUNTER, W_BITS, Op, cell_property
+from emu.soc.ops import MODE_W1C, MODE_W1S, R_COUNTER, W_BITS, W_CALL, Op, cell_property
 
 WRAP = 1 << 24
 MASK = WRAP - 1
@@ -58,6 +58,10 @@ class Rtc(NrfPeripheral):
     base_value = cell_property(3, doc="COUNTER at base_time")
     evten = cell_property(4, doc="EVTEN: the events routed to PPI")
     _tick_bit = 1 << BIT_TICK     # EVTENSET/EVTENCLR touching TICK go to the model
+    #: the clock event, _rearm and CPU writes of CC carried out in C
+    #: (emu.soc._mmio.RtcCore: the same steps) when the Cells are native
+    native_core = True
+    _core = None
     REGISTERS = [
         Reg(0x340, "EVTEN", 0, RW, read="_rd_evten", write="_wr_evten"),
         Reg(0x344, "EVTENSET", 0, RW, read="_rd_evten", write="_wr_evtenset"),
@@ -79,6 +83,28 @@ class Rtc(NrfPeripheral):
         if num_cc < 4:   # RTC0: CC[3] does not exist
             self._regs.pop(0x540 + 12, None)
             self.values.pop(0x540 + 12, None)
+        self._core = self._native_core()
+        if self._core is not None:
+            self._ev.fn = self._core.fire
+
+    def _native_core(self):
+        """emu.soc._mmio.RtcCore over this RTC, or None (pure Python, the
+        class switch off, or a subclass or instance that changes the steps
+        it writes again)."""
+        if not self.native_core or type(self._cells).__module__ != "emu.soc._mmio":
+            return None
+        cls = type(self)
+        for name in ("fire", "_on_event", "_rearm", "write", "_wr_cc", "_count_at"):
+            if getattr(cls, name) is not getattr(Rtc, name) or name in self.__dict__:
+                return None
+        for name in ("update_irq", "_set_irq"):
+            if getattr(cls, name) is not getattr(NrfPeripheral, name) or name in self.__dict__:
+                return None
+        from emu.soc import _mmio
+        cells = tuple(self.NATIVE_CELLS.index(n) for n in
+                      ("running", "base_time", "period", "base_value", "evten"))
+        return _mmio.RtcCore(self, self._ev, self.clock, self._cells, self.num_cc, cells,
+                             MASK, LFCLK_TICKS)
 
     def reset(self) -> None:
         super().reset()
@@ -173,6 +199,8 @@ class Rtc(NrfPeripheral):
             return None
         if offset in (0x304, 0x308):
             return self._base_write_op(offset, slow_bits=1 << BIT_TICK)
+        if self._core is not None and 0x540 <= offset < 0x540 + 4 * self.num_cc:
+            return Op(W_CALL, self, (self._core.write_cc,), timed=True)   # in C
         if offset in self.events:
             return self._base_write_op(offset)
         # EVTENSET/EVTENCLR (tick handlers switch COMPARE's routing around every
@@ -268,6 +296,9 @@ class Rtc(NrfPeripheral):
         return (now // LFCLK_TICKS) * LFCLK_TICKS
 
     def _rearm(self) -> None:
+        if self._core is not None:
+            self._core.rearm()
+            return
         if not self.running:
             self._ev.cancel()
             return

@@ -355,7 +355,7 @@ enum {
     R_CALL = 2, R_VALUE = 3, R_EVENT = 4, R_ATTR = 5, R_CONST = 6, R_COUNTER = 7,
     R_CYCLES = 8,
     W_EVENT = 20, W_INTENSET = 21, W_INTENCLR = 22, W_INTEN = 23, W_VALUE = 24, W_TXD = 25,
-    W_BITS = 26,
+    W_BITS = 26, W_CALL = 27,
 };
 enum { MODE_RW = 0, MODE_W1S = 1, MODE_W1C = 2 };
 #define NOFF 1024            /* word offsets in a 4 KiB slot */
@@ -679,7 +679,7 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         op->a[i] = PyTuple_GET_ITEM(args, i);
         Py_INCREF(op->a[i]);
     }
-    if ((kind == R_CALL || kind == R_ATTR) && n < 1)
+    if ((kind == R_CALL || kind == R_ATTR || kind == W_CALL) && n < 1)
         goto bad;
     if (kind == R_COUNTER && n < 4)
         goto bad;
@@ -735,7 +735,7 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         if (is_write) goto bad;
         break;
     case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN: case W_VALUE: case W_TXD:
-    case W_BITS:
+    case W_BITS: case W_CALL:
         if (!is_write) goto bad;
         break;
     default:
@@ -876,6 +876,18 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
     PyObject *obj = op->obj, *d = NULL, *x = NULL;
     int rc = -1;
     switch (op->kind) {
+    case W_CALL: {               /* fn(offset, value): a model callable (in C: RtcCore) */
+        PyObject *v = PyLong_FromUnsignedLongLong(value & 0xFFFFFFFFu);
+        if (v == NULL)
+            return -1;
+        PyObject *a[2] = {op->key, v};
+        x = PyObject_Vectorcall(op->a[0], a, 2, NULL);
+        Py_DECREF(v);
+        if (x == NULL)
+            return -1;
+        Py_DECREF(x);
+        return 0;
+    }
     case W_VALUE: {
         /* args (mode[, offset]): the register the bits go to, if not this one */
         PyObject *vkey = op->a[1] != NULL ? op->a[1] : op->key;
@@ -1367,7 +1379,8 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
     if (size == 4 && !(offset & 3) && offset < 4 * NOFF && !bailed) {
         COp *op = slot_op(s, offset, 1);
         if (op->kind >= W_EVENT) {
-            int r = (op->timed && op_sync(s)) ? -1 : exec_write(s, op, value);
+            int r = (op->timed && (op->kind == W_CALL ? do_sync(s) : op_sync(s))) ? -1
+                    : exec_write(s, op, value);
             if (r == 0) {
                 s->stat[(offset >> 2) * 4 + 2]++;
                 goto out;
@@ -2446,6 +2459,455 @@ static PyTypeObject PageMapType = {
 };
 
 /* map(uc_mmio_map_address, uc_handle, base, size, slot) -> uc_err */
+/* ======================================================================
+ * RtcCore: the RTC's clock event and its CC writes, without Python.
+ *
+ * emu/peripherals/rtc.py's Rtc keeps its state where C can reach it (the
+ * counter's base and EVTEN in its Cells, EVENTS and INTEN there too, CC[n]
+ * in ``values``, the N+1 window in ``suppress_k``) and one clock event for
+ * its next compare, overflow or TICK.  Rtc._on_event (the event), _rearm
+ * (the next edge) and the CC branch of Rtc.write are written here again
+ * with the same steps in the same order, so a firmware's periodic tick
+ * (wasp-os's 1 kHz RTC1 compare, FreeRTOS's tickless idle) costs no Python
+ * frame of the model: the event sets EVENTS_TICK/OVRFLW/COMPARE[n], raises
+ * the line through the SoC's set_irq when INTEN asks (the CPU pends it
+ * there), and schedules the next edge on the Python clock (its heap, its
+ * sequence numbers and on_earlier_deadline, as Event.schedule_at does).
+ * Whenever an event that fires is routed to PPI (EVTEN set and a listener)
+ * or the energy model watches (power_watch), the event goes to the model's
+ * own _on_event instead: nothing here knows PPI.  The pure-Python path uses
+ * the model's code throughout (the reference; tests compare both).
+ * ====================================================================== */
+typedef struct {
+    PyObject_HEAD
+    PyObject *model;     /* the Rtc */
+    PyObject *ev;        /* its clock Event */
+    PyObject *clock;
+    Cells *cells;
+    int num_cc;
+    int ci[5];           /* cells of running, base_time, period, base_value, evten */
+    long long mask;      /* CC's and COUNTER's mask (24 bits) */
+    long long lfclk;     /* ticks per LFCLK cycle */
+    unsigned long long fired, handed;   /* events carried out here, handed to the model */
+} RtcCore;
+
+static PyObject *str_when, *str_seq, *str_heap, *str_next_deadline, *str_on_earlier,
+                *str_suppress_k, *str_event_listeners, *str_power_watch, *str_irq,
+                *str_soc, *str_set_irq, *str_on_event, *heappush_fn;
+
+static inline void rc_count_at(RtcCore *r, long long t, long long *k, long long *cur) {
+    long long *cell = r->cells->cell;
+    long long bt = cell[r->ci[1]], per = cell[r->ci[2]], bv = cell[r->ci[3]];
+    if (!cell[r->ci[0]] || per <= 0 || t < bt + per) {
+        *k = 0;
+        *cur = bv;
+        return;
+    }
+    *k = (t - bt) / per;
+    *cur = (bv + *k) & r->mask;
+}
+
+static int set_ll(PyObject *o, PyObject *name, long long v) {
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return -1;
+    int err = PyObject_SetAttr(o, name, n);
+    Py_DECREF(n);
+    return err;
+}
+
+/* CC[n] from the model's values (n < num_cc) */
+static int rc_cc(RtcCore *r, PyObject *values, int n, long long *v) {
+    PyObject *key = PyLong_FromLong(0x540 + 4 * n);
+    if (key == NULL)
+        return -1;
+    PyObject *x = PyDict_GetItemWithError(values, key);     /* borrowed */
+    Py_DECREF(key);
+    if (x == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_KeyError, "CC[%d]", n);
+        return -1;
+    }
+    *v = PyLong_AsLongLong(x);
+    return (*v == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static PyObject *rc_values(RtcCore *r) {
+    PyObject *d = PyObject_GetAttr(r->model, str_values);
+    if (d != NULL && !PyDict_Check(d)) {
+        Py_DECREF(d);
+        PyErr_SetString(PyExc_TypeError, "RTC values is not a dict");
+        return NULL;
+    }
+    return d;
+}
+
+/* ev.when as (has, when) */
+static int rc_when(RtcCore *r, int *has, long long *when) {
+    PyObject *w = PyObject_GetAttr(r->ev, str_when);
+    if (w == NULL)
+        return -1;
+    *has = w != Py_None;
+    *when = *has ? PyLong_AsLongLong(w) : 0;
+    Py_DECREF(w);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Event.schedule_at (emu/clock.py), the same steps */
+static int rc_schedule_at(RtcCore *r, long long when) {
+    long long now, seq, nd;
+    int has;
+    long long cur;
+    if (attr_ll(r->clock, str_now, &now))
+        return -1;
+    if (when < now)
+        when = now;
+    if (rc_when(r, &has, &cur))
+        return -1;
+    if (has && cur == when)
+        return 0;
+    if (attr_ll(r->clock, str_seq, &seq))
+        return -1;
+    seq++;
+    if (set_ll(r->clock, str_seq, seq) || set_ll(r->ev, str_seq, seq)
+        || set_ll(r->ev, str_when, when))
+        return -1;
+    PyObject *heap = PyObject_GetAttr(r->clock, str_heap);
+    if (heap == NULL)
+        return -1;
+    PyObject *entry = Py_BuildValue("(LLO)", when, seq, r->ev);
+    PyObject *res = entry ? PyObject_CallFunctionObjArgs(heappush_fn, heap, entry, NULL) : NULL;
+    Py_XDECREF(entry);
+    Py_DECREF(heap);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    if (attr_ll(r->clock, str_next_deadline, &nd))
+        return -1;
+    if (when < nd) {
+        if (set_ll(r->clock, str_next_deadline, when))
+            return -1;
+        PyObject *cb = PyObject_GetAttr(r->clock, str_on_earlier);
+        if (cb == NULL)
+            return -1;
+        if (cb != Py_None) {
+            PyObject *x = PyObject_CallNoArgs(cb);
+            Py_DECREF(cb);
+            if (x == NULL)
+                return -1;
+            Py_DECREF(x);
+        } else {
+            Py_DECREF(cb);
+        }
+    }
+    return 0;
+}
+
+/* Rtc._rearm */
+static int rc_rearm(RtcCore *r) {
+    long long now, when;
+    int has;
+    if (!r->cells->cell[r->ci[0]]) {                 /* not running: Event.cancel */
+        if (PyObject_SetAttr(r->ev, str_when, Py_None))
+            return -1;
+        return set_ll(r->ev, str_seq, -1);
+    }
+    if (attr_ll(r->clock, str_now, &now) || rc_when(r, &has, &when))
+        return -1;
+    if (has && when <= now)
+        return 0;                 /* an edge due, not processed yet: _on_event re-arms */
+    long long k, cur, wrap = r->mask + 1, dk;
+    rc_count_at(r, now, &k, &cur);
+    if (((long long)r->cells->inten | r->cells->cell[r->ci[4]]) & 1) {
+        dk = 1;
+    } else {
+        dk = cur ? wrap - cur : wrap;
+        PyObject *values = rc_values(r);
+        if (values == NULL)
+            return -1;
+        for (int n = 0; n < r->num_cc; n++) {
+            long long cc;
+            if (rc_cc(r, values, n, &cc)) {
+                Py_DECREF(values);
+                return -1;
+            }
+            long long d = (cc - cur) & r->mask;
+            if (!d)
+                d = wrap;
+            if (d < dk)
+                dk = d;
+        }
+        Py_DECREF(values);
+    }
+    long long *cell = r->cells->cell;
+    return rc_schedule_at(r, cell[r->ci[1]] + (k + dk) * cell[r->ci[2]]);
+}
+
+static PyObject *RtcCore_rearm(RtcCore *r, PyObject *noargs) {
+    if (rc_rearm(r))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The model's _on_event (a routed event or a watcher) */
+static PyObject *rc_hand_over(RtcCore *r) {
+    r->handed++;
+    return PyObject_CallMethodNoArgs(r->model, str_on_event);
+}
+
+/* Rtc.fire's line step for one event: NrfPeripheral.update_irq -> _set_irq */
+static int rc_update_irq(RtcCore *r) {
+    Cells *c = r->cells;
+    int level = (c->bits & c->keys & (uint32_t)c->inten) != 0;
+    if (level == (c->line != 0))
+        return 0;
+    c->line = level;
+    PyObject *irq = PyObject_GetAttr(r->model, str_irq);
+    if (irq == NULL)
+        return -1;
+    PyObject *soc = PyObject_GetAttr(r->model, str_soc);
+    if (soc == NULL) {
+        Py_DECREF(irq);
+        return -1;
+    }
+    int rc = 0;
+    if (irq != Py_None && soc != Py_None) {
+        PyObject *x = PyObject_CallMethodObjArgs(soc, str_set_irq, irq,
+                                                 level ? Py_True : Py_False, NULL);
+        if (x == NULL)
+            rc = -1;
+        Py_XDECREF(x);
+    }
+    Py_DECREF(irq);
+    Py_DECREF(soc);
+    return rc;
+}
+
+/* Rtc._on_event: the clock event's callback */
+static PyObject *RtcCore_fire(RtcCore *r, PyObject *noargs) {
+    Cells *c = r->cells;
+    long long now, k, cur;
+    if (attr_ll(r->clock, str_now, &now))
+        return NULL;
+    rc_count_at(r, now, &k, &cur);
+    long long evten = c->cell[r->ci[4]];
+    uint32_t fire = 0;                    /* event indices (offset - 0x100) / 4 */
+    uint32_t suppressed = 0;              /* CC[n] whose N+1 window is used up now */
+    if (((long long)c->inten | evten) & 1)
+        fire |= 1u << 0;                  /* TICK */
+    if (cur == 0)
+        fire |= 1u << 1;                  /* OVRFLW */
+    PyObject *values = rc_values(r), *supp = NULL;
+    if (values == NULL)
+        return NULL;
+    supp = PyObject_GetAttr(r->model, str_suppress_k);
+    if (supp == NULL || !PyList_Check(supp) || PyList_GET_SIZE(supp) < r->num_cc) {
+        Py_DECREF(values);
+        Py_XDECREF(supp);
+        return rc_hand_over(r);
+    }
+    for (int n = 0; n < r->num_cc; n++) {
+        long long cc;
+        if (rc_cc(r, values, n, &cc))
+            goto fail;
+        if (cc != cur)
+            continue;
+        PyObject *sk = PyList_GET_ITEM(supp, n);
+        if (sk != Py_None) {
+            long long kk = PyLong_AsLongLong(sk);
+            if (kk == -1 && PyErr_Occurred())
+                goto fail;
+            if (kk == k) {
+                suppressed |= 1u << n;
+                continue;
+            }
+        }
+        fire |= 1u << (16 + n);
+    }
+    Py_DECREF(values);
+    values = NULL;
+    /* routed to PPI with someone listening, or watched: the model does it all */
+    PyObject *pw = PyObject_GetAttr(r->model, str_power_watch);
+    if (pw == NULL)
+        goto fail;
+    int watched = pw != Py_None;
+    Py_DECREF(pw);
+    int routed = 0;
+    if (fire & (uint32_t)evten) {
+        PyObject *ls = PyObject_GetAttr(r->model, str_event_listeners);
+        if (ls == NULL)
+            goto fail;
+        routed = !PyList_Check(ls) || PyList_GET_SIZE(ls) > 0;
+        Py_DECREF(ls);
+    }
+    if (watched || routed) {
+        Py_DECREF(supp);
+        return rc_hand_over(r);
+    }
+    for (int n = 0; n < r->num_cc; n++)
+        if (suppressed & (1u << n))
+            if (PyList_SetItem(supp, n, Py_NewRef(Py_None)))
+                goto fail;
+    Py_CLEAR(supp);
+    for (int i = 0; i < 32; i++) {        /* TICK, OVRFLW, COMPARE[0..]: Rtc.fire each */
+        if (!(fire & (1u << i)))
+            continue;
+        c->keys |= 1u << i;
+        c->bits |= 1u << i;
+        if (rc_update_irq(r))
+            return NULL;
+    }
+    r->fired++;
+    if (rc_rearm(r))
+        return NULL;
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(values);
+    Py_XDECREF(supp);
+    return NULL;
+}
+
+/* The CC branch of Rtc.write (a W_CALL op): fn(offset, value) */
+static PyObject *RtcCore_write_cc(RtcCore *r, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "write_cc(offset, value)");
+        return NULL;
+    }
+    long off = PyLong_AsLong(args[0]);
+    unsigned long long value = PyLong_AsUnsignedLongLongMask(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    int n = (int)((off - 0x540) >> 2);
+    if (off < 0x540 || (off & 3) || n >= r->num_cc) {
+        PyErr_Format(PyExc_ValueError, "+%#lx is not a CC register", off);
+        return NULL;
+    }
+    PyObject *values = rc_values(r);
+    if (values == NULL)
+        return NULL;
+    long long old, nw;
+    if (rc_cc(r, values, n, &old))
+        goto fail;
+    nw = (old & ~r->mask) | ((long long)value & r->mask);
+    PyObject *key = PyLong_FromLong(off), *v = PyLong_FromLongLong(nw);
+    int err = key == NULL || v == NULL || PyDict_SetItem(values, key, v);
+    Py_XDECREF(key);
+    Py_XDECREF(v);
+    if (err)
+        goto fail;
+    if (nw != old && rc_rearm(r))            /* _wr_cc */
+        goto fail;
+    if (r->cells->cell[r->ci[0]]) {          /* the N+1 window (see Rtc.write) */
+        long long now, k, cur;
+        if (attr_ll(r->clock, str_now, &now))
+            goto fail;
+        rc_count_at(r, now, &k, &cur);
+        long long *cell = r->cells->cell;
+        long long next_inc = cell[r->ci[1]] + (k + 1) * cell[r->ci[2]];
+        long long sync_done = (now / r->lfclk + 2) * r->lfclk;
+        PyObject *supp = PyObject_GetAttr(r->model, str_suppress_k);
+        if (supp == NULL)
+            goto fail;
+        PyObject *item = (((nw - cur) & r->mask) == 1 && next_inc <= sync_done)
+                         ? PyLong_FromLongLong(k + 1) : Py_NewRef(Py_None);
+        err = item == NULL || PySequence_SetItem(supp, n, item);
+        Py_XDECREF(item);
+        Py_DECREF(supp);
+        if (err)
+            goto fail;
+    }
+    Py_DECREF(values);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(values);
+    return NULL;
+}
+
+static int RtcCore_init(RtcCore *r, PyObject *args, PyObject *kwds) {
+    PyObject *model, *ev, *clock, *cells, *ci;
+    int num_cc;
+    long long mask, lfclk;
+    if (!PyArg_ParseTuple(args, "OOOO!iOLL", &model, &ev, &clock, &CellsType, &cells, &num_cc,
+                          &ci, &mask, &lfclk))
+        return -1;
+    if (!PyTuple_Check(ci) || PyTuple_GET_SIZE(ci) != 5 || num_cc < 0 || num_cc > 16
+        || lfclk <= 0) {
+        PyErr_SetString(PyExc_ValueError, "RtcCore(model, event, clock, cells, num_cc, "
+                        "(running, base_time, period, base_value, evten cells), mask, lfclk)");
+        return -1;
+    }
+    for (int i = 0; i < 5; i++) {
+        long v = PyLong_AsLong(PyTuple_GET_ITEM(ci, i));
+        if (v < 0 || v >= NCELLS) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "cell index out of range");
+            return -1;
+        }
+        r->ci[i] = (int)v;
+    }
+    Py_INCREF(model); Py_XSETREF(r->model, model);
+    Py_INCREF(ev); Py_XSETREF(r->ev, ev);
+    Py_INCREF(clock); Py_XSETREF(r->clock, clock);
+    Py_INCREF(cells); Py_XSETREF(r->cells, (Cells *)cells);
+    r->num_cc = num_cc;
+    r->mask = mask;
+    r->lfclk = lfclk;
+    return 0;
+}
+
+static int RtcCore_traverse(RtcCore *r, visitproc visit, void *arg) {
+    Py_VISIT(r->model);
+    Py_VISIT(r->ev);
+    Py_VISIT(r->clock);
+    Py_VISIT(r->cells);
+    return 0;
+}
+
+static int RtcCore_clear(RtcCore *r) {
+    Py_CLEAR(r->model);
+    Py_CLEAR(r->ev);
+    Py_CLEAR(r->clock);
+    Py_CLEAR(r->cells);
+    return 0;
+}
+
+static void RtcCore_dealloc(RtcCore *r) {
+    PyObject_GC_UnTrack(r);
+    RtcCore_clear(r);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyMethodDef RtcCore_methods[] = {
+    {"fire", (PyCFunction)RtcCore_fire, METH_NOARGS,
+     "fire(): the RTC's clock event (Rtc._on_event), or the model's own when routed/watched"},
+    {"rearm", (PyCFunction)RtcCore_rearm, METH_NOARGS, "rearm(): Rtc._rearm"},
+    {"write_cc", (PyCFunction)(void (*)(void))RtcCore_write_cc, METH_FASTCALL,
+     "write_cc(offset, value): a CPU write of CC[n] (the CC branch of Rtc.write)"},
+    {NULL}
+};
+
+static PyMemberDef RtcCore_members[] = {
+    {"fired", T_ULONGLONG, offsetof(RtcCore, fired), 0, "clock events carried out in C"},
+    {"handed", T_ULONGLONG, offsetof(RtcCore, handed), 0,
+     "clock events handed to the model (routed to PPI, watched)"},
+    {NULL}
+};
+
+static PyTypeObject RtcCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "emu.soc._mmio.RtcCore",
+    .tp_doc = "The RTC's clock event and CC writes in C (see _mmio.c).",
+    .tp_basicsize = sizeof(RtcCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)RtcCore_init,
+    .tp_dealloc = (destructor)RtcCore_dealloc,
+    .tp_traverse = (traverseproc)RtcCore_traverse,
+    .tp_clear = (inquiry)RtcCore_clear,
+    .tp_methods = RtcCore_methods,
+    .tp_members = RtcCore_members,
+};
+
 static PyObject *mmio_map(PyObject *module, PyObject *args) {
     unsigned long long fnaddr, uch, base, size;
     PyObject *slot;
@@ -2479,7 +2941,8 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC PyInit__mmio(void) {
     if (PyType_Ready(&SlotType) < 0 || PyType_Ready(&RegsType) < 0
         || PyType_Ready(&FlashGuardType) < 0 || PyType_Ready(&CellsType) < 0
-        || PyType_Ready(&StreamSetType) < 0 || PyType_Ready(&PageMapType) < 0)
+        || PyType_Ready(&StreamSetType) < 0 || PyType_Ready(&PageMapType) < 0
+        || PyType_Ready(&RtcCoreType) < 0)
         return NULL;
     struct { PyObject **p; const char *s; } names[] = {
         {&str_base_ticks, "_cycle_base_ticks"}, {&str_base_cycles, "_cycle_base"},
@@ -2487,11 +2950,23 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_obj, "obj"}, {&str_args, "args"}, {&str_timed, "timed"}, {&str_mask, "mask"},
         {&str_slow_bits, "slow_bits"}, {&str_guard, "guard"}, {&str_cells_attr, "_cells"},
         {&str_native_cells, "NATIVE_CELLS"}, {&str_inten_name, "inten"},
-        {&str_stream, "stream"}, {&str_irq_level, "irq_level"},
+        {&str_stream, "stream"}, {&str_irq_level, "irq_level"}, {&str_when, "when"},
+        {&str_seq, "_seq"}, {&str_heap, "_heap"}, {&str_next_deadline, "next_deadline"},
+        {&str_on_earlier, "on_earlier_deadline"}, {&str_suppress_k, "suppress_k"},
+        {&str_event_listeners, "event_listeners"}, {&str_power_watch, "power_watch"},
+        {&str_irq, "irq"}, {&str_soc, "soc"}, {&str_set_irq, "set_irq"},
+        {&str_on_event, "_on_event"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
             return NULL;
+    PyObject *hq = PyImport_ImportModule("_heapq");      /* emu/clock.py's heappush */
+    if (hq == NULL)
+        return NULL;
+    heappush_fn = PyObject_GetAttrString(hq, "heappush");
+    Py_DECREF(hq);
+    if (heappush_fn == NULL)
+        return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL)
         return NULL;
@@ -2509,7 +2984,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     if (PyModule_AddObject(m, "StreamSet", (PyObject *)&StreamSetType) < 0 || PyModule_AddObject(m, "Regs", (PyObject *)&RegsType) < 0
         || PyModule_AddObject(m, "FlashGuard", (PyObject *)&FlashGuardType) < 0
         || PyModule_AddObject(m, "Cells", (PyObject *)&CellsType) < 0
-        || PyModule_AddObject(m, "PageMap", (PyObject *)&PageMapType) < 0) {
+        || PyModule_AddObject(m, "PageMap", (PyObject *)&PageMapType) < 0
+        || PyModule_AddObject(m, "RtcCore", (PyObject *)&RtcCoreType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -26,13 +26,19 @@ before the first period and while not running: the RTC), ``CYCLES`` (the
 CPU's cycle counter less a base: the DWT's CYCCNT).  Writes: ``EVENT``
 (clear/set an event register), ``INTENSET``/``INTENCLR``/``INTEN``,
 ``VALUE`` (store a plain register through its mask, RW/W1S/W1C) and ``BITS``
-(set or clear bits of an integer attribute: the NVIC's enable bits).
+(set or clear bits of an integer attribute: the NVIC's enable bits) and
+``CALL`` (``fn(offset, value)``, a model callable: the RTC's CC writes,
+carried out by emu.soc._mmio.RtcCore in C).
 
-A write op never changes an interrupt line itself: when the access would
+A write op never raises an interrupt line itself: when the access would
 change ``obj``'s line (or a bit of ``slow_bits``, bits whose change the
 model must see, e.g. the RTC's TICK), the op *bails*: it leaves everything
 untouched and the access goes to the model's ``write`` as if there were no
-op.  A ``guard`` (``(busy_attr, due_attr)``) makes any op bail while
+op.  Lowering is the exception where the model declares the line's sink:
+EVENT, INTENCLR and INTEN ops with ``args`` ``(cpu, irq, listeners)``
+(NrfPeripheral._line_sink) lower the line in C as the model's write would
+(the CPU's ``irq_level`` bit cleared; bailing while the SoC has listeners);
+the pure-Python interpreter hands such a write to the model.  A ``guard`` (``(busy_attr, due_attr)``) makes any op bail while
 ``getattr(obj, busy_attr) is not None and clock.now >= getattr(obj,
 due_attr)``: a lazily completed transfer is due and the model must finish
 it first (the legacy SPI's byte completion).
@@ -115,14 +121,15 @@ def cell_property(index: int, doc: str = ""):
 
 # kinds (the numbers are shared with _mmio.c)
 R_CALL, R_VALUE, R_EVENT, R_ATTR, R_CONST, R_COUNTER, R_CYCLES = 2, 3, 4, 5, 6, 7, 8
-W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE, W_TXD, W_BITS = 20, 21, 22, 23, 24, 25, 26
+W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE, W_TXD, W_BITS, W_CALL = \
+    20, 21, 22, 23, 24, 25, 26, 27
 # W_VALUE access modes
 MODE_RW, MODE_W1S, MODE_W1C = 0, 1, 2
 
 READ_KINDS = {R_CALL: "call", R_VALUE: "value", R_EVENT: "event", R_ATTR: "attr",
               R_CONST: "const", R_COUNTER: "counter", R_CYCLES: "cycles"}
 WRITE_KINDS = {W_EVENT: "event", W_INTENSET: "intenset", W_INTENCLR: "intenclr",
-               W_INTEN: "inten", W_VALUE: "value", W_TXD: "txd", W_BITS: "bits"}
+               W_INTEN: "inten", W_VALUE: "value", W_TXD: "txd", W_BITS: "bits", W_CALL: "call"}
 
 
 class Op:
@@ -132,6 +139,8 @@ class Op:
     COUNTER ``(running, base_time, period, base_value)`` attribute names;
     CYCLES ``(base,)``: the CPU's cycle count less ``base``, 32 bits (``obj``
     has ``cpu``; the DWT's CYCCNT while it counts);
+    W_EVENT/W_INTENCLR/W_INTEN ``()`` or ``(cpu, irq, listeners)`` (the
+    line's sink, for lowering it in C); W_CALL ``(fn,)``;
     W_VALUE ``(mode[, offset])`` (``offset``: the register the bits go to,
     when not the one accessed: the PPI's CHENSET/CHENCLR set and clear bits of
     CHEN); W_BITS ``(name, mode, shift, bail, bail_shift)``: set (W1S) or
@@ -271,6 +280,8 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
     elif kind == W_TXD:
         def inner(off, value):       # only the native bus streams: here, the model
             return generic(off, value)
+    elif kind == W_CALL:
+        inner = op.args[0]
     elif kind == W_VALUE:
         mode, mask = op.args[0], op.mask
         target = op.args[1] if len(op.args) > 1 else None

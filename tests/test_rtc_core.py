@@ -1,0 +1,137 @@
+"""The RTC's clock event, its re-planning and CPU writes of CC in C
+(emu.soc._mmio.RtcCore, used by emu.peripherals.rtc.Rtc when its Cells are
+native): the same steps as Rtc._on_event, _rearm and Rtc.write's CC branch.
+
+firmware/tests/periph_rtc_core.c (a periodic compare re-armed from its
+handler as wasp-os's tick does, two CCs on one edge, an unrouted compare
+polled, one routed to PPI and enabled, the N+1 window, TICK and overflow
+interrupts) passes natively and in pure Python in the same cycles,
+accesses per register and registers; the companion gives the core only
+CC[0] and sees CC[1]'s event missing.  A snapshot taken mid-tick restores
+into a machine whose core goes on in the same cycles.  On real firmware
+(wasp-os's 1 kHz tick, InfiniTime's advertising and tickless idle), when the
+images are present, the core on or off gives the same cycles, accesses per
+register, screen, NOR, air and RAM."""
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_firmware_passed
+from emu import Machine
+from emu.peripherals import rtc
+
+FW = "periph_rtc_core"
+RTC1 = 0x40011000
+
+
+def _state(m):
+    cpu = m.cpu
+    return {"cycles": cpu.cycles, "now": m.clock.now, "console": m.console_text(),
+            "regs": cpu.core_registers(), "ram": cpu.read_mem(0x20000000, 0x10000),
+            "accesses": m.soc.bus.accesses,
+            "per_register": {k: (s[0] + s[1], s[2] + s[3])
+                             for k, s in m.soc.bus.access_stats().items()},
+            "pending": m.clock.pending_events()}
+
+
+def _rtc1(m):
+    return m.soc.bus.slots[RTC1]
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_rtc_core_firmware_passes(fw, pure):
+    m = Machine(fw(FW), board="nrf52832", pure_python=pure)
+    r = m.run(ms=100)
+    assert_firmware_passed(m, r, min_passes=11)
+    core = _rtc1(m)._core
+    if pure:
+        assert core is None
+    else:      # the periodic ticks in C, the routed compare handed to the model
+        assert core.fired >= 40 and core.handed >= 1
+        cc = m.soc.bus.access_stats()[(RTC1, 0x540)]
+        assert cc[2] >= 30 and cc[3] == 0          # CC[0] writes: all by the op
+
+
+def test_native_and_python_agree(fw):
+    runs = []
+    for pure in (False, True):
+        m = Machine(fw(FW), board="nrf52832", pure_python=pure)
+        m.run(ms=100)
+        runs.append(_state(m))
+    for k in runs[0]:
+        assert runs[0][k] == runs[1][k], f"{k} differs between the core and the model"
+
+
+def test_core_knowing_only_cc0_is_seen(fw, monkeypatch):
+    """Companion: a core told the RTC has one CC register never sets CC[1]'s
+    event: the firmware sees it missing on the shared edge."""
+    from emu.soc import _mmio
+    real = _mmio.RtcCore
+
+    def one_cc(model, ev, clock, cells, num_cc, *rest):
+        return real(model, ev, clock, cells, 1, *rest)
+    monkeypatch.setattr(_mmio, "RtcCore", one_cc)
+    m = Machine(fw(FW), board="nrf52832")
+    r = m.run(ms=100)
+    assert "FAIL CC[1] on the shared edge" in m.console_text()
+    assert r.exit_code != 0
+
+
+def test_snapshot_mid_tick_goes_on_the_same(fw, tmp_path):
+    """Save while the periodic compares run (the core's next edge pending),
+    restore into a new machine: it ends in the same state as one never saved."""
+    whole = Machine(fw(FW), board="nrf52832")
+    whole.run(ms=100)
+    m = Machine(fw(FW), board="nrf52832")
+    m.run(us=300)
+    assert _rtc1(m)._core.fired > 0
+    path = str(tmp_path / "mid.snap")
+    m.save_snapshot(path)
+    r = Machine.from_snapshot(path)
+    r.run(ms=100 - r.time * 1000)
+    a, b = _state(whole), _state(r)
+    for k in ("cycles", "console", "regs", "ram"):
+        assert a[k] == b[k], f"{k} differs after the snapshot"
+
+
+CACHE = Path.home() / ".cache" / "pinetime-emu"
+
+
+def _image(env: str, pattern: str) -> str:
+    p = os.environ.get(env)
+    if not p:
+        found = sorted(CACHE.glob(pattern))
+        p = str(found[-1]) if found else ""
+    if not p or not Path(p).exists():
+        pytest.skip(f"no image: set {env} (or put one in {CACHE}/{pattern})")
+    return p
+
+
+@pytest.mark.parametrize("which", ["wasp-os", "infinitime"])
+def test_core_changes_nothing_on_real_firmware(monkeypatch, which):
+    """wasp-os's boot and 1 kHz tick to 5 emulated s, InfiniTime's first 3 s
+    (advertising heard by a scanner, FreeRTOS's tickless idle on RTC1, NimBLE
+    on RTC0): the RTC core on or off, the same cycles, accesses per register,
+    pending events, screen, NOR, air and RAM."""
+    from emu.phone.scanner import Scanner
+    path = (_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
+            if which == "wasp-os" else
+            _image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(rtc.Rtc, "native_core", on)
+        m = Machine(path, flash_file=None)
+        Scanner(m.air)
+        m.run(seconds=5.0 if which == "wasp-os" else 3.0)
+        st = _state(m)
+        st.update(screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
+                  air=[tuple(p) for p in m.air.log])
+        core = _rtc1(m)._core
+        st["fired"] = core.fired if core is not None else None
+        runs.append(st)
+    on, off = runs
+    assert on.pop("fired") > 500 and off.pop("fired") is None    # the core did the ticks
+    assert on["cycles"] > 60_000_000
+    for k in on:
+        assert on[k] == off[k], f"{k} differs between the RTC core and the model"
