@@ -79,6 +79,7 @@ _FP_REGS = [A.UC_ARM_REG_S0 + i for i in range(16)] + [A.UC_ARM_REG_FPSCR]
 _UNSTACKED_REGS = (A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
                    A.UC_ARM_REG_R12, A.UC_ARM_REG_LR)
 _WORDS = {n: struct.Struct(f"<{n}I") for n in (1, 8, 17, 26)}
+_HALF = struct.Struct("<H")
 # the registers emu.soc._mmio.Regs.exc_push/exc_enter/exc_pop use, in its order
 _EXC_IDS = ([A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
              A.UC_ARM_REG_R12, A.UC_ARM_REG_LR, A.UC_ARM_REG_XPSR, A.UC_ARM_REG_CONTROL,
@@ -1978,10 +1979,11 @@ class CortexM:
         if cs.reason == 0:
             # Unicorn returned by itself: WFI (or a block hook stop we did not ask for)
             pc = uc.reg_read(A.UC_ARM_REG_PC)
-            try:
-                hw = struct.unpack("<H", uc.mem_read(pc - 2, 2))[0]
-            except UcError:
-                hw = 0
+            # the halfword before PC through the reused buffer (the binding's
+            # mem_read allocates and audits: wasp-os's 1 kHz tick ends here)
+            buf = self._membuf
+            hw = 0 if self._c_mem_read(self._uch, (pc - 2) & 0xFFFFFFFF, buf, 2) \
+                else _HALF.unpack_from(buf)[0]
             if hw == 0xBF30:
                 self.sleeping = True
                 self.sleep_kind = "wfi"

@@ -390,6 +390,8 @@ typedef struct {
      * listeners told; the op bails while any listens) */
     int lower;               /* 1: a[0] cpu, a[2] the listeners list */
     unsigned long long lower_bit;
+    Cells *bits_cells;       /* BITS on an attribute kept in a cell (NATIVE_CELLS): */
+    int bits_cell;           /* its Cells and index, written here without Python */
 } COp;
 
 /* The block hook's polling-loop fields (bh_state in emu/cpu/_blockhook.c,
@@ -561,6 +563,7 @@ static void op_clear(COp *op) {
     Py_CLEAR(op->g_busy);
     Py_CLEAR(op->g_due);
     Py_CLEAR(op->cells);
+    Py_CLEAR(op->bits_cells);
     memset(op, 0, sizeof *op);     /* kind K_UNKNOWN, nogil 0 */
 }
 
@@ -702,6 +705,20 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
             goto bad;
         Py_CLEAR(op->a[1]);        /* a[3]: the bail attribute (None: never) */
         Py_CLEAR(op->a[2]);
+        /* the attribute a cell_property over the model's C Cells: the cell itself */
+        PyObject *names = PyObject_GetAttr(op->obj, str_native_cells);
+        PyObject *c = names != NULL ? PyObject_GetAttr(op->obj, str_cells_attr) : NULL;
+        if (c != NULL && PyTuple_Check(names) && PyObject_TypeCheck(c, &CellsType)) {
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names) && j < NCELLS; j++)
+                if (PyUnicode_Compare(PyTuple_GET_ITEM(names, j), op->a[0]) == 0) {
+                    op->bits_cell = (int)j;
+                    op->bits_cells = (Cells *)c;
+                    Py_INCREF(c);
+                }
+        }
+        Py_XDECREF(c);
+        Py_XDECREF(names);
+        PyErr_Clear();
     }
     if ((kind == W_EVENT || kind == W_INTENSET || kind == W_INTENCLR || kind == W_INTEN)
         && n >= 3) {              /* (cpu, irq, listeners): lowering the line here */
@@ -921,6 +938,12 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
                 return -1;
             if (bits & (b >> op->bail_shift))
                 return 1;                   /* the model decides (a pending IRQ enabled, TICK) */
+        }
+        if (op->bits_cells != NULL) {        /* a cell: cell_property's int() */
+            long long *cell = &op->bits_cells->cell[op->bits_cell];
+            uint64_t cur = (uint64_t)*cell;
+            *cell = (long long)(op->mode == MODE_W1S ? (cur | bits) : (cur & ~bits));
+            return 0;
         }
         x = PyObject_GetAttr(obj, op->a[0]);
         if (x == NULL)
@@ -1431,6 +1454,7 @@ static int table_traverse(COp *rops, COp *wops, uint16_t *used, int nused, visit
         COp *op = table_op(rops, wops, used[i]);
         Py_VISIT(op->obj);
         Py_VISIT((PyObject *)op->cells);
+        Py_VISIT((PyObject *)op->bits_cells);
         for (int k = 0; k < 4; k++)
             Py_VISIT(op->a[k]);
     }
