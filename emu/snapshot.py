@@ -141,7 +141,8 @@ SKIP_ATTRS = {
                                 "_flash_guard", "_mem_hooks", "pagemap", "_fast_ram_range",
                                 # the engine's uc_mem_read/write and their buffer
                                 "_uch", "_c_mem_read", "_c_mem_write", "_membuf",
-                                "_xregs"},   # exception entry/return in C (structure)
+                                "_xregs",    # exception entry/return in C (structure)
+                                "_exc_hook"},   # the INTR hook in C (ExcHook)
     # the MPU: its registers through save_state/load_state, the rest derived
     "emu.cpu.mpu.Mpu": {"cpu", "ctrl", "rnr", "rbar", "rasr", "_installed", "_prot",
                         "_cache", "_applied", "_pages", "_base", "_config", "_ram", "_perms",

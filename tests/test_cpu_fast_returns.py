@@ -92,6 +92,7 @@ def test_return_without_thumb_bit_is_detected(fw, monkeypatch):
             uc.emu_stop()
         return True
     monkeypatch.setattr(cortexm.CortexM, "_return_in_hook", no_thumb)
+    monkeypatch.setattr(cortexm.CortexM, "native_returns", False)   # the Python hook's
     m = Machine(fw("cpu_fast_return"), board="nrf52832")
     r = m.run(ms=20)
     assert not (r.reason == "exit" and r.exit_code == 0)
@@ -111,6 +112,7 @@ def test_return_without_mask_watch_is_detected(fw, monkeypatch):
         self._slice_blocks = self.cs.blocks
         return True
     monkeypatch.setattr(cortexm.CortexM, "_return_in_hook", no_watch)
+    monkeypatch.setattr(cortexm.CortexM, "native_returns", False)   # the Python hook's
     m = Machine(fw("cpu_fast_return"), board="nrf52832")
     r = m.run(ms=20)
     text = m.console_text()

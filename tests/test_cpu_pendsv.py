@@ -28,6 +28,7 @@ def test_return_ignoring_psp_is_detected(run_firmware, monkeypatch):
     orig = cortexm.CortexM.exception_return
     monkeypatch.setattr(cortexm.CortexM, "exception_return",
                         lambda self, exc_return: orig(self, exc_return & ~4))
+    monkeypatch.setattr(cortexm.CortexM, "native_returns", False)   # returns in Python
     m, r = run_firmware("cpu_pendsv", ms=10)
     assert r.reason != "exit" or r.exit_code != 0
     assert "PASS threads alternate" not in m.console_text()

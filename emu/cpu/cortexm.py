@@ -191,7 +191,9 @@ class CortexM:
         self.stop_info: dict = {}
         self.exit_code: Optional[int] = None
         self.instructions_hint = 0
-        self._raw_hook(UC_HOOK_INTR, "HOOK_INTR_CFUNC", self._hook_intr, None)
+        self._exc_hook = self._native_intr_hook()
+        if self._exc_hook is None:
+            self._raw_hook(UC_HOOK_INTR, "HOOK_INTR_CFUNC", self._hook_intr, None)
         # the hooks on memory accesses: unmapped addresses, and stores into
         # read-only flash, dropped in C when the native helpers are built
         # (registered first, so Unicorn asks it first), else in Python.
@@ -284,6 +286,51 @@ class CortexM:
         if err:
             raise UcError(err)
         self._mmio_cfuncs.append(fptr)          # keep it alive as long as the engine
+
+    # Exception returns in the INTR hook are carried out in C (emu.soc._mmio.
+    # ExcHook: the steps of _return_in_hook and exception_return when nothing
+    # but the return happens) with the native helpers; anything else calls
+    # _hook_intr as the ctypes hook did.  False: the Python hook throughout.
+    native_returns = True
+
+    def _native_intr_hook(self):
+        """The INTR hook installed in C (ExcHook), or None (pure Python, the
+        switch off): then _raw_hook installs _hook_intr."""
+        if (not self.native_returns or self._xregs is None
+                or not getattr(self.counter, "native", False)):
+            return None
+        from unicorn.unicorn_py3.unicorn import uclib
+
+        from emu.soc import _mmio
+        uc = self.uc
+        hook_intr = self._hook_intr
+
+        def fallback(intno):              # _raw_hook's callback, for the Python hook
+            try:
+                hook_intr(uc, intno, None)
+            except BaseException as e:
+                if uc._hook_exception is None:
+                    uc._hook_exception = e
+                uc.emu_stop()
+        addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value   # noqa: E731
+        cs = self.cs
+        field = lambda n: ctypes.addressof(cs) + getattr(type(cs), n).offset   # noqa: E731
+        hook = _mmio.ExcHook()
+        err = hook.install(addr(uclib.uc_hook_add), self._uch.value, UC_HOOK_INTR,
+                           addr(uclib.uc_emu_stop), self, self._xregs, uc, fallback,
+                           self.profile == "m4", self.prio_mask,
+                           (A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK,
+                            A.UC_ARM_REG_PC),
+                           tuple(field(n) for n in ("mask_watch", "pend_prio", "active_prio",
+                                                    "prigroup_mask", "blocks")))
+        if err:
+            raise UcError(err)
+        return hook
+
+    def _unstacking_error(self, sp: int) -> None:
+        """The frame of an exception return cannot be read (ExcHook calls it)."""
+        self.cfsr |= 1 << 11  # BFSR.UNSTKERR
+        self._lockup(f"unstacking error at SP={sp:#010x}")
 
     def map_mmio_native(self, base: int, size: int, name: str, slot) -> None:
         """Map an MMIO region served by emu.soc._mmio's C callbacks (``slot``

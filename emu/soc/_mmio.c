@@ -2049,27 +2049,22 @@ static PyObject *Regs_exc_enter(Regs *r, PyObject *const *a, Py_ssize_t n) {
     return PyLong_FromUnsignedLong(vec);
 }
 
-/* exc_pop(use_psp, fp_frame, to_thread) -> (0, ipsr) with the frame
- *   unstacked and the mode, registers, xPSR and PC restored, or (err, sp)
- *   when the frame cannot be read (nothing changed) */
-static PyObject *Regs_exc_pop(Regs *r, PyObject *const *a, Py_ssize_t n) {
-    if (n != 3 || r->mem_rd == NULL) {
-        PyErr_SetString(PyExc_TypeError, "exc_pop(use_psp, fp_frame, to_thread) after set_exc");
-        return NULL;
-    }
-    int use_psp = PyObject_IsTrue(a[0]), fp = PyObject_IsTrue(a[1]), to_thread = PyObject_IsTrue(a[2]);
-    if (PyErr_Occurred())
-        return NULL;
+/* The unstacking of exc_pop: 0 with *out = the new IPSR, a positive
+ * uc_err with *out = the SP when the frame cannot be read (nothing
+ * changed), -1 with a Python exception set. */
+static int exc_pop_c(Regs *r, int use_psp, int fp, int to_thread, uint32_t *out) {
     int err = 0;
     uint32_t msp = xr(r, X_MSP, &err), psp = xr(r, X_PSP, &err), control = xr(r, X_CONTROL, &err);
     if (err)
-        return regs_err(r, err), NULL;
+        return regs_err(r, err);
     uint32_t sp = use_psp ? psp : msp;
     uint32_t framesize = fp ? 0x68 : 0x20;
     unsigned char buf[0x68];
     int e = r->mem_rd(r->uch, sp, buf, framesize);
-    if (e)
-        return Py_BuildValue("(iK)", e, (unsigned long long)sp);
+    if (e) {
+        *out = sp;
+        return e > 0 ? e : 1;
+    }
     uint32_t w[26];
     for (uint32_t i = 0; i < framesize / 4; i++)
         w[i] = buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 | (uint32_t)buf[4 * i + 2] << 16
@@ -2099,8 +2094,29 @@ static PyObject *Regs_exc_pop(Regs *r, PyObject *const *a, Py_ssize_t n) {
     xw(r, X_NZCV, xr(r, X_NZCV, &err), &err);        /* _refresh_flags */
     xw(r, X_PC, pc & ~1u, &err);
     if (err)
-        return regs_err(r, err), NULL;
-    return Py_BuildValue("(iI)", 0, ipsr);
+        return regs_err(r, err);
+    *out = ipsr;
+    return 0;
+}
+
+/* exc_pop(use_psp, fp_frame, to_thread) -> (0, ipsr) with the frame
+ *   unstacked and the mode, registers, xPSR and PC restored, or (err, sp)
+ *   when the frame cannot be read (nothing changed) */
+static PyObject *Regs_exc_pop(Regs *r, PyObject *const *a, Py_ssize_t n) {
+    if (n != 3 || r->mem_rd == NULL) {
+        PyErr_SetString(PyExc_TypeError, "exc_pop(use_psp, fp_frame, to_thread) after set_exc");
+        return NULL;
+    }
+    int use_psp = PyObject_IsTrue(a[0]), fp = PyObject_IsTrue(a[1]), to_thread = PyObject_IsTrue(a[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    uint32_t out;
+    int e = exc_pop_c(r, use_psp, fp, to_thread, &out);
+    if (e < 0)
+        return NULL;
+    if (e)
+        return Py_BuildValue("(iK)", e, (unsigned long long)out);
+    return Py_BuildValue("(iI)", 0, out);
 }
 
 static PyMethodDef Regs_methods[] = {
@@ -2132,6 +2148,498 @@ static PyTypeObject RegsType = {
     .tp_traverse = (traverseproc)Regs_traverse,
     .tp_clear = (inquiry)Regs_clear,
     .tp_methods = Regs_methods,
+};
+
+/* ======================================================================
+ * ExcHook: exception returns in the engine's INTR hook, without Python.
+ *
+ * The INTR hook (UC_HOOK_INTR) is installed here in C.  An exception return
+ * (intno 8) that CortexM._return_in_hook would carry out inside the slice,
+ * with no tail-chain and no MPU, is done here with the same steps in the
+ * same order: the on_exception listeners told, ``active``/``pending``
+ * updated (a line still high pends again), FAULTMASK cleared, the frame
+ * popped (Regs' exc_pop), PC's Thumb bit, and the check whether the run
+ * loop must act (an entry that can be taken now, a fault handler, sleep, a
+ * stop): then the slice ends as in Python (``_trap = ("returned",)``),
+ * otherwise the slice goes on, with the block hook's mask watch armed as
+ * CortexM._pending_to_enter arms it.  The NVIC state stays the CortexM's
+ * Python attributes (pending, active, irq_level, irq_enabled, prio,
+ * prigroup, shcsr, scr), read and written here through the C API.
+ * Anything else (other interrupts, a tail-chain, faults, NMI, SLEEPONEXIT,
+ * the MPU, a watched run) goes to the Python hook, with nothing changed.
+ * ====================================================================== */
+static int set_ll(PyObject *o, PyObject *name, long long v);
+
+typedef int (*uc_hook_add_fn2)(void *uc, size_t *hh, int type, void *callback, void *user_data,
+                               uint64_t begin, uint64_t end);
+typedef int (*uc_emu_stop_fn2)(void *uc);
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *cpu;            /* the CortexM */
+    Regs *regs;               /* its engine's registers (exc_pop) */
+    PyObject *fallback;       /* fallback(intno): the Python hook (CortexM._hook_intr) */
+    PyObject *uc;             /* the binding's Uc (an exception kept as the binding does) */
+    PyObject *trap;           /* ("returned",) */
+    void *uch;
+    uc_emu_stop_fn2 emu_stop;
+    int m4;
+    uint32_t prio_mask;
+    int id_primask, id_basepri, id_faultmask, id_pc;
+    volatile int32_t *mask_watch, *pend_prio, *active_prio;
+    volatile uint32_t *prigroup_mask;
+    volatile uint64_t *blocks;
+    size_t hh;
+    int on;                   /* 0: every interrupt to the Python hook */
+    unsigned long long returns, handed;
+} ExcHook;
+
+static PyObject *str_ipsr_attr, *str_fast_returns, *str_watched, *str_scr, *str_mpu,
+                *str_installed, *str_on_exception, *str_active, *str_pending, *str_irq_enabled,
+                *str_prio, *str_prigroup, *str_shcsr, *str_sleeping_attr, *str_stop_reason,
+                *str_returns_in_hook, *str_slice_pc, *str_slice_blocks, *str_trap,
+                *str_hook_exception;
+
+/* The NVIC's state as CortexM holds it */
+typedef struct {
+    uint64_t pending, active, irq_level, irq_enabled;
+    long long shcsr, prigroup, scr;
+    PyObject *prio;           /* borrowed from the cpu (a list) */
+} Nvic;
+
+static int u64_attr(PyObject *o, PyObject *name, uint64_t *out) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int set_u64(PyObject *o, PyObject *name, uint64_t v) {
+    PyObject *n = PyLong_FromUnsignedLongLong(v);
+    if (n == NULL)
+        return -1;
+    int err = PyObject_SetAttr(o, name, n);
+    Py_DECREF(n);
+    return err;
+}
+
+static int truthy_attr(PyObject *o, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    int t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return t;
+}
+
+/* 0, or -1 (a Python error, or state this code does not handle: *odd = 1) */
+static int nvic_load(ExcHook *h, Nvic *n, PyObject **prio_ref) {
+    PyObject *cpu = h->cpu;
+    if (u64_attr(cpu, str_pending, &n->pending) || u64_attr(cpu, str_active, &n->active)
+        || u64_attr(cpu, str_irq_level, &n->irq_level)
+        || u64_attr(cpu, str_irq_enabled, &n->irq_enabled)
+        || attr_ll(cpu, str_shcsr, &n->shcsr) || attr_ll(cpu, str_prigroup, &n->prigroup)
+        || attr_ll(cpu, str_scr, &n->scr))
+        return -1;
+    PyObject *p = PyObject_GetAttr(cpu, str_prio);
+    if (p == NULL)
+        return -1;
+    if (!PyList_Check(p) || n->prigroup < 0 || n->prigroup > 7) {
+        Py_DECREF(p);
+        PyErr_SetString(PyExc_ValueError, "unexpected NVIC state");
+        return -1;
+    }
+    n->prio = p;
+    *prio_ref = p;
+    return 0;
+}
+
+static inline long long nv_prio(Nvic *n, int e) {
+    return PyLong_AsLongLong(PyList_GET_ITEM(n->prio, e));
+}
+
+static inline long long nv_group(ExcHook *h, Nvic *n, long long raw) {     /* group_prio */
+    if (raw < 0)
+        return raw;
+    long long sub = h->m4 ? (2LL << n->prigroup) - 1 : 0;
+    return raw & ~sub & 0xFF;
+}
+
+/* CortexM.best_pending over ``pend``: 1 with *g, *e set, 0 when none */
+static int nv_best(ExcHook *h, Nvic *n, uint64_t pend, long long *g, int *e) {
+    long long keep = h->m4 ? (~((2LL << n->prigroup) - 1) & 0xFF) : 0xFF;
+    int found = 0;
+    long long bg = 0, braw = 0;
+    while (pend) {
+        int x = __builtin_ctzll(pend);
+        pend &= pend - 1;
+        int enabled;
+        if (x >= 16)
+            enabled = (n->irq_enabled >> (x - 16)) & 1;
+        else if (x == 4)
+            enabled = (n->shcsr >> 16) & 1;
+        else if (x == 5)
+            enabled = (n->shcsr >> 17) & 1;
+        else if (x == 6)
+            enabled = (n->shcsr >> 18) & 1;
+        else
+            enabled = 1;
+        if (!enabled || x >= PyList_GET_SIZE(n->prio))
+            continue;
+        long long raw = nv_prio(n, x);
+        long long kg = raw >= 0 ? (raw & keep) : raw;
+        if (!found || kg < bg || (kg == bg && raw < braw)) {
+            found = 1;
+            bg = kg;
+            braw = raw;
+            *e = x;
+        }
+    }
+    *g = bg;
+    return found;
+}
+
+static long long nv_active_prio(ExcHook *h, Nvic *n, uint64_t act) {     /* active_priority */
+    long long prio = 256;
+    while (act) {
+        int x = __builtin_ctzll(act);
+        act &= act - 1;
+        if (x >= PyList_GET_SIZE(n->prio))
+            continue;
+        long long p = nv_group(h, n, nv_prio(n, x));
+        if (p < prio)
+            prio = p;
+    }
+    return prio;
+}
+
+static inline uint32_t hreg(ExcHook *h, int id, int *err) {
+    uint64_t v = 0;
+    int e = h->regs->rd(h->uch, id, &v);
+    if (e && !*err) *err = e;
+    return (uint32_t)v;
+}
+
+/* _priority_after_return (faultmask 0) or execution_priority (faultmask 1) */
+static long long nv_exec_prio(ExcHook *h, Nvic *n, uint64_t act, int faultmask, int *err) {
+    long long prio = nv_active_prio(h, n, act);
+    if (h->m4) {
+        uint32_t bp = hreg(h, h->id_basepri, err) & h->prio_mask;
+        if (bp && nv_group(h, n, bp) < prio)
+            prio = nv_group(h, n, bp);
+        if (faultmask && (hreg(h, h->id_faultmask, err) & 1))
+            return -1;
+    }
+    if ((hreg(h, h->id_primask, err) & 1) && prio > 0)
+        prio = 0;
+    return prio;
+}
+
+/* CortexM._pending_to_enter: 1 when an entry is due now, 0 when not (the
+ * mask watch armed when only the masks hold the best one back), -1 error */
+static int nv_pending_to_enter(ExcHook *h, Nvic *n) {
+    long long g;
+    int e, err = 0;
+    *h->mask_watch = 0;
+    if (!nv_best(h, n, n->pending, &g, &e))
+        return PyErr_Occurred() ? -1 : 0;
+    long long ap = nv_active_prio(h, n, n->active);
+    if (g >= ap)
+        return 0;
+    long long ep = nv_exec_prio(h, n, n->active, 1, &err);
+    if (err)
+        return regs_err(h->regs, err);
+    if (g < ep)
+        return 1;
+    *h->mask_watch = 1;
+    *h->pend_prio = (int32_t)g;
+    *h->active_prio = (int32_t)ap;
+    long long sub = h->m4 ? (2LL << n->prigroup) - 1 : 0;
+    *h->prigroup_mask = (uint32_t)(h->prio_mask & ~sub & 0xFF);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* 1: the return is done (the slice goes on, or ends as the Python hook
+ * would end it); 0: the Python hook must decide (nothing changed); -1: a
+ * Python exception (state may have changed: raised out of emu_start). */
+static int exc_return_here(ExcHook *h) {
+    PyObject *cpu = h->cpu, *prio = NULL;
+    long long cur;
+    int err = 0;
+    if (attr_ll(cpu, str_ipsr_attr, &cur))
+        return -1;
+    if (cur < 11)                                     /* SVCall and up only */
+        return 0;
+    int t;
+    if ((t = truthy_attr(cpu, str_fast_returns)) <= 0 || (t = truthy_attr(cpu, str_watched)) != 0)
+        return t < 0 ? -1 : 0;
+    uint32_t pc = hreg(h, h->id_pc, &err);
+    if (err)
+        return regs_err(h->regs, err);
+    uint32_t exc_return = pc | 1;
+    switch (exc_return) {
+    case 0xFFFFFFF1u: case 0xFFFFFFF9u: case 0xFFFFFFFDu:
+    case 0xFFFFFFE1u: case 0xFFFFFFE9u: case 0xFFFFFFEDu:
+        break;
+    default:
+        return 0;
+    }
+    PyObject *mpu = PyObject_GetAttr(cpu, str_mpu);
+    if (mpu == NULL)
+        return -1;
+    t = mpu == Py_None ? 0 : truthy_attr(mpu, str_installed);
+    Py_DECREF(mpu);
+    if (t)
+        return t < 0 ? -1 : 0;
+    Nvic n;
+    if (nvic_load(h, &n, &prio))
+        return -1;
+    int rc = 0;
+    if (n.scr & 0x2)                                  /* SLEEPONEXIT: Python */
+        goto out;
+    uint64_t bit = 1ULL << cur;
+    uint64_t active = n.active & ~bit, pending = n.pending;
+    if (cur >= 16 && ((n.irq_level >> (cur - 16)) & 1))
+        pending |= bit;
+    long long g;
+    int e;
+    if (nv_best(h, &n, pending, &g, &e)) {            /* a tail-chain: Python */
+        long long after = nv_exec_prio(h, &n, active, 0, &err);
+        if (err) {
+            rc = regs_err(h->regs, err);
+            goto out;
+        }
+        if (g < after)
+            goto out;
+    }
+    if (PyErr_Occurred()) {
+        rc = -1;
+        goto out;
+    }
+    /* from here on the return is ours */
+    rc = -1;
+    PyObject *ls = PyObject_GetAttr(cpu, str_on_exception);
+    if (ls == NULL)
+        goto out;
+    PyObject *seq = PySequence_Fast(ls, "on_exception");
+    Py_DECREF(ls);
+    if (seq == NULL)
+        goto out;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *x = PyObject_CallFunction(PySequence_Fast_GET_ITEM(seq, i), "LO", cur, Py_False);
+        if (x == NULL) {
+            Py_DECREF(seq);
+            goto out;
+        }
+        Py_DECREF(x);
+    }
+    Py_DECREF(seq);
+    if (set_u64(cpu, str_active, active) || set_u64(cpu, str_pending, pending))
+        goto out;
+    n.active = active;
+    n.pending = pending;
+    if (h->m4) {                                      /* FAULTMASK cleared (not NMI) */
+        uint64_t zero = 0;
+        int ee = h->regs->wr(h->uch, h->id_faultmask, &zero);
+        if (ee) {
+            regs_err(h->regs, ee);
+            goto out;
+        }
+    }
+    int to_thread = (exc_return & 8) != 0, use_psp = (exc_return & 4) != 0;
+    int fp = h->m4 && !(exc_return & 0x10);
+    uint32_t out;
+    int pe = exc_pop_c(h->regs, use_psp, fp, to_thread, &out);
+    if (pe < 0)
+        goto out;
+    if (pe) {                                         /* unstacking error: the lockup */
+        PyObject *x = PyObject_CallMethod(cpu, "_unstacking_error", "I", out);
+        Py_XDECREF(x);
+        goto out;                                     /* (it raises CpuHalt) */
+    }
+    if (set_ll(cpu, str_ipsr_attr, out))
+        goto out;
+    pc = hreg(h, h->id_pc, &err);
+    uint64_t thumb = pc | 1u;
+    if (!err) {
+        int ee = h->regs->wr(h->uch, h->id_pc, &thumb);
+        if (ee) err = ee;
+    }
+    if (err) {
+        regs_err(h->regs, err);
+        goto out;
+    }
+    int stop = 3 <= out && out <= 6;
+    if (!stop) {
+        int r = nv_pending_to_enter(h, &n);
+        if (r < 0)
+            goto out;
+        stop = r;
+    }
+    if (!stop) {
+        if ((t = truthy_attr(cpu, str_sleeping_attr)) < 0)
+            goto out;
+        stop = t;
+    }
+    if (!stop) {
+        if ((t = truthy_attr(cpu, str_stop_reason)) < 0)
+            goto out;
+        stop = t;
+    }
+    if (stop) {
+        if (PyObject_SetAttr(cpu, str_trap, h->trap))
+            goto out;
+        h->emu_stop(h->uch);
+    } else {
+        long long nr;
+        if (attr_ll(cpu, str_returns_in_hook, &nr) || set_ll(cpu, str_returns_in_hook, nr + 1)
+            || set_ll(cpu, str_slice_pc, pc) || set_u64(cpu, str_slice_blocks, *h->blocks))
+            goto out;
+    }
+    h->returns++;
+    rc = 1;
+out:
+    Py_XDECREF(prio);
+    return rc;
+}
+
+/* A Python exception out of the hook: kept on the Uc and the engine stopped,
+ * as the binding's hooks (and CortexM._raw_hook) do. */
+static void hook_keep_exception(ExcHook *h) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value != NULL && tb != NULL)
+        PyException_SetTraceback(value, tb);
+    PyObject *cur = PyObject_GetAttr(h->uc, str_hook_exception);
+    if (cur == Py_None && value != NULL)
+        PyObject_SetAttr(h->uc, str_hook_exception, value);
+    Py_XDECREF(cur);
+    PyErr_Clear();
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    h->emu_stop(h->uch);
+}
+
+static void exc_intr_hook(void *uc, uint32_t intno, void *user_data) {
+    ExcHook *h = (ExcHook *)user_data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (intno == 8 && h->on) {
+        int r = exc_return_here(h);
+        if (r > 0)
+            goto done;
+        if (r < 0) {
+            hook_keep_exception(h);
+            goto done;
+        }
+    }
+    h->handed++;
+    PyObject *x = PyObject_CallFunction(h->fallback, "I", intno);
+    if (x == NULL)
+        hook_keep_exception(h);
+    Py_XDECREF(x);
+done:
+    PyGILState_Release(g);
+}
+
+/* install(uc_hook_add, uc_handle, UC_HOOK_INTR, uc_emu_stop, cpu, regs, uc, fallback,
+ *         m4, prio_mask, (primask, basepri, faultmask, pc ids),
+ *         (mask_watch, pend_prio, active_prio, prigroup_mask, blocks addresses)) */
+static PyObject *ExcHook_install(ExcHook *h, PyObject *args) {
+    unsigned long long hook_add, uch, emu_stop;
+    int htype, m4;
+    unsigned int prio_mask;
+    PyObject *cpu, *regs, *uc, *fallback, *ids, *addrs;
+    if (!PyArg_ParseTuple(args, "KKiKOO!OOiIOO", &hook_add, &uch, &htype, &emu_stop, &cpu,
+                          &RegsType, &regs, &uc, &fallback, &m4, &prio_mask, &ids, &addrs))
+        return NULL;
+    long id[4];
+    unsigned long long ad[5];
+    if (!PyArg_ParseTuple(ids, "llll", &id[0], &id[1], &id[2], &id[3])
+        || !PyArg_ParseTuple(addrs, "KKKKK", &ad[0], &ad[1], &ad[2], &ad[3], &ad[4]))
+        return NULL;
+    if (((Regs *)regs)->mem_rd == NULL) {
+        PyErr_SetString(PyExc_ValueError, "install after Regs.set_exc");
+        return NULL;
+    }
+    Py_INCREF(cpu); Py_XSETREF(h->cpu, cpu);
+    Py_INCREF(regs); Py_XSETREF(h->regs, (Regs *)regs);
+    Py_INCREF(uc); Py_XSETREF(h->uc, uc);
+    Py_INCREF(fallback); Py_XSETREF(h->fallback, fallback);
+    if (h->trap == NULL && (h->trap = Py_BuildValue("(s)", "returned")) == NULL)
+        return NULL;
+    h->uch = (void *)(uintptr_t)uch;
+    h->emu_stop = (uc_emu_stop_fn2)(uintptr_t)emu_stop;
+    h->m4 = m4;
+    h->prio_mask = prio_mask;
+    h->id_primask = (int)id[0]; h->id_basepri = (int)id[1];
+    h->id_faultmask = (int)id[2]; h->id_pc = (int)id[3];
+    h->mask_watch = (volatile int32_t *)(uintptr_t)ad[0];
+    h->pend_prio = (volatile int32_t *)(uintptr_t)ad[1];
+    h->active_prio = (volatile int32_t *)(uintptr_t)ad[2];
+    h->prigroup_mask = (volatile uint32_t *)(uintptr_t)ad[3];
+    h->blocks = (volatile uint64_t *)(uintptr_t)ad[4];
+    h->on = 1;
+    int err = ((uc_hook_add_fn2)(uintptr_t)hook_add)(h->uch, &h->hh, htype,
+                                                     (void *)&exc_intr_hook, h, 1, 0);
+    return PyLong_FromLong(err);
+}
+
+static int ExcHook_traverse(ExcHook *h, visitproc visit, void *arg) {
+    Py_VISIT(h->cpu);
+    Py_VISIT((PyObject *)h->regs);
+    Py_VISIT(h->uc);
+    Py_VISIT(h->fallback);
+    Py_VISIT(h->trap);
+    return 0;
+}
+
+static int ExcHook_clear(ExcHook *h) {
+    h->on = 0;
+    Py_CLEAR(h->cpu);
+    Py_CLEAR(h->regs);
+    Py_CLEAR(h->uc);
+    Py_CLEAR(h->fallback);
+    Py_CLEAR(h->trap);
+    return 0;
+}
+
+static void ExcHook_dealloc(ExcHook *h) {
+    PyObject_GC_UnTrack(h);
+    ExcHook_clear(h);
+    Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+static PyMethodDef ExcHook_methods[] = {
+    {"install", (PyCFunction)ExcHook_install, METH_VARARGS,
+     "install(uc_hook_add, uc, UC_HOOK_INTR, uc_emu_stop, cpu, regs, Uc, fallback(intno), m4, "
+     "prio_mask, (primask, basepri, faultmask, pc ids), (mask_watch, pend_prio, active_prio, "
+     "prigroup_mask, blocks addresses)) -> uc_err"},
+    {NULL}
+};
+
+static PyMemberDef ExcHook_members[] = {
+    {"on", T_INT, offsetof(ExcHook, on), 0, "1: returns carried out here; 0: all to Python"},
+    {"returns", T_ULONGLONG, offsetof(ExcHook, returns), 0, "exception returns done here"},
+    {"handed", T_ULONGLONG, offsetof(ExcHook, handed), 0, "interrupts handed to Python"},
+    {NULL}
+};
+
+static PyTypeObject ExcHookType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "emu.soc._mmio.ExcHook",
+    .tp_doc = "The INTR hook: exception returns in C (see _mmio.c).",
+    .tp_basicsize = sizeof(ExcHook),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)ExcHook_dealloc,
+    .tp_traverse = (traverseproc)ExcHook_traverse,
+    .tp_clear = (inquiry)ExcHook_clear,
+    .tp_methods = ExcHook_methods,
+    .tp_members = ExcHook_members,
 };
 
 /* ======================================================================
@@ -2966,7 +3474,7 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     if (PyType_Ready(&SlotType) < 0 || PyType_Ready(&RegsType) < 0
         || PyType_Ready(&FlashGuardType) < 0 || PyType_Ready(&CellsType) < 0
         || PyType_Ready(&StreamSetType) < 0 || PyType_Ready(&PageMapType) < 0
-        || PyType_Ready(&RtcCoreType) < 0)
+        || PyType_Ready(&RtcCoreType) < 0 || PyType_Ready(&ExcHookType) < 0)
         return NULL;
     struct { PyObject **p; const char *s; } names[] = {
         {&str_base_ticks, "_cycle_base_ticks"}, {&str_base_cycles, "_cycle_base"},
@@ -2979,7 +3487,15 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_on_earlier, "on_earlier_deadline"}, {&str_suppress_k, "suppress_k"},
         {&str_event_listeners, "event_listeners"}, {&str_power_watch, "power_watch"},
         {&str_irq, "irq"}, {&str_soc, "soc"}, {&str_set_irq, "set_irq"},
-        {&str_on_event, "_on_event"},
+        {&str_on_event, "_on_event"}, {&str_ipsr_attr, "_ipsr"},
+        {&str_fast_returns, "fast_returns"}, {&str_watched, "_boundaries_watched"},
+        {&str_scr, "scr"}, {&str_mpu, "mpu"}, {&str_installed, "_installed"},
+        {&str_on_exception, "on_exception"}, {&str_active, "active"}, {&str_pending, "pending"},
+        {&str_irq_enabled, "irq_enabled"}, {&str_prio, "prio"}, {&str_prigroup, "prigroup"},
+        {&str_shcsr, "shcsr"}, {&str_sleeping_attr, "_sleeping"},
+        {&str_stop_reason, "stop_reason"}, {&str_returns_in_hook, "returns_in_hook"},
+        {&str_slice_pc, "_slice_pc"}, {&str_slice_blocks, "_slice_blocks"},
+        {&str_trap, "_trap"}, {&str_hook_exception, "_hook_exception"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
@@ -3009,7 +3525,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         || PyModule_AddObject(m, "FlashGuard", (PyObject *)&FlashGuardType) < 0
         || PyModule_AddObject(m, "Cells", (PyObject *)&CellsType) < 0
         || PyModule_AddObject(m, "PageMap", (PyObject *)&PageMapType) < 0
-        || PyModule_AddObject(m, "RtcCore", (PyObject *)&RtcCoreType) < 0) {
+        || PyModule_AddObject(m, "RtcCore", (PyObject *)&RtcCoreType) < 0
+        || PyModule_AddObject(m, "ExcHook", (PyObject *)&ExcHookType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

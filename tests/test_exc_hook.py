@@ -1,0 +1,135 @@
+"""Exception returns carried out in C in the engine's INTR hook
+(emu.soc._mmio.ExcHook, installed by CortexM._native_intr_hook): the steps
+of CortexM._return_in_hook and exception_return when a return is all that
+happens (no tail-chain, no MPU, no fault handler, no SLEEPONEXIT).
+
+The exception firmware of tests/test_cpu_fast_returns.py (nesting,
+tail-chains, PendSV, FP frames, masked pends, IT blocks, SysTick wake-ups,
+the RTC) runs with the hook in C, with the Python hook, and in pure Python
+in the same cycles, time, console and tail-chains.  The companions give the
+hook a mask watch that is not the block hook's (a pend masked by BASEPRI
+or PRIMASK is then taken late) and a core without FP frames (an FP frame
+is popped as a basic one): the firmware sees both.  On real firmware
+(wasp-os's tick, InfiniTime's advertising), when the images are present,
+returns in C or in Python give the same cycles, accesses per register,
+screen, NOR, air and RAM."""
+import ctypes
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_firmware_passed
+from emu import Machine
+from emu.cpu import cortexm
+from emu.soc import _mmio
+
+from test_cpu_fast_returns import FIRMWARE, fingerprint
+
+REAL_HOOK = _mmio.ExcHook
+
+
+def _run(path, monkeypatch, native=True, pure=False, ms=100):
+    with monkeypatch.context() as mp:
+        mp.setattr(cortexm.CortexM, "native_returns", native)
+        m = Machine(path, board="nrf52832", pure_python=pure)
+        r = m.run(ms=ms)
+    return m, r
+
+
+@pytest.mark.parametrize("name", FIRMWARE)
+def test_returns_in_c_change_nothing(fw, monkeypatch, name):
+    ms = FIRMWARE[name]
+    c, rc = _run(fw(name), monkeypatch, ms=ms)
+    py, rpy = _run(fw(name), monkeypatch, native=False, ms=ms)
+    pure, rpure = _run(fw(name), monkeypatch, pure=True, ms=ms)
+    assert_firmware_passed(c, rc)
+    assert fingerprint(c, rc) == fingerprint(py, rpy) == fingerprint(pure, rpure)
+    assert py.cpu._exc_hook is None and pure.cpu._exc_hook is None
+    if name not in ("cpu_svc", "cpu_exceptions", "cpu_faults"):
+        assert c.cpu._exc_hook.returns > 0                 # the C path ran
+        assert c.cpu.returns_in_hook == py.cpu.returns_in_hook
+
+
+class _Wrapped:
+    """An ExcHook installed with one argument changed (for the companions)."""
+    def __init__(self, index, value):
+        self.hook = REAL_HOOK()
+        self.index, self.value = index, value
+
+    def install(self, *args):
+        args = list(args)
+        args[self.index] = self.value(args[self.index])
+        return self.hook.install(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.hook, name)
+
+
+def test_hook_without_mask_watch_is_detected(fw, monkeypatch):
+    """Companion: the hook arms a mask watch the block hook does not read: a
+    pend masked by BASEPRI/PRIMASK after the return is taken late."""
+    spare = (ctypes.c_int32 * 4)()
+    base = ctypes.addressof(spare)
+    monkeypatch.setattr(_mmio, "ExcHook",
+                        lambda: _Wrapped(11, lambda a: (base, base + 4, base + 8, base + 12)
+                                         + tuple(a[4:])))
+    m = Machine(fw("cpu_fast_return"), board="nrf52832")
+    m.run(ms=20)
+    text = m.console_text()
+    assert "FAIL X masked by BASEPRI taken where BASEPRI drops" in text
+    assert "FAIL X masked by PRIMASK taken where PRIMASK drops" in text
+
+
+def test_hook_without_fp_frames_is_detected(fw, monkeypatch):
+    """Companion: a hook that pops every frame as a basic one (m4 off) loses
+    the FP registers an FP frame holds."""
+    monkeypatch.setattr(_mmio, "ExcHook", lambda: _Wrapped(8, lambda a: False))
+    m = Machine(fw("cpu_fpu"), board="nrf52832")
+    r = m.run(ms=10)
+    assert not (r.reason == "exit" and r.exit_code == 0)
+
+
+CACHE = Path.home() / ".cache" / "pinetime-emu"
+
+
+def _image(env: str, pattern: str) -> str:
+    p = os.environ.get(env)
+    if not p:
+        found = sorted(CACHE.glob(pattern))
+        p = str(found[-1]) if found else ""
+    if not p or not Path(p).exists():
+        pytest.skip(f"no image: set {env} (or put one in {CACHE}/{pattern})")
+    return p
+
+
+@pytest.mark.parametrize("which", ["wasp-os", "infinitime"])
+def test_returns_in_c_change_nothing_on_real_firmware(monkeypatch, which):
+    """wasp-os's boot and 1 kHz tick to 5 emulated s, InfiniTime's first 3 s
+    (advertising heard by a scanner): returns in C or in Python, the same
+    cycles, accesses per register, pending events, screen, NOR, air, RAM."""
+    from emu.phone.scanner import Scanner
+    path = (_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
+            if which == "wasp-os" else
+            _image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
+    runs = []
+    for native in (True, False):
+        monkeypatch.setattr(cortexm.CortexM, "native_returns", native)
+        m = Machine(path, flash_file=None)
+        Scanner(m.air)
+        m.run(seconds=5.0 if which == "wasp-os" else 3.0)
+        cpu = m.cpu
+        runs.append(dict(
+            cycles=cpu.cycles, now=m.clock.now, regs=cpu.core_registers(),
+            ram=cpu.read_mem(0x20000000, 0x10000), accesses=m.soc.bus.accesses,
+            per_register={k: (s[0] + s[1], s[2] + s[3])
+                          for k, s in m.soc.bus.access_stats().items()},
+            pending=m.clock.pending_events(), tail_chains=cpu.tail_chains,
+            returns_in_hook=cpu.returns_in_hook,
+            screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
+            air=[tuple(p) for p in m.air.log],
+            in_c=cpu._exc_hook.returns if cpu._exc_hook is not None else 0))
+    c, py = runs
+    assert c.pop("in_c") > 1000 and py.pop("in_c") == 0
+    for k in c:
+        assert c[k] == py[k], f"{k} differs between returns in C and in Python"
