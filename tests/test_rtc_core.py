@@ -1,6 +1,8 @@
 """The RTC's clock event, its re-planning and CPU writes of CC in C
 (emu.soc._mmio.RtcCore, used by emu.peripherals.rtc.Rtc when its Cells are
-native): the same steps as Rtc._on_event, _rearm and Rtc.write's CC branch.
+native): the same steps as Rtc._on_event, _rearm and Rtc.write's CC and
+INTENSET/INTENCLR branches (the latter when TICK's routing changes: the
+INTEN ops' ``slow``).
 
 firmware/tests/periph_rtc_core.c (a periodic compare re-armed from its
 handler as wasp-os's tick does, two CCs on one edge, an unrouted compare
@@ -49,8 +51,11 @@ def test_rtc_core_firmware_passes(fw, pure):
         assert core is None
     else:      # the periodic ticks in C, the routed compare handed to the model
         assert core.fired >= 40 and core.handed >= 1
-        cc = m.soc.bus.access_stats()[(RTC1, 0x540)]
+        st = m.soc.bus.access_stats()
+        cc = st[(RTC1, 0x540)]
         assert cc[2] >= 30 and cc[3] == 0          # CC[0] writes: all by the op
+        # INTENSET/INTENCLR switching TICK: the core's write_inten, not the model
+        assert st[(RTC1, 0x304)][3] <= 1 and st[(RTC1, 0x308)][3] == 0
 
 
 def test_native_and_python_agree(fw):

@@ -198,7 +198,10 @@ class Rtc(NrfPeripheral):
         if not self._own("write", Rtc):
             return None
         if offset in (0x304, 0x308):
-            return self._base_write_op(offset, slow_bits=1 << BIT_TICK)
+            op = self._base_write_op(offset, slow_bits=1 << BIT_TICK)
+            if self._core is not None:       # a change of TICK: its steps in C too
+                op.slow = self._core.write_inten
+            return op
         if self._core is not None and 0x540 <= offset < 0x540 + 4 * self.num_cc:
             return Op(W_CALL, self, (self._core.write_cc,), timed=True)   # in C
         if offset in self.events:

@@ -390,6 +390,8 @@ typedef struct {
      * listeners told; the op bails while any listens) */
     int lower;               /* 1: a[0] cpu, a[2] the listeners list */
     unsigned long long lower_bit;
+    PyObject *slow;          /* INTEN*: slow(offset, value) for a write touching slow_bits,
+                              * instead of the model's write (None/NULL: the model) */
     Cells *bits_cells;       /* BITS on an attribute kept in a cell (NATIVE_CELLS): */
     int bits_cell;           /* its Cells and index, written here without Python */
 } COp;
@@ -564,13 +566,14 @@ static void op_clear(COp *op) {
     Py_CLEAR(op->g_due);
     Py_CLEAR(op->cells);
     Py_CLEAR(op->bits_cells);
+    Py_CLEAR(op->slow);
     memset(op, 0, sizeof *op);     /* kind K_UNKNOWN, nogil 0 */
 }
 
-static PyObject *str_cells_attr, *str_native_cells, *str_inten_name, *str_stream;
+static PyObject *str_cells_attr, *str_native_cells, *str_inten_name, *str_stream, *str_slow;
 static int cells_read(Slot *s, COp *op, uint64_t *v, int gil);
 static int cells_write(Cells *c, COp *op, uint64_t value);
-static int cells_lower(COp *op, uint64_t value);
+static int cells_lower(Slot *s, COp *op, uint64_t value);
 
 /* After op_resolve: can the op run on obj's Cells alone (no guard, C Cells)? */
 static int op_bind_cells(COp *op, uint64_t offset) {
@@ -673,6 +676,13 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     if (get_u32(r, str_stream, &stream))
         goto fail;
     op->obj = PyObject_GetAttr(r, str_obj);
+    PyObject *slow = PyObject_GetAttr(r, str_slow);
+    if (slow == NULL)
+        goto fail;
+    if (slow != Py_None)
+        op->slow = slow;
+    else
+        Py_DECREF(slow);
     args = PyObject_GetAttr(r, str_args);
     guard = PyObject_GetAttr(r, str_guard);
     if (op->obj == NULL || args == NULL || guard == NULL || !PyTuple_Check(args))
@@ -889,7 +899,7 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
     if (g)
         return g;
     if (op->cells != NULL)
-        return cells_lower(op, value);
+        return cells_lower(s, op, value);
     PyObject *obj = op->obj, *d = NULL, *x = NULL;
     int rc = -1;
     switch (op->kind) {
@@ -1039,7 +1049,7 @@ static int cells_write_x(Cells *c, COp *op, uint64_t value, int apply) {
         uint32_t ni = op->kind == W_INTENSET ? (inten | v)
                     : op->kind == W_INTENCLR ? (inten & ~v) : v;
         if ((inten ^ ni) & op->slow_bits)
-            return 1;
+            return op->slow != NULL ? 3 : 1;
         int level = (bits & keys & ni) != 0;
         if (level != line) {
             if (!(line && op->lower))
@@ -1065,8 +1075,24 @@ static int cells_write(Cells *c, COp *op, uint64_t value) {
  * or 1 (the model) while the SoC has irq listeners.  0 done, -1 error. */
 static PyObject *str_irq_level;
 
-static int cells_lower(COp *op, uint64_t value) {
+static int do_sync(Slot *s);
+
+static int cells_lower(Slot *s, COp *op, uint64_t value) {
     int r = cells_write(op->cells, op, value);      /* again: under the GIL now */
+    if (r == 3) {                                   /* slow bits: the op's slow(), at */
+        if (do_sync(s))                             /* the access's time, as the model */
+            return -1;
+        PyObject *v = PyLong_FromUnsignedLongLong(value & 0xFFFFFFFFu);
+        if (v == NULL)
+            return -1;
+        PyObject *a[2] = {op->key, v};
+        PyObject *x = PyObject_Vectorcall(op->slow, a, 2, NULL);
+        Py_DECREF(v);
+        if (x == NULL)
+            return -1;
+        Py_DECREF(x);
+        return 0;
+    }
     if (r != 2)
         return r;
     if (PyList_GET_SIZE(op->a[2]) != 0)
@@ -1393,7 +1419,8 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
             }
             if (r == 1)
                 bailed = 1;      /* the model decides: straight to it */
-            /* 2: lowers the line: the op again with the GIL (cells_lower) */
+            /* 2: lowers the line, 3: slow bits with a slow(): the op again
+             * with the GIL (cells_lower) */
         }
     }
     PyGILState_STATE g = PyGILState_Ensure();
@@ -1455,6 +1482,7 @@ static int table_traverse(COp *rops, COp *wops, uint16_t *used, int nused, visit
         Py_VISIT(op->obj);
         Py_VISIT((PyObject *)op->cells);
         Py_VISIT((PyObject *)op->bits_cells);
+        Py_VISIT(op->slow);
         for (int k = 0; k < 4; k++)
             Py_VISIT(op->a[k]);
     }
@@ -3355,6 +3383,45 @@ fail:
     return NULL;
 }
 
+/* Rtc.write's INTENSET/INTENCLR branch (a W_CALL op): fn(offset, value).
+ * NrfPeripheral._intenset raises the line when a newly enabled event is
+ * set, _intenclr lowers it through update_irq; a change of TICK's routing
+ * (INTEN or EVTEN) re-plans. */
+static PyObject *RtcCore_write_inten(RtcCore *r, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "write_inten(offset, value)");
+        return NULL;
+    }
+    long off = PyLong_AsLong(args[0]);
+    uint32_t v = (uint32_t)PyLong_AsUnsignedLongLongMask(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (off != 0x304 && off != 0x308) {
+        PyErr_Format(PyExc_ValueError, "+%#lx is not INTENSET/INTENCLR", off);
+        return NULL;
+    }
+    Cells *c = r->cells;
+    long long evten = c->cell[r->ci[4]];
+    uint32_t old = (uint32_t)c->inten;
+    int tick = (int)((old | evten) & 1);
+    if (off == 0x304) {
+        uint32_t ni = old | v;
+        c->inten = ni;
+        if (!c->line && ni != old && (c->bits & c->keys & v))
+            if (rc_update_irq(r))                     /* _set_irq(True) */
+                return NULL;
+    } else {
+        uint32_t ni = old & ~v;
+        c->inten = ni;
+        if (c->line && ni != old)
+            if (rc_update_irq(r))
+                return NULL;
+    }
+    if ((int)(((long long)c->inten | evten) & 1) != tick && rc_rearm(r))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static int RtcCore_init(RtcCore *r, PyObject *args, PyObject *kwds) {
     PyObject *model, *ev, *clock, *cells, *ci;
     int num_cc;
@@ -3413,6 +3480,8 @@ static PyMethodDef RtcCore_methods[] = {
     {"fire", (PyCFunction)RtcCore_fire, METH_NOARGS,
      "fire(): the RTC's clock event (Rtc._on_event), or the model's own when routed/watched"},
     {"rearm", (PyCFunction)RtcCore_rearm, METH_NOARGS, "rearm(): Rtc._rearm"},
+    {"write_inten", (PyCFunction)(void (*)(void))RtcCore_write_inten, METH_FASTCALL,
+     "write_inten(offset, value): a CPU write of INTENSET/INTENCLR changing TICK's routing"},
     {"write_cc", (PyCFunction)(void (*)(void))RtcCore_write_cc, METH_FASTCALL,
      "write_cc(offset, value): a CPU write of CC[n] (the CC branch of Rtc.write)"},
     {NULL}
@@ -3482,7 +3551,7 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_obj, "obj"}, {&str_args, "args"}, {&str_timed, "timed"}, {&str_mask, "mask"},
         {&str_slow_bits, "slow_bits"}, {&str_guard, "guard"}, {&str_cells_attr, "_cells"},
         {&str_native_cells, "NATIVE_CELLS"}, {&str_inten_name, "inten"},
-        {&str_stream, "stream"}, {&str_irq_level, "irq_level"}, {&str_when, "when"},
+        {&str_stream, "stream"}, {&str_slow, "slow"}, {&str_irq_level, "irq_level"}, {&str_when, "when"},
         {&str_seq, "_seq"}, {&str_heap, "_heap"}, {&str_next_deadline, "next_deadline"},
         {&str_on_earlier, "on_earlier_deadline"}, {&str_suppress_k, "suppress_k"},
         {&str_event_listeners, "event_listeners"}, {&str_power_watch, "power_watch"},

@@ -150,13 +150,15 @@ class Op:
     ISER/ICER on ``irq_enabled``, ISER bailing when a pending interrupt is
     enabled: the model asks for the run loop; the RTC's EVTENSET/EVTENCLR
     on ``evten``, bailing on TICK).  ``mask``: COUNTER's wrap mask, W_VALUE's writable
-    bits.  ``slow_bits``: INTEN* bits whose change goes to the model.
+    bits.  ``slow_bits``: INTEN* bits whose change goes to the model, or to
+    ``slow(offset, value)`` when given (the RTC's TICK: emu.soc._mmio.RtcCore).
     """
-    __slots__ = ("kind", "obj", "args", "timed", "mask", "slow_bits", "guard", "stream")
+    __slots__ = ("kind", "obj", "args", "timed", "mask", "slow_bits", "guard", "stream", "slow")
 
     def __init__(self, kind: int, obj: Any, args: tuple = (), *, timed: bool = False,
                  mask: int = 0xFFFFFFFF, slow_bits: int = 0,
-                 guard: Optional[tuple] = None, stream: bool = False):
+                 guard: Optional[tuple] = None, stream: bool = False,
+                 slow: Optional[Callable[[int, int], None]] = None):
         self.kind = kind
         self.obj = obj
         self.args = tuple(args)
@@ -165,10 +167,11 @@ class Op:
         self.slow_bits = slow_bits
         self.guard = guard
         self.stream = stream
+        self.slow = slow
 
     def with_guard(self, guard: tuple, stream: bool = False) -> "Op":
         return Op(self.kind, self.obj, self.args, timed=True, mask=self.mask,
-                  slow_bits=self.slow_bits, guard=guard, stream=stream)
+                  slow_bits=self.slow_bits, guard=guard, stream=stream, slow=self.slow)
 
     def describe(self) -> str:
         name = READ_KINDS.get(self.kind) if self.kind < W_EVENT else WRITE_KINDS.get(self.kind)
@@ -262,6 +265,8 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
             old = p.inten
             new = (old | value if kind == W_INTENSET else
                    old & ~value if kind == W_INTENCLR else value)
+            if (old ^ new) & slow and op.slow is not None:
+                return op.slow(off, value)
             if (old ^ new) & slow or _level(p.events, new) != p.irq_line_level:
                 return generic(off, value)
             p.inten = new
