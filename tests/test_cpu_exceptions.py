@@ -27,6 +27,7 @@ def test_breaking_priority_masking_is_detected(run_firmware, monkeypatch):
             prio = -1
         return prio
     monkeypatch.setattr(cortexm.CortexM, "execution_priority", no_basepri)
+    monkeypatch.setattr(cortexm.CortexM, "native_entries", False)   # Python's entries
     m, r = run_firmware("cpu_exceptions", ms=10)
     assert "FAIL basepri holds prio 0x80" in m.console_text()
     assert r.exit_code != 0

@@ -185,6 +185,7 @@ def test_entry_in_hook_dropped_is_detected(fw, monkeypatch):
     until some later boundary) takes the masked IRQs late."""
     monkeypatch.setattr(cortexm.CortexM, "_enter_in_hook",
                         lambda self, address: cortexm.cyc.ENTRY_NONE)
+    monkeypatch.setattr(cortexm.CortexM, "native_entries", False)   # Python's entries
     m = Machine(fw("cpu_fast_return"), board="nrf52832")
     m.run(ms=20)
     assert "FAIL X pended under BASEPRI taken where BASEPRI drops" in m.console_text()
@@ -203,6 +204,7 @@ def test_entry_in_hook_without_thumb_bit_is_detected(fw, monkeypatch):
         self.uc.reg_write(cortexm.A.UC_ARM_REG_PC, self.uc.reg_read(cortexm.A.UC_ARM_REG_PC))
         return cortexm.cyc.ENTRY_DONE
     monkeypatch.setattr(cortexm.CortexM, "_enter_in_hook", no_thumb)
+    monkeypatch.setattr(cortexm.CortexM, "native_entries", False)   # Python's entries
     m = Machine(fw("cpu_fast_return"), board="nrf52832")
     r = m.run(ms=20)
     assert not (r.reason == "exit" and r.exit_code == 0)

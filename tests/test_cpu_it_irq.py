@@ -13,5 +13,6 @@ def test_it_state_leaking_into_the_handler_is_detected(run_firmware, monkeypatch
     instruction is skipped (what crashed InfiniTime's RTC0 handler)."""
     from emu.cpu import cortexm
     monkeypatch.setattr(cortexm, "XPSR_IT", 0)
+    monkeypatch.setattr(cortexm.CortexM, "native_entries", False)   # Python's entries
     m, r = run_firmware("cpu_it_irq", ms=100)
     assert "FAIL every handler ran its first instruction" in m.console_text()

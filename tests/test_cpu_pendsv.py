@@ -17,6 +17,7 @@ def test_basic_frame_only_is_detected(run_firmware, monkeypatch):
         self.uc.reg_write(A.UC_ARM_REG_CONTROL, self.uc.reg_read(A.UC_ARM_REG_CONTROL) & ~4)
         orig(self, exc, return_addr)
     monkeypatch.setattr(cortexm.CortexM, "exception_entry", basic_only)
+    monkeypatch.setattr(cortexm.CortexM, "native_entries", False)   # Python's entries
     m, r = run_firmware("cpu_pendsv", ms=10)
     assert "FAIL registers preserved across switches" in m.console_text()
     assert not r.ok

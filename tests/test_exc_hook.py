@@ -1,7 +1,10 @@
 """Exception returns carried out in C in the engine's INTR hook
 (emu.soc._mmio.ExcHook, installed by CortexM._native_intr_hook): the steps
 of CortexM._return_in_hook and exception_return when a return is all that
-happens (no tail-chain, no MPU, no fault handler, no SLEEPONEXIT).
+happens (no tail-chain, no MPU, no fault handler, no SLEEPONEXIT); and the
+entries the run loop and the block hook make (ExcHook.take and
+enter_in_hook: _take_pending, _enter_in_hook, exception_entry, _enter) when
+the entry is all that happens (no MPU, no fault, no stacking error).
 
 The exception firmware of tests/test_cpu_fast_returns.py (nesting,
 tail-chains, PendSV, FP frames, masked pends, IT blocks, SysTick wake-ups,
@@ -11,8 +14,8 @@ hook a mask watch that is not the block hook's (a pend masked by BASEPRI
 or PRIMASK is then taken late) and a core without FP frames (an FP frame
 is popped as a basic one): the firmware sees both.  On real firmware
 (wasp-os's tick, InfiniTime's advertising), when the images are present,
-returns in C or in Python give the same cycles, accesses per register,
-screen, NOR, air and RAM."""
+returns and entries in C or in Python give the same cycles, accesses per
+register, screen, NOR, air and RAM."""
 import ctypes
 import os
 from pathlib import Path
@@ -49,6 +52,20 @@ def test_returns_in_c_change_nothing(fw, monkeypatch, name):
     if name not in ("cpu_svc", "cpu_exceptions", "cpu_faults"):
         assert c.cpu._exc_hook.returns > 0                 # the C path ran
         assert c.cpu.returns_in_hook == py.cpu.returns_in_hook
+        assert c.cpu.entries_in_hook == py.cpu.entries_in_hook
+
+
+@pytest.mark.parametrize("name", ["cpu_fast_return", "cpu_nesting", "cpu_fpu", "cpu_it_irq"])
+def test_entries_in_c_change_nothing(fw, monkeypatch, name):
+    """Entries in C against entries in Python, returns in C both times."""
+    ms = FIRMWARE[name]
+    c, rc = _run(fw(name), monkeypatch, ms=ms)
+    with monkeypatch.context() as mp:
+        mp.setattr(cortexm.CortexM, "native_entries", False)
+        py, rpy = _run(fw(name), monkeypatch, ms=ms)
+    assert_firmware_passed(c, rc)
+    assert fingerprint(c, rc) == fingerprint(py, rpy)
+    assert c.cpu._exc_hook.entries > 0 and py.cpu._exc_hook.entries == 0
 
 
 class _Wrapped:
@@ -103,8 +120,9 @@ def _image(env: str, pattern: str) -> str:
     return p
 
 
+@pytest.mark.parametrize("switch", ["native_returns", "native_entries"])
 @pytest.mark.parametrize("which", ["wasp-os", "infinitime"])
-def test_returns_in_c_change_nothing_on_real_firmware(monkeypatch, which):
+def test_exc_in_c_change_nothing_on_real_firmware(monkeypatch, which, switch):
     """wasp-os's boot and 1 kHz tick to 5 emulated s, InfiniTime's first 3 s
     (advertising heard by a scanner): returns in C or in Python, the same
     cycles, accesses per register, pending events, screen, NOR, air, RAM."""
@@ -114,7 +132,7 @@ def test_returns_in_c_change_nothing_on_real_firmware(monkeypatch, which):
             _image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
     runs = []
     for native in (True, False):
-        monkeypatch.setattr(cortexm.CortexM, "native_returns", native)
+        monkeypatch.setattr(cortexm.CortexM, switch, native)
         m = Machine(path, flash_file=None)
         Scanner(m.air)
         m.run(seconds=5.0 if which == "wasp-os" else 3.0)
@@ -128,7 +146,8 @@ def test_returns_in_c_change_nothing_on_real_firmware(monkeypatch, which):
             returns_in_hook=cpu.returns_in_hook,
             screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
             air=[tuple(p) for p in m.air.log],
-            in_c=cpu._exc_hook.returns if cpu._exc_hook is not None else 0))
+            in_c=(cpu._exc_hook.returns if switch == "native_returns" else cpu._exc_hook.entries)
+            if cpu._exc_hook is not None else 0))
     c, py = runs
     assert c.pop("in_c") > 1000 and py.pop("in_c") == 0
     for k in c:

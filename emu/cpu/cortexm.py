@@ -194,6 +194,8 @@ class CortexM:
         self._exc_hook = self._native_intr_hook()
         if self._exc_hook is None:
             self._raw_hook(UC_HOOK_INTR, "HOOK_INTR_CFUNC", self._hook_intr, None)
+        elif self.native_entries:         # the block hook's entries: ExcHook's in C
+            self.cs.entry_cb = self._exc_hook.enter_in_hook
         # the hooks on memory accesses: unmapped addresses, and stores into
         # read-only flash, dropped in C when the native helpers are built
         # (registered first, so Unicorn asks it first), else in Python.
@@ -292,6 +294,12 @@ class CortexM:
     # but the return happens) with the native helpers; anything else calls
     # _hook_intr as the ctypes hook did.  False: the Python hook throughout.
     native_returns = True
+    # ... and so are the exception entries the run loop and the block hook
+    # make (ExcHook.take / enter_in_hook: _take_pending, _enter_in_hook,
+    # exception_entry and _enter when nothing but the entry happens: no MPU,
+    # no fault handler, no stacking error).  False: Python's (with the INTR
+    # hook still in C when native_returns).
+    native_entries = True
 
     def _native_intr_hook(self):
         """The INTR hook installed in C (ExcHook), or None (pure Python, the
@@ -326,6 +334,12 @@ class CortexM:
         if err:
             raise UcError(err)
         return hook
+
+    def _invalid_vector(self, exc: int, vec: int) -> None:
+        """The vector of an exception entered in C is invalid (ExcHook calls it)."""
+        self.hfsr |= HFSR_VECTTBL
+        self._lockup(f"invalid vector {vec:#010x} for {self.exc_name(exc)} "
+                     f"(VTOR={self.vtor:#010x})")
 
     def _unstacking_error(self, sp: int) -> None:
         """The frame of an exception return cannot be read (ExcHook calls it)."""
@@ -1793,6 +1807,11 @@ class CortexM:
     # the run loop
     # ------------------------------------------------------------------
     def _take_pending(self) -> bool:
+        h = self._exc_hook
+        if h is not None and self.native_entries:
+            r = h.take()              # in C; -2: the steps below
+            if r >= 0:
+                return r > 0
         best = self._pending_to_enter()
         if best is None:
             return False

@@ -2219,7 +2219,7 @@ typedef struct {
     volatile uint64_t *blocks;
     size_t hh;
     int on;                   /* 0: every interrupt to the Python hook */
-    unsigned long long returns, handed;
+    unsigned long long returns, handed, entries;
 } ExcHook;
 
 static PyObject *str_ipsr_attr, *str_fast_returns, *str_watched, *str_scr, *str_mpu,
@@ -2533,6 +2533,199 @@ out:
     return rc;
 }
 
+/* Exception entry (CortexM._take_pending / _enter_in_hook, exception_entry
+ * and _enter with the native Regs' steps): the best pending exception that
+ * preempts now is entered here, the frame pushed (exc_push), pending/active
+ * and IPSR updated, the vector taken (exc_enter), ``sleeping`` set False
+ * through the CortexM's property (its listeners hear it) and the
+ * on_exception listeners told, in the order the Python does them.
+ * ``addr``: the return address, or -1 for the current PC.  Returns the
+ * exception entered (> 0), 0 when nothing is to be entered now (the mask
+ * watch armed as _pending_to_enter arms it), -2 when Python must do it
+ * (nothing changed: the MPU, a fault handler to enter, a stacking error),
+ * -3 with only_irq when the best one is a fault (3..6: not entered),
+ * -1 with a Python exception set (an invalid vector: the lockup raised). */
+static PyObject *str_vtor, *str_ccr, *str_sleeping_prop,
+                *str_entries_in_hook, *str_fast_entries, *str_powered_off, *str_halt_in_hook,
+                *str_enter_in_hook;
+
+static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
+    /* only_irq: the block hook's entry (a fault, or IT bits live: -3) */
+    PyObject *cpu = h->cpu, *prio = NULL;
+    int t, err = 0;
+    PyObject *mpu = PyObject_GetAttr(cpu, str_mpu);
+    if (mpu == NULL)
+        return -1;
+    t = mpu == Py_None ? 0 : truthy_attr(mpu, str_installed);
+    Py_DECREF(mpu);
+    if (t)
+        return t < 0 ? -1 : -2;
+    Nvic n;
+    if (nvic_load(h, &n, &prio))
+        return -1;
+    long rc = -1;
+    int r = nv_pending_to_enter(h, &n);
+    if (r <= 0) {
+        rc = r;                                       /* 0 nothing, -1 error */
+        goto out;
+    }
+    long long g;
+    int e;
+    nv_best(h, &n, n.pending, &g, &e);
+    if (3 <= e && e <= 6) {
+        rc = only_irq ? -3 : -2;
+        goto out;
+    }
+    if (only_irq) {              /* IT state as read inside a block hook: the run loop */
+        uint32_t xpsr = xr(h->regs, X_XPSR, &err);
+        if (err) {
+            regs_err(h->regs, err);
+            goto out;
+        }
+        if (xpsr & ((3u << 25) | (0x3Fu << 10))) {
+            rc = -3;
+            goto out;
+        }
+    }
+    long long ipsr, ccr, vtor;
+    if (attr_ll(cpu, str_ipsr_attr, &ipsr) || attr_ll(cpu, str_ccr, &ccr)
+        || attr_ll(cpu, str_vtor, &vtor))
+        goto out;
+    if (addr < 0) {
+        addr = hreg(h, h->id_pc, &err);
+        if (err) {
+            regs_err(h->regs, err);
+            goto out;
+        }
+    }
+    /* exc_push */
+    PyObject *pa[5] = {NULL, NULL, NULL, h->m4 ? Py_True : Py_False,
+                       h->m4 ? Py_False : Py_True};
+    pa[0] = PyLong_FromLongLong(addr);
+    pa[1] = PyLong_FromLongLong(ipsr);
+    pa[2] = PyLong_FromLongLong(ccr & 0x200);
+    PyObject *pushed = (pa[0] && pa[1] && pa[2]) ? Regs_exc_push(h->regs, pa, 5) : NULL;
+    Py_XDECREF(pa[0]); Py_XDECREF(pa[1]); Py_XDECREF(pa[2]);
+    if (pushed == NULL)
+        goto out;
+    long perr = PyLong_AsLong(PyTuple_GET_ITEM(pushed, 0));
+    if (perr) {                                       /* stacking error: Python's lockup */
+        Py_DECREF(pushed);
+        rc = -2;
+        goto out;
+    }
+    uint64_t bit = 1ULL << e;
+    if (set_u64(cpu, str_pending, n.pending & ~bit) || set_u64(cpu, str_active, n.active | bit)) {
+        Py_DECREF(pushed);
+        goto out;
+    }
+    /* _enter: exc_enter(exc, exc_return, msp, psp, control, vector address, IT mask) */
+    PyObject *ea[7];
+    ea[0] = PyLong_FromLong(e);
+    for (int i = 1; i < 5; i++)
+        ea[i] = PyTuple_GET_ITEM(pushed, i);
+    ea[5] = PyLong_FromLongLong((vtor + 4LL * e) & 0xFFFFFFFFLL);
+    ea[6] = PyLong_FromLong((3L << 25) | (0x3FL << 10));
+    PyObject *vec = (ea[0] && ea[5] && ea[6]) ? Regs_exc_enter(h->regs, ea, 7) : NULL;
+    Py_XDECREF(ea[0]); Py_XDECREF(ea[5]); Py_XDECREF(ea[6]);
+    Py_DECREF(pushed);
+    if (vec == NULL)
+        goto out;
+    unsigned long v = PyLong_AsUnsignedLong(vec);
+    if (set_ll(cpu, str_ipsr_attr, e)) {
+        Py_DECREF(vec);
+        goto out;
+    }
+    if (v == 0xFFFFFFFFul || v == 0 || !(v & 1)) {    /* HFSR.VECTTBL and the lockup */
+        Py_DECREF(vec);
+        PyObject *x = PyObject_CallMethod(cpu, "_invalid_vector", "ik", e, v);
+        Py_XDECREF(x);
+        goto out;                                     /* raised CpuHalt */
+    }
+    Py_DECREF(vec);
+    if (PyObject_SetAttr(cpu, str_sleeping_prop, Py_False))
+        goto out;
+    PyObject *ls = PyObject_GetAttr(cpu, str_on_exception);
+    if (ls == NULL)
+        goto out;
+    PyObject *seq = PySequence_Fast(ls, "on_exception");
+    Py_DECREF(ls);
+    if (seq == NULL)
+        goto out;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *x = PyObject_CallFunction(PySequence_Fast_GET_ITEM(seq, i), "iO", e, Py_True);
+        if (x == NULL) {
+            Py_DECREF(seq);
+            goto out;
+        }
+        Py_DECREF(x);
+    }
+    Py_DECREF(seq);
+    h->entries++;
+    rc = e;
+out:
+    Py_XDECREF(prio);
+    return rc;
+}
+
+/* take() -> the exception entered at the current PC (> 0), 0 (none), -2
+ * (Python must: CortexM._take_pending's own steps) */
+static PyObject *ExcHook_take(ExcHook *h, PyObject *noargs) {
+    long r = exc_enter_here(h, -1, 0);
+    if (r == -1)
+        return NULL;
+    return PyLong_FromLong(r);
+}
+
+/* The block hook's entry callback (bh_state.entry_cb): CortexM._enter_in_hook
+ * in C; ENTRY_STOP 0, ENTRY_DONE 1, ENTRY_NONE 2. */
+static PyObject *ExcHook_enter_in_hook(ExcHook *h, PyObject *arg) {
+    PyObject *cpu = h->cpu;
+    long long address = PyLong_AsLongLong(arg), ipsr;
+    if (address == -1 && PyErr_Occurred())
+        return NULL;
+    int t1 = truthy_attr(cpu, str_fast_entries), t2 = truthy_attr(cpu, str_watched);
+    int t3 = truthy_attr(cpu, str_stop_reason), t4 = truthy_attr(cpu, str_powered_off);
+    if (t1 < 0 || t2 < 0 || t3 < 0 || t4 < 0 || attr_ll(cpu, str_ipsr_attr, &ipsr))
+        return NULL;
+    if (!t1 || t2 || t3 || t4 || (3 <= ipsr && ipsr <= 6))
+        return PyLong_FromLong(0);
+    long r = exc_enter_here(h, address, 1);
+    if (r == -2 || r == -1) {
+        if (r == -1) {                                /* CpuHalt: raised after the slice */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            if (value != NULL && tb != NULL)
+                PyException_SetTraceback(value, tb);
+            int bad = value == NULL || PyObject_SetAttr(cpu, str_halt_in_hook, value);
+            Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
+            if (bad)
+                return NULL;
+            return PyLong_FromLong(0);
+        }
+        return PyObject_CallMethodOneArg(cpu, str_enter_in_hook, arg);   /* Python */
+    }
+    if (r == 0)
+        return PyLong_FromLong(2);                    /* ENTRY_NONE */
+    if (r == -3)
+        return PyLong_FromLong(0);                    /* a fault: the run loop */
+    int err = 0;
+    uint32_t pc = hreg(h, h->id_pc, &err);
+    uint64_t thumb = pc | 1u;
+    if (!err) {
+        int ee = h->regs->wr(h->uch, h->id_pc, &thumb);
+        if (ee) err = ee;
+    }
+    if (err)
+        return regs_err(h->regs, err), NULL;
+    long long ne;
+    if (attr_ll(cpu, str_entries_in_hook, &ne) || set_ll(cpu, str_entries_in_hook, ne + 1)
+        || set_ll(cpu, str_slice_pc, pc) || set_u64(cpu, str_slice_blocks, *h->blocks))
+        return NULL;
+    return PyLong_FromLong(1);                        /* ENTRY_DONE */
+}
+
 /* A Python exception out of the hook: kept on the Uc and the engine stopped,
  * as the binding's hooks (and CortexM._raw_hook) do. */
 static void hook_keep_exception(ExcHook *h) {
@@ -2642,6 +2835,10 @@ static void ExcHook_dealloc(ExcHook *h) {
 }
 
 static PyMethodDef ExcHook_methods[] = {
+    {"take", (PyCFunction)ExcHook_take, METH_NOARGS,
+     "take() -> exception entered at PC (> 0), 0 none, -2 (CortexM._take_pending's Python)"},
+    {"enter_in_hook", (PyCFunction)ExcHook_enter_in_hook, METH_O,
+     "enter_in_hook(address) -> ENTRY_*: CortexM._enter_in_hook (the block hook's entry_cb)"},
     {"install", (PyCFunction)ExcHook_install, METH_VARARGS,
      "install(uc_hook_add, uc, UC_HOOK_INTR, uc_emu_stop, cpu, regs, Uc, fallback(intno), m4, "
      "prio_mask, (primask, basepri, faultmask, pc ids), (mask_watch, pend_prio, active_prio, "
@@ -2653,6 +2850,7 @@ static PyMemberDef ExcHook_members[] = {
     {"on", T_INT, offsetof(ExcHook, on), 0, "1: returns carried out here; 0: all to Python"},
     {"returns", T_ULONGLONG, offsetof(ExcHook, returns), 0, "exception returns done here"},
     {"handed", T_ULONGLONG, offsetof(ExcHook, handed), 0, "interrupts handed to Python"},
+    {"entries", T_ULONGLONG, offsetof(ExcHook, entries), 0, "exception entries done here"},
     {NULL}
 };
 
@@ -3565,6 +3763,10 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_stop_reason, "stop_reason"}, {&str_returns_in_hook, "returns_in_hook"},
         {&str_slice_pc, "_slice_pc"}, {&str_slice_blocks, "_slice_blocks"},
         {&str_trap, "_trap"}, {&str_hook_exception, "_hook_exception"},
+        {&str_vtor, "vtor"}, {&str_ccr, "ccr"}, {&str_sleeping_prop, "sleeping"},
+        {&str_entries_in_hook, "entries_in_hook"}, {&str_fast_entries, "fast_entries"},
+        {&str_powered_off, "powered_off"}, {&str_halt_in_hook, "_halt_in_hook"},
+        {&str_enter_in_hook, "_enter_in_hook"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
