@@ -7,8 +7,11 @@ emulated second
 
 * the clock events fired, by event (``rtc1.next``, ``timer0.cc``, ...), and
   the nRF events they and the CPU set, by peripheral and event;
-* exceptions entered and returned in Python (by exception), and how many of
-  them the hooks did inside a slice; ``emu_start`` slices;
+* exceptions entered and returned in Python (by exception), those done in C
+  (emu.soc._mmio.ExcHook), and how many of all the hooks did inside a
+  slice; ``emu_start`` slices; the RTC events carried out in C
+  (emu.soc._mmio.RtcCore: not in the nRF events listed, which are the
+  models' ``fire`` calls);
 * guest register accesses that went through a model's Python, by register
   (those the bus's ops carried out in C are only totalled);
 * the profiled time by category: native (Unicorn, its generated code and
@@ -111,29 +114,42 @@ def _shortcuts(cpu) -> dict:
             "sleeps in the WFE hook": cpu.sleeps_in_hook, "WFEs in the hook": cpu.wfe_in_hook}
 
 
+def _in_c(m) -> dict:
+    """Work the native helpers did without Python: exception entries and
+    returns (ExcHook), RTC clock events (RtcCore); zeros where absent."""
+    h = getattr(m.cpu, "_exc_hook", None)
+    rtc = sum(getattr(getattr(p, "_core", None), "fired", 0)
+              for p in {id(p): p for p in m.soc.bus.slots.values()}.values())
+    return {"entries": getattr(h, "entries", 0), "returns": getattr(h, "returns", 0),
+            "rtc": rtc}
+
+
 def profile_idle(m, seconds: float, label: str, top: int = 10) -> dict:
     """Run ``m`` (idle) ``seconds`` emulated seconds counting, then as long
     under cProfile, and print the breakdown per emulated second; returns it."""
     cpu, bus = m.cpu, m.soc.bus
-    stats0, acc0, sc0 = bus.access_stats(), bus.accesses, _shortcuts(cpu)
+    stats0, acc0, sc0, c0_ = bus.access_stats(), bus.accesses, _shortcuts(cpu), _in_c(m)
     c = Counts(m)
     c0 = time.process_time()
     m.run(seconds=seconds)
     cpu_s = time.process_time() - c0
     c.remove()
-    stats1, acc1, sc1 = bus.access_stats(), bus.accesses, _shortcuts(cpu)
+    stats1, acc1, sc1, c1_ = bus.access_stats(), bus.accesses, _shortcuts(cpu), _in_c(m)
+    in_c = {k: c1_[k] - c0_[k] for k in c1_}
     per = 1.0 / seconds
     print(f"\nprofile of {label}, per emulated second ({seconds:g} s counted, "
           f"{seconds / cpu_s:.1f}x real time in CPU time, then {seconds:g} s under cProfile):")
     print(f"  emu_start slices: {c.slices * per:.0f}; done in hooks inside slices: "
           + ", ".join(f"{(sc1[k] - sc0[k]) * per:.0f} {k}" for k in sc1))
     print("  clock events: " + ", ".join(f"{n} {v * per:.0f}"
-                                         for n, v in c.clock_events.most_common(top)))
+                                         for n, v in c.clock_events.most_common(top))
+          + f" (RTC events carried out in C: {in_c['rtc'] * per:.0f})")
     print("  nRF events fired: " + ", ".join(f"{n} {v * per:.0f}"
                                              for n, v in c.fired.most_common(top)))
     print(f"  exceptions entered in Python: {sum(c.entries.values()) * per:.0f} ("
           + ", ".join(f"{n} {v * per:.0f}" for n, v in c.entries.most_common(5))
-          + f"); returned: {sum(c.returns.values()) * per:.0f}")
+          + f"); returned: {sum(c.returns.values()) * per:.0f}; in C: entered "
+          f"{in_c['entries'] * per:.0f}, returned {in_c['returns'] * per:.0f}")
     model = {}
     ops_n = 0
     for key, s in stats1.items():
@@ -167,6 +183,6 @@ def profile_idle(m, seconds: float, label: str, top: int = 10) -> dict:
     for name, t in [("native (Unicorn, generated code, our C)", native)] + cats + [
             ("the run loop's own Python and the rest", rest)]:
         print(f"    {name:44s} {100 * t / total:5.1f} %")
-    return dict(slices=c.slices * per, clock_events=dict(c.clock_events),
+    return dict(slices=c.slices * per, clock_events=dict(c.clock_events), in_c=in_c,
                 entries=sum(c.entries.values()) * per, model=total_model * per,
                 cpu_s=cpu_s, categories=dict(cats), native=native, total=total)

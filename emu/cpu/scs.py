@@ -507,6 +507,15 @@ class ScsPage(_BusPage):
     # single IPR bytes: the other lanes must be left alone).
     SUBWORD_WRITES = "lanes"
     NAME = "SCS"
+    # names for the bus's statistics (emu.soc.bus.reg_name)
+    REG_NAMES = {**{0x100 + 4 * n: f"ISER[{n}]" for n in range(16)},
+                 **{0x180 + 4 * n: f"ICER[{n}]" for n in range(16)},
+                 **{0x200 + 4 * n: f"ISPR[{n}]" for n in range(16)},
+                 **{0x280 + 4 * n: f"ICPR[{n}]" for n in range(16)},
+                 **{0x300 + 4 * n: f"IABR[{n}]" for n in range(16)},
+                 0x010: "SYST_CSR", 0x014: "SYST_RVR", 0x018: "SYST_CVR",
+                 0xD00: "CPUID", 0xD04: "ICSR", 0xD08: "VTOR", 0xD0C: "AIRCR", 0xD10: "SCR",
+                 0xD14: "CCR", 0xD24: "SHCSR", 0xF00: "STIR"}
 
     def read(self, offset: int, size: int = 4) -> int:
         return self.scs.read_word(offset & ~3)
