@@ -23,7 +23,7 @@ from typing import Optional
 from emu.cpu.cortexm import (BUSFAULT, HARDFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK,
                              USAGEFAULT, CortexM)
 
-from emu.soc.ops import MODE_W1C, MODE_W1S, R_CALL, R_CONST, R_CYCLES, W_BITS, Op
+from emu.soc.ops import MODE_W1C, MODE_W1S, R_ATTR, R_CALL, R_CONST, R_CYCLES, W_BITS, Op
 
 log = logging.getLogger("emu.cpu.scs")
 
@@ -497,11 +497,13 @@ class ScsPage(_BusPage):
     access goes to ``read_word``/``write_word`` (byte lanes as ``_scs_read``
     and ``_scs_write`` give them), so behaviour is the raw mapping's; the bus
     calls in from C (no ctypes callback) and syncs the clock as those did.
-    The NVIC's ISPR/ICPR words and ICSR are read by CALL ops straight to
-    their values, without the clock sync (they depend on the pending and
-    active state only, which only the run loop and model code change):
-    FreeRTOS's tickless idle reads ISPR[0] and ISPR[1] after every wake
-    (~900 reads an emulated second on InfiniTime) and ICSR around PendSV."""
+    The NVIC's ISPR/ICPR words are read in C from the CPU's ``pending``
+    (ATTR ops with a shift) and ICSR by a CALL op, without the clock sync
+    (they depend on the pending and active state only, which only the run
+    loop and model code change): FreeRTOS's tickless idle reads ISPR[0] and
+    ISPR[1] after every wake (~900 reads an emulated second on InfiniTime)
+    and ICSR around PendSV; its ICPR writes clear bits of ``pending`` in C
+    (a BITS op; one clearing an asserted line goes to write_word)."""
 
     # The bus hands sub-word writes to write_lanes (NVIC_SetPriority writes
     # single IPR bytes: the other lanes must be left alone).
@@ -546,12 +548,24 @@ class ScsPage(_BusPage):
                 return Op(W_BITS, self.cpu, ("irq_enabled", MODE_W1S, 32 * n, "pending", 16),
                           mask=mask)
             return Op(W_BITS, self.cpu, ("irq_enabled", MODE_W1C, 32 * n, None, 0), mask=mask)
+        if 0x280 <= offset < 0x288:
+            # ICPR[n] clears pending bits (FreeRTOS: ~680 writes an emulated
+            # second on InfiniTime); a line still asserted pends again at
+            # once (CortexM.clear_pending): such a write goes to write_word
+            n = (offset & 0x3F) >> 2
+            mask = (((1 << self.cpu.num_irq) - 1) >> (32 * n)) & 0xFFFFFFFF
+            return Op(W_BITS, self.cpu, ("pending", MODE_W1C, 16 + 32 * n, "irq_level", -16),
+                      mask=mask)
         return None
 
     def read_op(self, offset: int):
         if self.scs.v6m:
             return None
-        if 0x200 <= offset < 0x300:                 # ISPR[n], ICPR[n]
+        if 0x200 <= offset < 0x300:                 # ISPR[n], ICPR[n]: bits of pending
+            n = (offset & 0x7C) >> 2
+            if n < 2:            # the implemented words (bits 16 + 32n of pending)
+                mask = (((1 << self.cpu.num_irq) - 1) >> (32 * n)) & 0xFFFFFFFF
+                return Op(R_ATTR, self.cpu, ("pending", 16 + 32 * n), mask=mask)
             return Op(R_CALL, self, (self._rd_pending,), timed=False)
         if offset == 0xD04:
             return Op(R_CALL, self, (self._rd_icsr,), timed=False)

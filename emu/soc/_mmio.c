@@ -694,6 +694,14 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     }
     if ((kind == R_CALL || kind == R_ATTR || kind == W_CALL) && n < 1)
         goto bad;
+    if (kind == R_ATTR && n >= 2) {  /* (name, shift): (attribute >> shift) & mask */
+        op->shift = (int)PyLong_AsLong(op->a[1]);
+        if (PyErr_Occurred())
+            goto fail;
+        if (op->shift < 0 || op->shift > 63)
+            goto bad;
+        Py_CLEAR(op->a[1]);
+    }
     if (kind == R_COUNTER && n < 4)
         goto bad;
     if (kind == R_CYCLES) {
@@ -711,7 +719,7 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         op->bail_shift = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 4));
         if (PyErr_Occurred())
             goto fail;
-        if (op->shift < 0 || op->shift > 63 || op->bail_shift < 0 || op->bail_shift > 63)
+        if (op->shift < 0 || op->shift > 63 || op->bail_shift < -63 || op->bail_shift > 63)
             goto bad;
         Py_CLEAR(op->a[1]);        /* a[3]: the bail attribute (None: never) */
         Py_CLEAR(op->a[2]);
@@ -881,7 +889,7 @@ static int exec_read(Slot *s, COp *op, uint64_t *v) {
         x = PyObject_GetAttr(obj, op->a[0]);
         if (x == NULL)
             return -1;
-        *v = PyLong_AsUnsignedLongLongMask(x) & 0xFFFFFFFFu;
+        *v = (PyLong_AsUnsignedLongLongMask(x) >> op->shift) & op->mask & 0xFFFFFFFFu;
         Py_DECREF(x);
         return PyErr_Occurred() ? -1 : 0;
     case R_CONST:
@@ -946,7 +954,8 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
             Py_DECREF(x);
             if (PyErr_Occurred())
                 return -1;
-            if (bits & (b >> op->bail_shift))
+            b = op->bail_shift >= 0 ? b >> op->bail_shift : b << -op->bail_shift;
+            if (bits & b)
                 return 1;                   /* the model decides (a pending IRQ enabled, TICK) */
         }
         if (op->bits_cells != NULL) {        /* a cell: cell_property's int() */

@@ -135,7 +135,8 @@ WRITE_KINDS = {W_EVENT: "event", W_INTENSET: "intenset", W_INTENCLR: "intenclr",
 class Op:
     """One offset's access, as data (see the module docstring).
 
-    ``args`` by kind: CALL ``(fn,)``; ATTR ``(name,)``; CONST ``(value,)``;
+    ``args`` by kind: CALL ``(fn,)``; ATTR ``(name[, shift])`` (``(getattr(obj,
+    name) >> shift) & mask``: the NVIC's ISPR words from ``pending``); CONST ``(value,)``;
     COUNTER ``(running, base_time, period, base_value)`` attribute names;
     CYCLES ``(base,)``: the CPU's cycle count less ``base``, 32 bits (``obj``
     has ``cpu``; the DWT's CYCCNT while it counts);
@@ -146,10 +147,12 @@ class Op:
     CHEN); W_BITS ``(name, mode, shift, bail, bail_shift)``: set (W1S) or
     clear (W1C) the bits ``(value & mask) << shift`` of ``obj``'s integer
     attribute ``name``; the op bails when one of them is set in
-    ``getattr(obj, bail) >> bail_shift`` (``bail`` None: never; the NVIC's
-    ISER/ICER on ``irq_enabled``, ISER bailing when a pending interrupt is
-    enabled: the model asks for the run loop; the RTC's EVTENSET/EVTENCLR
-    on ``evten``, bailing on TICK).  ``mask``: COUNTER's wrap mask, W_VALUE's writable
+    ``getattr(obj, bail) >> bail_shift`` (a negative shift shifts left;
+    ``bail`` None: never; the NVIC's ISER/ICER on ``irq_enabled``, ISER
+    bailing when a pending interrupt is enabled: the model asks for the run
+    loop; ICPR clearing bits of ``pending``, bailing when a line to clear is
+    still asserted: it pends again; the RTC's EVTENSET/EVTENCLR on
+    ``evten``, bailing on TICK).  ``mask``: COUNTER's wrap mask, W_VALUE's writable
     bits.  ``slow_bits``: INTEN* bits whose change goes to the model, or to
     ``slow(offset, value)`` when given (the RTC's TICK: emu.soc._mmio.RtcCore).
     """
@@ -212,9 +215,11 @@ def py_reader(op: Op, clock, generic: Callable[[int], int]) -> Callable[[int], i
             return p.events[off]
     elif kind == R_ATTR:
         name = op.args[0]
+        shift = op.args[1] if len(op.args) > 1 else 0
+        mask = op.mask
 
         def inner(off):
-            return getattr(p, name)
+            return (getattr(p, name) >> shift) & mask
     elif kind == R_CONST:
         value = op.args[0]
 
@@ -276,8 +281,10 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
 
         def inner(off, value):
             bits = (value & mask) << shift
-            if bail is not None and bits & (getattr(p, bail) >> bail_shift):
-                return generic(off, value)
+            if bail is not None:
+                b = getattr(p, bail)
+                if bits & (b >> bail_shift if bail_shift >= 0 else b << -bail_shift):
+                    return generic(off, value)
             if mode == MODE_W1S:
                 setattr(p, name, getattr(p, name) | bits)
             else:
