@@ -60,6 +60,11 @@ class TcpByteServer:
         self.rx_pending = bytearray()     # from the client, not yet taken by the watch
         self.tx_pending = bytearray()     # from the watch, waiting for the socket
         self._unread = False              # the client stopped reading: drop it
+        # the client hung up with bytes not yet handed to the watch: they are
+        # still delivered (a phone's queued writes go out before the link is
+        # closed), and the next client waits in the backlog until then
+        self.closing = False
+        self._next = None                 # (socket, address) of a client waiting for that
         log.info("%s listening on %s:%d", what, host, self.port)
 
     def poll(self) -> None:
@@ -68,6 +73,16 @@ class TcpByteServer:
                 log.warning("%s: the client left more than %d bytes unread; dropping it",
                             self.what, MAX_UNREAD)
                 self._drop()
+            if self.closing:
+                self._forward()
+                if not self._delivered():
+                    return
+                self.closing = False
+                self.rx_pending.clear()
+                self._on_disconnect()
+            if self._next is not None and self.client is None:
+                nxt, self._next = self._next, None
+                self._adopt(*nxt)
             self._accept()
             if self.client is not None:
                 self._read()
@@ -80,6 +95,9 @@ class TcpByteServer:
 
     def close(self) -> None:
         self._drop()
+        if self._next is not None:
+            self._next[0].close()
+            self._next = None
         self.listener.close()
 
     def _accept(self) -> None:
@@ -90,16 +108,22 @@ class TcpByteServer:
                 return
             if self.client is not None:
                 self._read()              # the last client may have just left
-            if self.client is None:
+            if self.client is None and self._next is None:
                 break
             log.info("%s: a second client from %s:%d refused (one at a time)", self.what,
                      *addr[:2])
             conn.close()
+        if self.closing:                  # the last one's bytes are still on their way
+            self._next = (conn, addr)
+            return
+        self._adopt(conn, addr)
+
+    def _adopt(self, conn, addr) -> None:
         conn.setblocking(False)
         self.client = conn
         self.rx_pending.clear()
         self.tx_pending.clear()
-        log.info("%s: client connected from %s:%d", self.what, *addr)
+        log.info("%s: client connected from %s:%d", self.what, *addr[:2])
         self._on_connect()
 
     def _read(self) -> None:
@@ -110,7 +134,7 @@ class TcpByteServer:
                 return
             if not data:
                 log.info("%s: client disconnected", self.what)
-                self._drop()
+                self._hangup()
                 return
             self.rx_pending += data
 
@@ -132,12 +156,31 @@ class TcpByteServer:
                 self._unread = True                   # dropped at the next poll
                 self.tx_pending.clear()
 
+    def _hangup(self) -> None:
+        """The client closed its end: what it sent before is still handed to
+        the watch (:meth:`_delivered` says when), then the phone leaves."""
+        try:
+            self.client.close()
+        except OSError:
+            pass
+        self.client = None
+        self.tx_pending.clear()
+        self._unread = False
+        self.closing = True
+
+    def _delivered(self) -> bool:
+        """After a hang-up: everything the client sent has reached the watch
+        (or never can).  Subclasses that hand bytes on later override it."""
+        return True
+
     def _drop(self) -> None:
-        if self.client is not None:
-            try:
-                self.client.close()
-            except OSError:
-                pass
+        was_closing, self.closing = self.closing, False
+        if self.client is not None or was_closing:
+            if self.client is not None:
+                try:
+                    self.client.close()
+                except OSError:
+                    pass
             self.client = None
             try:
                 self._on_disconnect()
@@ -180,7 +223,7 @@ class BridgeServer(TcpByteServer):
         if not ph.uart_ready:
             return                       # still booting: which Bluetooth stack is unknown
         if not ph.central.connected:
-            if ph.central.can_connect():
+            if not self.closing and ph.central.can_connect():
                 ph.central.connect(mtu=247)
                 ph.nus.discover()
             return
@@ -193,6 +236,18 @@ class BridgeServer(TcpByteServer):
             chunk = bytes(self.rx_pending[:80])
             del self.rx_pending[:80]
             ph.nus.send(chunk)
+
+    def _delivered(self) -> bool:
+        """Every byte the client sent is written and acknowledged over the
+        air, or the link is gone (the watch reset or dropped it: nothing more
+        can be delivered).  wasptool's --reset ends with Ctrl-D and hangs up at
+        once: that Ctrl-D must still reach the watch."""
+        if self.gatt_bridge is not None:
+            return not self.rx_pending
+        ph = self.phone
+        if not ph.central.connected or ph.nus.rx_handle is None:
+            return True
+        return not self.rx_pending and ph.central.writes_pending == 0
 
     def _on_disconnect(self) -> None:
         if self.gatt_bridge is not None:

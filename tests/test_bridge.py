@@ -94,6 +94,45 @@ def test_bridge_next_client_right_after_the_last_one_left(fw):
         bridge.close()
 
 
+def _ring_in(m) -> int:
+    return m.cpu.read32(m.symbol("ring_in"))
+
+
+def test_bytes_sent_just_before_a_hang_up_still_reach_the_watch(fw):
+    """wasptool's --reset types Ctrl-D and exits at once: the console's
+    socket closes in the same poll as its last bytes arrive.  Those bytes
+    still go over the air (a phone's queued writes go out before the link
+    closes), then the phone disconnects; the next client waits meanwhile and
+    is taken after (not refused).  They were dropped with the client: the
+    watch never reset, and the next verbs met a full heap."""
+    m = _machine(fw)
+    bridge = BridgeServer(m, port=0)
+    try:
+        s1 = socket.create_connection(("127.0.0.1", bridge.port))
+        s1.setblocking(False)
+        assert _pump(m, bridge, s1, b"x") == b""      # the phone connected
+        before = _ring_in(m)
+        msg = bytes(range(32, 127)) * 2                # 190 bytes: ten 20-byte writes
+        s1.sendall(msg)
+        s1.close()                                     # at once
+        s2 = socket.create_connection(("127.0.0.1", bridge.port))
+        s2.setblocking(False)
+        for _ in range(400):
+            bridge.poll()
+            if _ring_in(m) - before >= len(msg) and bridge.client is not None:
+                break
+            m.run(ms=5)
+        assert _ring_in(m) - before == len(msg), "the bytes sent before the hang-up were lost"
+        assert bridge.client is not None and bridge.client.getpeername() == s2.getsockname()
+        assert not bridge.closing
+        assert not m.softdevice.connected              # the first phone left after its bytes
+        with pytest.raises(BlockingIOError):
+            s2.recv(10)                                # open, not refused (that reads b"")
+        s2.close()
+    finally:
+        bridge.close()
+
+
 @pytest.mark.parametrize("image,sig,status,said", [
     ("sd_nus", "SIGTERM", 143, "pinetime-emu: terminated"),
     # the demo draws all the time: most signals land in a Unicorn callback

@@ -14,12 +14,11 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import free_port, served_run
+from conftest import free_port, repl_ready, served_run
 
 from emu import Machine
 from emu.phone.wasptool import paste_lines
@@ -59,12 +58,6 @@ def _image() -> str:
 
 @pytest.mark.wallclock          # paced to the host's clock: run alone (scripts/test.sh)
 def test_real_wasptool_verbs_in_a_row(tmp_path):
-    if not os.environ.get("PINETIME_EMU_SLOW_TESTS"):
-        # Passed alone at low load; in 2 of 7 runs at a load of 2-4 a file
-        # was missing or unreadable after a reset or a transfer (issue 25 is
-        # open on it): not yet a reliable gate for CI
-        pytest.skip("the real wasptool session (3-4 min, intermittent under load: issue 25): "
-                    "set PINETIME_EMU_SLOW_TESTS=1")
     tree, image = _tree(), _image()
     pytest.importorskip("pexpect", reason="wasptool needs pexpect (pip install pexpect)")
     # wasptool spawns <its own folder>/pynus/pynus.py: a copy of it, and our console there
@@ -121,23 +114,25 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
 
     def booted():
         """Wait for wasp-os to have booted (the run is paced to the host's
-        clock): a wasptool verb starts with Ctrl-C, which stops main.py
-        half-way if it still runs, on a watch too."""
-        time.sleep(8)
-        deadline = time.monotonic() + 60
-        while True:                            # (and for the bridge to listen)
-            rc, out = phone("--eval", "print(1+2)")
-            if rc != 2 or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+        clock, which a loaded host lets it fall behind): wasptool's verbs
+        start with Ctrl-C, which stops main.py half-way if it still runs, on
+        a watch too (then the files seem gone: the directory is still '/')."""
+        repl_ready(port)
+        rc, out = phone("--eval", "print(1+2)")
         assert rc == 0 and out.strip().endswith("3"), out
-        time.sleep(2)                          # the last phone client has hung up
+        assert "'/flash'" in phone("--repl", "__import__('os').getcwd()")[1]
 
     def reboot():
-        """wasptool --reset, then the watch's boot."""
+        """wasptool --reset, then the watch's boot; a name set before is gone
+        after (wasptool types Ctrl-D and hangs up at once: that Ctrl-D was
+        once lost with the connection, and the watch never reset)."""
+        rc, out = phone("--repl", "before_reset = 1")
+        assert rc == 0, out
         rc, out = wasptool("--reset")
         assert rc == 0, out
         booted()
+        rc, out = phone("--repl", "'before_reset' in globals()")
+        assert rc == 0 and "\nFalse\n" in out, f"no reset: {out}"
 
     with served_run(image, "--bridge", port, "--flash-file", nor):
         booted()
