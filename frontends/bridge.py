@@ -33,11 +33,14 @@ import socket
 import sys
 from typing import Optional
 
+from emu.clock import TICKS_PER_SECOND
 from emu.outputs import Files, atomic_write
 
 log = logging.getLogger("frontends.bridge")
 MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading pauses
 MAX_UNREAD = 1 << 20        # TX bytes a client may leave unread before it is dropped
+DRAIN_TICKS = 10 * TICKS_PER_SECOND   # emulated time the last bytes of a client that
+                                      # hung up may take to reach the watch
 
 
 class TcpByteServer:
@@ -237,17 +240,35 @@ class BridgeServer(TcpByteServer):
             del self.rx_pending[:80]
             ph.nus.send(chunk)
 
+    def _hangup(self) -> None:
+        super()._hangup()
+        self._hung_up_at = self.machine.now
+        log.info("bridge: %d byte(s) the client sent before it hung up still to deliver",
+                 len(self.rx_pending) + self._in_flight())
+
+    def _in_flight(self) -> int:
+        ph = self.phone
+        return ph.central.writes_pending if ph.central.connected else 0
+
     def _delivered(self) -> bool:
         """Every byte the client sent is written and acknowledged over the
         air, or the link is gone (the watch reset or dropped it: nothing more
-        can be delivered).  wasptool's --reset ends with Ctrl-D and hangs up at
-        once: that Ctrl-D must still reach the watch."""
+        can be delivered), or DRAIN_TICKS of emulated time went by (a watch
+        that reads nothing more).  wasptool's --reset ends with Ctrl-D and
+        hangs up at once: that Ctrl-D must still reach the watch."""
         if self.gatt_bridge is not None:
             return not self.rx_pending
         ph = self.phone
         if not ph.central.connected or ph.nus.rx_handle is None:
-            return True
-        return not self.rx_pending and ph.central.writes_pending == 0
+            done = True
+        else:
+            done = not self.rx_pending and ph.central.writes_pending == 0
+        if not done and self.machine.now - self._hung_up_at > DRAIN_TICKS:
+            log.warning("bridge: the watch took none of the last %d byte(s) the client sent "
+                        "in %d emulated s; dropped", len(self.rx_pending) + self._in_flight(),
+                        DRAIN_TICKS // TICKS_PER_SECOND)
+            done = True
+        return done
 
     def _on_disconnect(self) -> None:
         if self.gatt_bridge is not None:
@@ -506,9 +527,11 @@ def phone_client_main(argv=None) -> int:
     ap.add_argument("--body", default="Body", help="--send-notification's body (Body)")
     ap.add_argument("--id", type=int, default=1, help="--send-notification's id (1)")
     ap.add_argument("--timeout", type=wait_seconds, default=30.0, metavar="S",
-                    help="seconds to wait for each REPL reply of the wasptool verbs (30)")
+                    help="seconds to wait for each REPL reply of --repl and the wasptool "
+                         "verbs (30)")
     ap.add_argument("--wait", type=wait_seconds, default=1.0, metavar="S",
-                    help="seconds to print replies (default 1)")
+                    help="seconds to print replies to --gb/--notify/--call (default 1; "
+                         "--repl stops at the prompt)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     problem = phone_files(a).problem()
     if a.binary and not a.upload:
@@ -556,11 +579,18 @@ def phone_client_main(argv=None) -> int:
                 sys.stdout.write(early.decode("utf-8", "replace"))
             s.sendall(payload)
 
+            seen = bytearray(early or b"")
+
             def show(data: bytes) -> bool:
                 sys.stdout.write(data.decode("utf-8", "replace"))
                 sys.stdout.flush()
-                return False
-            _receive(s, a.wait, show)
+                if msg is not None:
+                    return False
+                seen.extend(data)           # --repl: done at the prompt after the echo
+                echo = seen.find(payload[:-1] + b"\r\n")
+                return echo >= 0 and seen.endswith(b">>> ") and \
+                    len(seen) > echo + len(payload) + 1
+            _receive(s, a.wait if msg is not None else max(a.wait, a.timeout), show)
         except OSError as e:
             print(f"pinetime-emu phone: error: connection to {a.host}:{a.port} lost "
                   f"({e.strerror or e})", file=sys.stderr)

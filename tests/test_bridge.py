@@ -242,3 +242,33 @@ def test_bridge_on_a_board_without_a_phone_serves_its_uart_console(fw):
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert "pinetime-emu: UART console on 127.0.0.1:" in r.stderr, r.stderr
+
+
+def test_phone_repl_waits_for_the_prompt_not_a_fixed_time(capsys):
+    """`phone --repl LINE` prints until the prompt after the line's echo
+    (at most --timeout), not for --wait seconds: a loaded host's emulator
+    answered after the second --wait gave it, and the value was cut off."""
+    import threading
+    import time
+    from frontends.bridge import phone_client_main
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+
+    def watch():
+        c, _ = ls.accept()
+        with c:
+            line = b""
+            while not line.endswith(b"\r"):
+                line += c.recv(100)
+            c.sendall(b">>> " + line[:-1] + b"\r\n")    # an old prompt, then the echo
+            time.sleep(1.5)                             # a slow watch
+            c.sendall(b"42\r\n>>> ")
+            time.sleep(3)
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    rc = phone_client_main(["--port", str(ls.getsockname()[1]), "--wait", "0.2",
+                            "--timeout", "10", "--repl", "6*7"])
+    out = capsys.readouterr().out
+    ls.close()
+    assert rc == 0 and out.rstrip().endswith("42\r\n>>>"), out

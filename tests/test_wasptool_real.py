@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -83,13 +84,13 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
     def wasptool(*args, stdin=None, cwd=work):
         r = subprocess.run([sys.executable, str(tools / "wasptool"), *args], cwd=cwd,
                            capture_output=True, text=True, timeout=180, input=stdin)
-        return r.returncode, r.stdout + r.stderr
+        return r.returncode, f"[wasptool {' '.join(args)}]\n" + r.stdout + r.stderr
 
     def phone(*args, cwd=work):
         r = subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port", str(port),
                             "--timeout", "60", *args], capture_output=True, text=True,
                            timeout=300, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        return r.returncode, r.stdout + r.stderr
+        return r.returncode, f"[phone {' '.join(args)}]\n" + r.stdout + r.stderr
 
     def check_rtc() -> int:
         """wasptool --check-rtc: the host's time minus the watch's, in s."""
@@ -112,12 +113,21 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
                 return
         raise AssertionError(f"--check-rtc after --rtc: deltas {deltas} s")
 
-    def booted():
+    lost_ctrl_d = []
+
+    def booted(after_reset=False):
         """Wait for wasp-os to have booted (the run is paced to the host's
         clock, which a loaded host lets it fall behind): wasptool's verbs
         start with Ctrl-C, which stops main.py half-way if it still runs, on
-        a watch too (then the files seem gone: the directory is still '/')."""
-        repl_ready(port)
+        a watch too (then the files seem gone: the directory is still '/').
+        After --reset: wasptool types Ctrl-D and exits at once, closing its
+        console's terminal; a console not scheduled in those few ms never
+        reads the Ctrl-D (the kernel drops a closed pty's unread input; with
+        BlueZ's pynus too), and the watch waits in paste mode: the Ctrl-D is
+        typed again then, and counted."""
+        if repl_ready(port, in_paste_mode=b"\x04" if after_reset else b""):
+            lost_ctrl_d.append(1)
+            repl_ready(port)
         rc, out = phone("--eval", "print(1+2)")
         assert rc == 0 and out.strip().endswith("3"), out
         assert "'/flash'" in phone("--repl", "__import__('os').getcwd()")[1]
@@ -130,11 +140,11 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
         assert rc == 0, out
         rc, out = wasptool("--reset")
         assert rc == 0, out
-        booted()
+        booted(after_reset=True)
         rc, out = phone("--repl", "'before_reset' in globals()")
         assert rc == 0 and "\nFalse\n" in out, f"no reset: {out}"
 
-    with served_run(image, "--bridge", port, "--flash-file", nor):
+    with served_run(image, "--bridge", port, "--flash-file", nor, "--log-level", "info"):
         booted()
         rc, out = wasptool("--eval", "print(6*7)")
         assert rc == 0 and "42" in out.split("~~~")[1], out
@@ -144,7 +154,7 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
         for verb in (["--battery"], ["--send-notification", "--title", "Ann"],
                      ["--exec", "t.py"], ["--memfree"], ["--battery"], ["--exec", "t.py"]):
             rc, out = wasptool(*verb)
-            assert rc == 0, (verb, out)
+            assert rc == 0, f"{verb}: {out}"
             if verb[0] == "--battery":
                 assert re.search(r"Battery: \d+%", out), out
             if verb[0] == "--exec":
@@ -198,3 +208,6 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
         if delta > 1:
             rtc_then_check_rtc()
         reboot()
+    if lost_ctrl_d:
+        warnings.warn(f"wasptool --reset: its console missed the last Ctrl-D {len(lost_ctrl_d)} "
+                      f"time(s) of 5 (wasptool exits right after typing it); typed again")
