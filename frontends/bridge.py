@@ -4,9 +4,12 @@ A client connecting to 127.0.0.1:PORT is the phone connecting over BLE
 (GAP CONNECTED, NUS discovery, TX notifications enabled); its bytes are
 written to the NUS RX characteristic (paced like a phone, 20 bytes per
 connection event); TX notifications are sent back to it; closing the socket
-disconnects the phone.  One client at a time; more are refused, but a client
-that has just closed its end is noticed first (wasptool runs one console
-after another, many in a row).
+disconnects the phone, once what the client sent before has gone over the
+air (a phone's queued writes go out before it ends the link; wasptool's
+--reset types Ctrl-D and hangs up at once).  One client at a time; more are
+refused, but a client that has just closed its end is noticed first, and the
+next one waits while the last one's bytes are delivered (wasptool runs one
+console after another, many in a row).
 
 The emulator loop calls :meth:`BridgeServer.poll` at slice boundaries (every
 few ms of emulated time).  Sockets are non-blocking and no thread touches the

@@ -202,8 +202,35 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
                                      f"{got[:48]!r}..., want {len(want)}")
         rc, out = wasptool("--eval", "import by_phone; print(by_phone.App().hello())")
         assert rc == 0 and "hello from an app" in out, out    # the uploaded module runs
-        rc, out = wasptool("--console", stdin="print('con' + 'sole')\n\x18")
-        assert rc == 0 and "console" in out, out
+        # --console: a line typed, its answer read, then Ctrl-X, as a person
+        # does.  (Typed ahead with the Ctrl-X, the console hangs up while the
+        # watch still echoes the line: MicroPython's nrf BLE driver counts the
+        # notifications it queued and never forgets the ones the SoftDevice
+        # drops at a disconnect, so after a few such hang-ups its REPL output
+        # waits forever, on a watch too: docs/phone.md)
+        con = subprocess.Popen([sys.executable, str(tools / "wasptool"), "--console"], cwd=work,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+        os.set_blocking(con.stdout.fileno(), False)
+        seen, typed, deadline = b"", False, time.monotonic() + 120
+        while time.monotonic() < deadline and con.poll() is None:
+            time.sleep(0.2)
+            seen += con.stdout.read() or b""
+            if not typed and b"Exit console using Ctrl-X" in seen:
+                con.stdin.write(b"print('con' + 'sole')\n")
+                con.stdin.flush()
+                typed = True
+            if re.search(rb"^console\r*$", seen, re.M):
+                con.stdin.write(b"\x18")
+                con.stdin.flush()
+                break
+        try:
+            con.wait(timeout=30)
+        finally:
+            if con.poll() is None:
+                con.kill()
+        seen += con.stdout.read() or b""
+        assert con.returncode == 0 and re.search(rb"^console\r*$", seen, re.M), seen
         # a minute of verbs later: the watch never runs ahead of the host (the
         # run is paced); behind by more than a second only if the host was
         # too busy to keep up (the full suite on two cores), then set again
