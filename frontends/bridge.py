@@ -44,6 +44,9 @@ MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading p
 MAX_UNREAD = 1 << 20        # TX bytes a client may leave unread before it is dropped
 DRAIN_TICKS = 10 * TICKS_PER_SECOND   # emulated time the last bytes of a client that
                                       # hung up may take to reach the watch
+QUIET_TICKS = TICKS_PER_SECOND // 10  # after a hang-up the link stays until the watch has
+                                      # sent nothing for this long (a host ends a link some
+                                      # time after its last user left, not at once)
 
 
 class TcpByteServer:
@@ -71,6 +74,7 @@ class TcpByteServer:
         # closed), and the next client waits in the backlog until then
         self.closing = False
         self._next = None                 # (socket, address) of a client waiting for that
+        self._last_output = 0             # when the watch last sent something (emulated)
         log.info("%s listening on %s:%d", what, host, self.port)
 
     def poll(self) -> None:
@@ -156,6 +160,7 @@ class TcpByteServer:
             del self.tx_pending[:n]
 
     def _from_watch(self, data) -> None:
+        self._last_output = self._now()
         if self.client is not None and not self._unread:
             self.tx_pending += data
             if len(self.tx_pending) > MAX_UNREAD:     # connected, never reading:
@@ -178,6 +183,9 @@ class TcpByteServer:
         """After a hang-up: everything the client sent has reached the watch
         (or never can).  Subclasses that hand bytes on later override it."""
         return True
+
+    def _now(self) -> int:
+        return 0
 
     def _drop(self) -> None:
         was_closing, self.closing = self.closing, False
@@ -249,29 +257,40 @@ class BridgeServer(TcpByteServer):
         log.info("bridge: %d byte(s) the client sent before it hung up still to deliver",
                  len(self.rx_pending) + self._in_flight())
 
+    def _now(self) -> int:
+        return self.machine.now
+
     def _in_flight(self) -> int:
         ph = self.phone
         return ph.central.writes_pending if ph.central.connected else 0
 
     def _delivered(self) -> bool:
-        """Every byte the client sent is written and acknowledged over the
-        air, or the link is gone (the watch reset or dropped it: nothing more
-        can be delivered), or DRAIN_TICKS of emulated time went by (a watch
-        that reads nothing more).  wasptool's --reset ends with Ctrl-D and
-        hangs up at once: that Ctrl-D must still reach the watch."""
+        """Every byte the client sent is written over the air and the watch
+        has been quiet for QUIET_TICKS (or talked on for a second), or the
+        link is gone (the watch reset or dropped it: nothing more can be
+        delivered), or DRAIN_TICKS of emulated time went by (a watch that
+        reads nothing more).  wasptool's --reset ends with Ctrl-D and hangs
+        up at once: that Ctrl-D must still reach the watch."""
         if self.gatt_bridge is not None:
             return not self.rx_pending
         ph = self.phone
+        now = self.machine.now
         if not ph.central.connected or ph.nus.rx_handle is None:
-            done = True
-        else:
-            done = not self.rx_pending and ph.central.writes_pending == 0
-        if not done and self.machine.now - self._hung_up_at > DRAIN_TICKS:
+            return True
+        waited = now - self._hung_up_at
+        if not self.rx_pending and ph.central.writes_pending == 0:
+            # and the watch has finished answering (or talks on and on): a
+            # link cut while it still notifies loses what it queued (the S132
+            # reports none of it; docs/phone.md says what that does to
+            # MicroPython's REPL)
+            return now - max(self._last_output, self._hung_up_at) >= QUIET_TICKS \
+                or waited > TICKS_PER_SECOND
+        if waited > DRAIN_TICKS:
             log.warning("bridge: the watch took none of the last %d byte(s) the client sent "
                         "in %d emulated s; dropped", len(self.rx_pending) + self._in_flight(),
                         DRAIN_TICKS // TICKS_PER_SECOND)
-            done = True
-        return done
+            return True
+        return False
 
     def _on_disconnect(self) -> None:
         if self.gatt_bridge is not None:

@@ -42,7 +42,7 @@ def test_bridge_echo_and_disconnect(fw):
         assert _pump(m, bridge, s, msg) == msg
         assert m.softdevice.connected
         s.close()
-        for _ in range(20):
+        for _ in range(60):                    # the link ends once the watch is quiet
             bridge.poll()
             m.run(ms=5)
         assert not m.softdevice.connected
@@ -84,8 +84,11 @@ def test_bridge_next_client_right_after_the_last_one_left(fw):
         s1.close()                             # and at once the next one comes
         s2 = socket.create_connection(("127.0.0.1", bridge.port))
         s2.setblocking(False)
-        for _ in range(3):
+        for _ in range(60):                    # the link ends once the watch is quiet
             bridge.poll()
+            if bridge.client is not None:
+                break
+            m.run(ms=5)
         assert bridge.client is not None and bridge.client.getpeername() == s2.getsockname()
         with pytest.raises(BlockingIOError):
             s2.recv(10)                        # open, not refused (that reads b"")
