@@ -128,6 +128,10 @@ def test_bytes_sent_just_before_a_hang_up_still_reach_the_watch(fw):
         assert _ring_in(m) - before == len(msg), "the bytes sent before the hang-up were lost"
         assert bridge.client is not None and bridge.client.getpeername() == s2.getsockname()
         assert not bridge.closing
+        # the link stayed until the watch had finished answering (its echo):
+        # cut earlier, the notifications it had queued were lost
+        m.run(ms=50)
+        assert "PASS echoed every RX byte" in m.console_text(), m.console_text()[-400:]
         assert not m.softdevice.connected              # the first phone left after its bytes
         with pytest.raises(BlockingIOError):
             s2.recv(10)                                # open, not refused (that reads b"")
