@@ -6,9 +6,13 @@ blocks (with a timeout on the DWT's stopped CYCCNT), RTC COUNTER (a value
 time alone changes: never skipped) and counts iterations while polling; it
 passes natively with and without skipping and in pure Python, in the same
 cycles, accesses, console and registers.  The companion trusts every read
-(COUNTER too) and sees the COUNTER loop skipped past its value.  On real
+(COUNTER too) and sees the COUNTER loop skipped past its value.
+firmware/tests/cpu_poll_loop_boundary.c polls an event that fires a few
+cycles after another clock event (the slice between them one or two
+iterations long), in the same three ways; its companion keeps the loop's
+last iteration across the slice boundary and sees polls end late.  On real
 firmware, when the images are present, skipping changes nothing but the
-time it takes."""
+time it takes (InfiniTime's resources upload: tests/test_resources.py)."""
 import os
 from pathlib import Path
 
@@ -18,10 +22,11 @@ from conftest import assert_firmware_passed
 from emu import Machine
 
 FW = "cpu_poll_loops"
+BOUNDARY = "cpu_poll_loop_boundary"
 
 
-def _run(fw, mode):
-    m = Machine(fw(FW), board="nrf52832", pure_python=mode == "python")
+def _run(fw, mode, name=FW):
+    m = Machine(fw(name), board="nrf52832", pure_python=mode == "python")
     m.cpu.loop_skip = mode == "skip"
     r = m.run(ms=50)
     return m, r
@@ -33,15 +38,16 @@ def _state(m):
             "stats": m.soc.bus.access_stats()}
 
 
-def test_poll_loops_pass_and_agree(fw):
+@pytest.mark.parametrize("name,passes,skipped", [(FW, 6, 10_000), (BOUNDARY, 3, 5_000)])
+def test_poll_loops_pass_and_agree(fw, name, passes, skipped):
     runs = {}
     for mode in ("skip", "noskip", "python"):
-        m, r = _run(fw, mode)
-        assert_firmware_passed(m, r, min_passes=6)
+        m, r = _run(fw, mode, name)
+        assert_firmware_passed(m, r, min_passes=passes)
         runs[mode] = _state(m)
         if mode == "skip":
             skips, iters, cycles = m.cpu.loops_skipped
-            assert skips >= 2 and iters > 10_000 and cycles > iters
+            assert skips >= 2 and iters > skipped and cycles > iters
         else:
             assert m.cpu.loops_skipped[1] == 0
     stats = {k: v.pop("stats") for k, v in runs.items()}
@@ -58,6 +64,27 @@ def test_trusting_a_changing_read_is_seen(fw):
     r = m.run(ms=50)
     ok, _ = _run(fw, "noskip")
     assert r.reason != "exit" or r.exit_code != 0
+    assert m.cpu.cycles != ok.cpu.cycles
+
+
+def test_an_iteration_from_the_last_slice_is_not_trusted(fw):
+    """Companion of cpu_poll_loop_boundary: with the loop's last iteration
+    kept across the slice boundary (CortexM._rebase not forgetting it), the
+    iteration that read COMPARE[0] = 0 before the event stands for the ones
+    after it, and polls end late."""
+    m = Machine(fw(BOUNDARY), board="nrf52832")
+    m.cpu.loop_skip = True
+    cpu, rebase = m.cpu, m.cpu._rebase
+
+    def keep_last_iteration():
+        have = cpu.cs.lp_have
+        rebase()
+        cpu.cs.lp_have = have
+    cpu._rebase = keep_last_iteration
+    r = m.run(ms=50)
+    assert r.reason == "exit" and r.exit_code != 0
+    assert "FAIL no poll ended late" in m.console_text()
+    ok, _ = _run(fw, "noskip", BOUNDARY)
     assert m.cpu.cycles != ok.cpu.cycles
 
 

@@ -482,6 +482,14 @@ class CortexM:
         cs = self.cs
         self._cycle_base_ticks = cs.base_ticks = self.clock.now
         self._cycle_base = cs.base_cycles = cs.synced_cycles = cs.cycles
+        if self._loop_watch:
+            # A new slice (or the end of a stall): clock events may have run
+            # since the polling loop's last iteration read its registers, so
+            # that iteration proves nothing about the next ones (InfiniTime's
+            # SpiMaster::Read polled SPIM EVENTS_END, the slice ended at the
+            # loop's head when END fired, and the iteration before it, which
+            # had read END = 0, let the loop be counted on to the next event)
+            cs.lp_have = 0
 
     def request_stop(self) -> None:
         """Ask the run loop to regain control at the next block boundary."""
