@@ -136,3 +136,41 @@ def test_skipping_changes_nothing_on_real_firmware(which):
         assert skipped[1] > 1_000_000        # LFCLKSTAT alone: 3.2 M reads
     for k in on:
         assert on[k] == off[k], f"{k} differs with loops skipped"
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.skipif(not os.environ.get("PINETIME_EMU_SLOW_TESTS"),
+                    reason="about 2.5 minutes: set PINETIME_EMU_SLOW_TESTS=1")
+def test_skipping_changes_nothing_in_a_resources_upload(tmp_path):
+    """InfiniTime's resources upload over Bluetooth and Infineat chosen
+    (tests/test_resources.py's steps, 60 emulated s): the run where an
+    iteration from before a slice boundary once let SpiMaster::Read's poll
+    of SPIM EVENTS_END miss its event.  The same cycles, accesses per
+    register, screen, NOR, RAM and registers with and without skipping."""
+    from test_ota import enable_ota, press, settle
+    from test_resources import INFINEAT, _files, choose_face, infineat_drawn
+    fw, res = _files()
+    runs = []
+    for skip in (True, False):
+        m = Machine(fw, flash_file=str(tmp_path / f"nor{int(skip)}.bin"))
+        m.cpu.loop_skip = skip
+        try:
+            m.run(seconds=3)
+            choose_face(m, INFINEAT)
+            enable_ota(m)
+            press(m)
+            press(m)
+            settle(m, 2)
+            m.phone.gatt.upload_resources(res)
+            choose_face(m, INFINEAT)
+            st = _state(m)
+            st.update(screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
+                      ram=m.cpu.read_mem(0x20000000, 0x10000), drawn=infineat_drawn(
+                          m.board.screen()))
+            runs.append((st, m.cpu.loops_skipped))
+        finally:
+            m.close()
+    (on, skipped), (off, _) = runs
+    assert skipped[1] > 10_000_000 and on["drawn"]
+    for k in on:
+        assert on[k] == off[k], f"{k} differs with loops skipped"

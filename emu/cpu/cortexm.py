@@ -1519,11 +1519,10 @@ class CortexM:
     # and only while nothing else watches the code: no hook but the CPU's
     # own (a debugger's breakpoint, a trace, a test's code hook), no MPU
     # (its protection hooks).  The pure-Python path skips nothing.
-    # Off by default: with it on, tests/test_resources.py's InfiniTime
-    # resources upload ends on a blank screen where every iteration run draws
-    # Infineat (a loop whose reads change without a clock event, not yet
-    # found): a fast path must behave as the slow one (issue 29)
-    loop_skip = False     # True: polling loops counted up to the next clock event
+    # The iteration that proves the repeat must have run inside the current
+    # slice (_rebase): one that read an event before it fired at the slice
+    # boundary once let InfiniTime's SPI driver wait a BLE event too long.
+    loop_skip = True      # False: every iteration runs (the slow path, for tests)
     _loop_watch = False   # the native bus has given the block hook its loop fields
     access_watchers = 0   # instruments hooking every memory access (emu.trace.MmioTrace)
 
