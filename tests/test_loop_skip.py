@@ -174,3 +174,100 @@ def test_skipping_changes_nothing_in_a_resources_upload(tmp_path):
     assert skipped[1] > 10_000_000 and on["drawn"]
     for k in on:
         assert on[k] == off[k], f"{k} differs with loops skipped"
+
+
+def _steady_reads(m):
+    """(name, model, offset) of every read a polling loop may take as
+    unchanged (Op.steady), over every model mapped (and every variant of a
+    shared-ID slot: the one enabled answers the bus)."""
+    out = []
+    bus = m.soc.bus
+    for base, per in sorted(bus.slots.items()):
+        models = list(getattr(per, "variants", {}).values()) or [per]
+        for model in models:
+            for off in range(0, 0x1000, 4):
+                try:
+                    op = model.read_op(off)
+                except (KeyError, AttributeError, ValueError):
+                    continue
+                if op is not None and op.steady:
+                    out.append((f"{base:#x}:{type(model).__name__}+{off:#x}", model, off))
+    return out
+
+
+def _changed_with_time_alone(m, reads) -> list:
+    """The reads whose model value differs after a tick, a cycle's worth,
+    10 ms or 5 s pass with no event run (the clock put back after)."""
+    clock = m.clock
+    now = clock.now
+    before = {name: model.read(off, 4) for name, model, off in reads}
+    changed = set()
+    try:
+        for dt in (1, 8 * 64, 512 * 1000 * 10, 512 * 1000 * 1000 * 5):
+            clock.now = now + dt
+            changed |= {name for name, model, off in reads if model.read(off, 4) != before[name]}
+    finally:
+        clock.now = now
+    return sorted(changed)
+
+
+@pytest.mark.parametrize("which", ["firmware", "infinitime"])
+def test_time_alone_changes_no_steady_read(fw, which):
+    """The audit behind loop_step, as a test: every read the bus takes as
+    steady (stored state: events, plain registers, constants, INTEN, model
+    cells) reads the same from the model when only time passes, on every
+    model of the PineTime board, after a firmware has set them going
+    (cpu_poll_loops: TIMER0 and RTC1 running; InfiniTime's first second:
+    SPIM, TWIM, RADIO, RTC, clocks...).  A register whose value follows the
+    time without a clock event (NVMC READY, RTC COUNTER, RADIO STATE) must be
+    declared a computed read in its table, and so is never steady."""
+    if which == "firmware":
+        m = Machine(fw(FW), board="pinetime", flash_file=None)
+        m.run(ms=5)
+    else:
+        m = Machine(_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"),
+                    flash_file=None)
+        m.run(seconds=1)
+    reads = _steady_reads(m)
+    assert len(reads) > 300
+    changed = _changed_with_time_alone(m, reads)
+    assert not changed, f"steady reads changed with time alone: {changed}"
+    # and the declared time-dependent ones are not steady
+    soc = m.soc
+    nvmc = next(p for p in soc.bus.slots.values() if p.name == "nvmc")
+    rtc1 = next(p for p in soc.bus.slots.values() if p.name == "rtc1")
+    radio = next(p for p in soc.bus.slots.values() if p.name == "radio")
+    for model, off in ((nvmc, 0x400), (nvmc, 0x408), (rtc1, 0x504), (radio, 0x550)):
+        op = model.read_op(off)
+        assert op is not None and not op.steady, (model.name, hex(off))
+
+
+def test_a_time_dependent_register_declared_plain_is_seen(fw, monkeypatch):
+    """Companion: NVMC READY declared a plain register (its table without
+    the computed read) while the NVMC is busy: the audit sees its value
+    change with time alone."""
+    from emu.peripherals.nvmc import Nvmc
+    from emu.soc.ops import Op, R_VALUE
+    m = Machine(fw(FW), board="pinetime", flash_file=None)
+    m.run(ms=5)
+    base_read_op = Nvmc.read_op
+    monkeypatch.setattr(Nvmc, "read_op", lambda self, off: Op(R_VALUE, self) if off in (
+        0x400, 0x408) else base_read_op(self, off))
+    nvmc = next(p for p in m.soc.bus.slots.values() if p.name == "nvmc")
+    nvmc.busy_until = m.clock.now + 512 * 1000          # an erase running for 1 ms more
+    changed = _changed_with_time_alone(m, _steady_reads(m))
+    assert any(name.endswith("Nvmc+0x400") for name in changed), changed
+
+
+def test_loop_skips_can_be_logged(fw):
+    """CortexM.log_loop_skips: each skip's loop head, iterations and reads
+    (named through the bus), as the diagnosis of 0c7b431 used them."""
+    m = Machine(fw(FW), board="nrf52832")
+    seen = []
+    assert m.cpu.log_loop_skips(lambda head, n, c, cycles, reads: seen.append(
+        (head, n, c, cycles, [m.soc.bus.slot_register(s, off) for s, off in reads])))
+    m.run(ms=50)
+    assert len(seen) == m.cpu.loops_skipped[0] >= 2
+    assert sum(n for _h, n, _c, _cy, _r in seen) == m.cpu.loops_skipped[1]
+    assert any("EVENTS_COMPARE[0]" in r for *_x, reads in seen for r in reads), seen
+    m.cpu.log_loop_skips(None)

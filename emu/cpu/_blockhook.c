@@ -94,7 +94,7 @@ typedef struct {
     uint32_t lp_vals[32];
     uint32_t lp_wait, lp_backoff;   /* iterations before the registers are read again */
     /* skip_cb(head, iterations, cycles_per_iteration, cycles, ((slot, offset), ...)) after
-     * each skip (with the GIL), or NULL: a diagnostic log (CortexM.skip_log) */
+     * each skip (with the GIL), or NULL: a diagnostic (CortexM.log_loop_skips) */
     PyObject *skip_cb;
 } bh_state;
 
@@ -274,7 +274,7 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
                     s->skips++;
                     s->skipped_iters += m;
                     s->skipped_cycles += m * c;
-                    if (s->skip_cb)
+                    if (s->skip_cb != NULL && s->skip_cb != Py_None)
                         bh_call_skip(s, m, c);
                 }
                 s->lp_armed = 0;             /* watched afresh after the skip */

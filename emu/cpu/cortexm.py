@@ -1551,6 +1551,18 @@ class CortexM:
         if self._loop_watch:
             self.cs.skip_on = 0
 
+    def log_loop_skips(self, fn) -> bool:
+        """Call ``fn(head, iterations, cycles_each, cycles_after, reads)``
+        after each polling loop counted instead of run (``reads``: the
+        iteration's MMIO reads as ``(slot, offset)``, ``slot`` the bus's
+        native slot's id: ``PeripheralBus.slot_register``); None stops.  A
+        diagnostic (how a skip that was not exact was found: 0c7b431).
+        False without the native block hook (nothing is skipped then)."""
+        if not self._loop_watch:
+            return False
+        self.cs.skip_cb = fn
+        return True
+
     @property
     def loops_skipped(self) -> tuple:
         """(skips, iterations, cycles) of polling loops counted instead of run."""

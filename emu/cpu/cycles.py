@@ -302,7 +302,7 @@ class BhState(ctypes.Structure):
         ("lp_wait", ctypes.c_uint32),
         ("lp_backoff", ctypes.c_uint32),
         # fn(head, iterations, cycles an iteration, cycles after, ((slot, offset), ...))
-        # after each skip, or None (a diagnostic log: CortexM.skip_log)
+        # after each skip, or None (a diagnostic: CortexM.log_loop_skips)
         ("skip_cb", ctypes.py_object),
     ]
 
