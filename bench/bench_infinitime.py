@@ -2,7 +2,8 @@
 screen on and off, and where the time goes.
 
     python3 bench/bench_infinitime.py [--runs N] [--idle SECONDS]
-                                      [--infiniemu "COMMAND {image}"] [--profile]
+                                      [--infiniemu "COMMAND {image}"]
+                                      [--loop-skip-pairs N] [--profile]
 
 The image comes from ``$PINETIME_EMU_INFINITIME_IMAGE`` or the newest
 ``pinetime-app-*.out`` in ``~/.cache/pinetime-emu/infinitime/`` (the path
@@ -28,7 +29,10 @@ on.  ``--infiniemu`` times another emulator on the same image with the
 command given (``{image}`` is replaced by the image's path; it must stop by
 itself) and prints the ratio of its wall time to ours (machine built and
 run) for the emulated time that command covers, which you state with
-``--infiniemu-seconds`` (default 1).
+``--infiniemu-seconds`` (default 1).  ``--loop-skip-pairs N`` times only the
+first second, N times with polling loops counted (``CortexM.loop_skip``,
+the default) and N times with every iteration run, alternating in this
+process, and prints both medians and both cycle counts (which must agree).
 
 ``--profile`` adds the breakdown per emulated second of idle with the
 screen on, from 4 emulated s (clock events, exceptions, register accesses
@@ -159,6 +163,29 @@ def breakdown(m, p, wall: float) -> None:
           + ", ".join(f"{v * per:.0f} {k}" for k, v in i["shortcuts"].items()))
 
 
+def loop_skip_pairs(path: str, pairs: int) -> None:
+    """The first second with and without polling-loop skipping, alternating."""
+    from emu import Machine
+    cpu_s: dict = {True: [], False: []}
+    cycles: dict = {True: set(), False: set()}
+    for i in range(2 * pairs):
+        skip = i % 2 == 0
+        m = Machine(path, flash_file=None)
+        m.cpu.loop_skip = skip
+        c0 = time.process_time()
+        m.run(seconds=FIRST_S)
+        cpu_s[skip].append(time.process_time() - c0)
+        cycles[skip].add(m.cpu.cycles)
+        m.close()
+    for skip in (True, False):
+        t = cpu_s[skip]
+        print(f"first second, loops {'counted' if skip else 'run'}: CPU median "
+              f"{statistics.median(t):.3f} s ({min(t):.3f}-{max(t):.3f}), cycles "
+              f"{', '.join(str(c) for c in sorted(cycles[skip]))}")
+    if cycles[True] != cycles[False] or len(cycles[True]) != 1:
+        print("  the cycles differ: skipping is not exact")
+
+
 def other_emulator(cmd: str, path: str) -> float:
     argv = [a.replace("{image}", path) for a in shlex.split(cmd)]
     t0 = time.perf_counter()
@@ -181,7 +208,18 @@ def main() -> int:
                     help="emulated seconds that command runs for (default 1)")
     ap.add_argument("--profile", action="store_true",
                     help="idle with the screen on, broken down per emulated second")
+    ap.add_argument("--loop-skip-pairs", type=int, metavar="N",
+                    help="only time the first second, N times with polling loops counted "
+                         "and N times without, alternating")
     a = ap.parse_args()
+    if a.loop_skip_pairs is not None:
+        if a.loop_skip_pairs < 1:
+            print("bench_infinitime: --loop-skip-pairs must be >= 1")
+            return 2
+        path = image()
+        print(f"bench_infinitime: {path}, 1-min load average {os.getloadavg()[0]:.2f} at start")
+        loop_skip_pairs(path, a.loop_skip_pairs)
+        return 0
     if a.runs < 1 or a.idle <= 0 or a.infiniemu_seconds <= 0:
         print("bench_infinitime: --runs must be >= 1, --idle and --infiniemu-seconds > 0")
         return 2

@@ -4,9 +4,12 @@ A client connecting to 127.0.0.1:PORT is the phone connecting over BLE
 (GAP CONNECTED, NUS discovery, TX notifications enabled); its bytes are
 written to the NUS RX characteristic (paced like a phone, 20 bytes per
 connection event); TX notifications are sent back to it; closing the socket
-disconnects the phone.  One client at a time; more are refused, but a client
-that has just closed its end is noticed first (wasptool runs one console
-after another, many in a row).
+disconnects the phone, once what the client sent before has gone over the
+air (a phone's queued writes go out before it ends the link; wasptool's
+--reset types Ctrl-D and hangs up at once).  One client at a time; more are
+refused, but a client that has just closed its end is noticed first, and the
+next one waits while the last one's bytes are delivered (wasptool runs one
+console after another, many in a row).
 
 The emulator loop calls :meth:`BridgeServer.poll` at slice boundaries (every
 few ms of emulated time).  Sockets are non-blocking and no thread touches the
@@ -33,11 +36,17 @@ import socket
 import sys
 from typing import Optional
 
+from emu.clock import TICKS_PER_SECOND
 from emu.outputs import Files, atomic_write
 
 log = logging.getLogger("frontends.bridge")
 MAX_PENDING = 64 * 1024     # RX bytes buffered from the client before reading pauses
 MAX_UNREAD = 1 << 20        # TX bytes a client may leave unread before it is dropped
+DRAIN_TICKS = 10 * TICKS_PER_SECOND   # emulated time the last bytes of a client that
+                                      # hung up may take to reach the watch
+QUIET_TICKS = TICKS_PER_SECOND // 10  # after a hang-up the link stays until the watch has
+                                      # sent nothing for this long (a host ends a link some
+                                      # time after its last user left, not at once)
 
 
 class TcpByteServer:
@@ -60,6 +69,12 @@ class TcpByteServer:
         self.rx_pending = bytearray()     # from the client, not yet taken by the watch
         self.tx_pending = bytearray()     # from the watch, waiting for the socket
         self._unread = False              # the client stopped reading: drop it
+        # the client hung up with bytes not yet handed to the watch: they are
+        # still delivered (a phone's queued writes go out before the link is
+        # closed), and the next client waits in the backlog until then
+        self.closing = False
+        self._next = None                 # (socket, address) of a client waiting for that
+        self._last_output = 0             # when the watch last sent something (emulated)
         log.info("%s listening on %s:%d", what, host, self.port)
 
     def poll(self) -> None:
@@ -68,6 +83,16 @@ class TcpByteServer:
                 log.warning("%s: the client left more than %d bytes unread; dropping it",
                             self.what, MAX_UNREAD)
                 self._drop()
+            if self.closing:
+                self._forward()
+                if not self._delivered():
+                    return
+                self.closing = False
+                self.rx_pending.clear()
+                self._on_disconnect()
+            if self._next is not None and self.client is None:
+                nxt, self._next = self._next, None
+                self._adopt(*nxt)
             self._accept()
             if self.client is not None:
                 self._read()
@@ -80,6 +105,9 @@ class TcpByteServer:
 
     def close(self) -> None:
         self._drop()
+        if self._next is not None:
+            self._next[0].close()
+            self._next = None
         self.listener.close()
 
     def _accept(self) -> None:
@@ -90,16 +118,22 @@ class TcpByteServer:
                 return
             if self.client is not None:
                 self._read()              # the last client may have just left
-            if self.client is None:
+            if self.client is None and self._next is None:
                 break
             log.info("%s: a second client from %s:%d refused (one at a time)", self.what,
                      *addr[:2])
             conn.close()
+        if self.closing:                  # the last one's bytes are still on their way
+            self._next = (conn, addr)
+            return
+        self._adopt(conn, addr)
+
+    def _adopt(self, conn, addr) -> None:
         conn.setblocking(False)
         self.client = conn
         self.rx_pending.clear()
         self.tx_pending.clear()
-        log.info("%s: client connected from %s:%d", self.what, *addr)
+        log.info("%s: client connected from %s:%d", self.what, *addr[:2])
         self._on_connect()
 
     def _read(self) -> None:
@@ -110,7 +144,7 @@ class TcpByteServer:
                 return
             if not data:
                 log.info("%s: client disconnected", self.what)
-                self._drop()
+                self._hangup()
                 return
             self.rx_pending += data
 
@@ -126,18 +160,41 @@ class TcpByteServer:
             del self.tx_pending[:n]
 
     def _from_watch(self, data) -> None:
+        self._last_output = self._now()
         if self.client is not None and not self._unread:
             self.tx_pending += data
             if len(self.tx_pending) > MAX_UNREAD:     # connected, never reading:
                 self._unread = True                   # dropped at the next poll
                 self.tx_pending.clear()
 
+    def _hangup(self) -> None:
+        """The client closed its end: what it sent before is still handed to
+        the watch (:meth:`_delivered` says when), then the phone leaves."""
+        try:
+            self.client.close()
+        except OSError:
+            pass
+        self.client = None
+        self.tx_pending.clear()
+        self._unread = False
+        self.closing = True
+
+    def _delivered(self) -> bool:
+        """After a hang-up: everything the client sent has reached the watch
+        (or never can).  Subclasses that hand bytes on later override it."""
+        return True
+
+    def _now(self) -> int:
+        return 0
+
     def _drop(self) -> None:
-        if self.client is not None:
-            try:
-                self.client.close()
-            except OSError:
-                pass
+        was_closing, self.closing = self.closing, False
+        if self.client is not None or was_closing:
+            if self.client is not None:
+                try:
+                    self.client.close()
+                except OSError:
+                    pass
             self.client = None
             try:
                 self._on_disconnect()
@@ -180,7 +237,7 @@ class BridgeServer(TcpByteServer):
         if not ph.uart_ready:
             return                       # still booting: which Bluetooth stack is unknown
         if not ph.central.connected:
-            if ph.central.can_connect():
+            if not self.closing and ph.central.can_connect():
                 ph.central.connect(mtu=247)
                 ph.nus.discover()
             return
@@ -193,6 +250,47 @@ class BridgeServer(TcpByteServer):
             chunk = bytes(self.rx_pending[:80])
             del self.rx_pending[:80]
             ph.nus.send(chunk)
+
+    def _hangup(self) -> None:
+        super()._hangup()
+        self._hung_up_at = self.machine.now
+        log.info("bridge: %d byte(s) the client sent before it hung up still to deliver",
+                 len(self.rx_pending) + self._in_flight())
+
+    def _now(self) -> int:
+        return self.machine.now
+
+    def _in_flight(self) -> int:
+        ph = self.phone
+        return ph.central.writes_pending if ph.central.connected else 0
+
+    def _delivered(self) -> bool:
+        """Every byte the client sent is written over the air and the watch
+        has been quiet for QUIET_TICKS (or talked on for a second), or the
+        link is gone (the watch reset or dropped it: nothing more can be
+        delivered), or DRAIN_TICKS of emulated time went by (a watch that
+        reads nothing more).  wasptool's --reset ends with Ctrl-D and hangs
+        up at once: that Ctrl-D must still reach the watch."""
+        if self.gatt_bridge is not None:
+            return not self.rx_pending
+        ph = self.phone
+        now = self.machine.now
+        if not ph.central.connected or ph.nus.rx_handle is None:
+            return True
+        waited = now - self._hung_up_at
+        if not self.rx_pending and ph.central.writes_pending == 0:
+            # and the watch has finished answering (or talks on and on): a
+            # link cut while it still notifies loses what it queued (the S132
+            # reports none of it; docs/phone.md says what that does to
+            # MicroPython's REPL)
+            return now - max(self._last_output, self._hung_up_at) >= QUIET_TICKS \
+                or waited > TICKS_PER_SECOND
+        if waited > DRAIN_TICKS:
+            log.warning("bridge: the watch took none of the last %d byte(s) the client sent "
+                        "in %d emulated s; dropped", len(self.rx_pending) + self._in_flight(),
+                        DRAIN_TICKS // TICKS_PER_SECOND)
+            return True
+        return False
 
     def _on_disconnect(self) -> None:
         if self.gatt_bridge is not None:
@@ -451,9 +549,11 @@ def phone_client_main(argv=None) -> int:
     ap.add_argument("--body", default="Body", help="--send-notification's body (Body)")
     ap.add_argument("--id", type=int, default=1, help="--send-notification's id (1)")
     ap.add_argument("--timeout", type=wait_seconds, default=30.0, metavar="S",
-                    help="seconds to wait for each REPL reply of the wasptool verbs (30)")
+                    help="seconds to wait for each REPL reply of --repl and the wasptool "
+                         "verbs (30)")
     ap.add_argument("--wait", type=wait_seconds, default=1.0, metavar="S",
-                    help="seconds to print replies (default 1)")
+                    help="seconds to print replies to --gb/--notify/--call (default 1; "
+                         "--repl stops at the prompt)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     problem = phone_files(a).problem()
     if a.binary and not a.upload:
@@ -501,11 +601,18 @@ def phone_client_main(argv=None) -> int:
                 sys.stdout.write(early.decode("utf-8", "replace"))
             s.sendall(payload)
 
+            seen = bytearray(early or b"")
+
             def show(data: bytes) -> bool:
                 sys.stdout.write(data.decode("utf-8", "replace"))
                 sys.stdout.flush()
-                return False
-            _receive(s, a.wait, show)
+                if msg is not None:
+                    return False
+                seen.extend(data)           # --repl: done at the prompt after the echo
+                echo = seen.find(payload[:-1] + b"\r\n")
+                return echo >= 0 and seen.endswith(b">>> ") and \
+                    len(seen) > echo + len(payload) + 1
+            _receive(s, a.wait if msg is not None else max(a.wait, a.timeout), show)
         except OSError as e:
             print(f"pinetime-emu phone: error: connection to {a.host}:{a.port} lost "
                   f"({e.strerror or e})", file=sys.stderr)

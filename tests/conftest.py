@@ -75,6 +75,49 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def repl_ready(port: int, timeout_s: float = 120.0, in_paste_mode: bytes = b"") -> int:
+    """Wait, on the host's clock, until the watch behind ``run --bridge
+    PORT`` shows its REPL prompt, without a Ctrl-C: a verb's Ctrl-C while
+    wasp-os's boot still runs stops it half-way, on a watch too (the
+    working directory stays '/', not '/flash': the files seem gone).  Enter
+    is typed until a prompt comes back; bytes typed during the boot wait in
+    the watch's buffer and are harmless.  A watch that answers ``=== `` is in
+    paste mode: ``in_paste_mode`` is typed then (once).  Returns how many
+    times that was done."""
+    import time
+    deadline = time.monotonic() + timeout_s
+    got = b""
+    pasted = 0
+    while time.monotonic() < deadline:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        except OSError:
+            time.sleep(0.5)
+            continue
+        with s:
+            s.settimeout(1.0)
+            got = b""
+            end = min(deadline, time.monotonic() + 15)
+            s.sendall(b"\r")
+            while time.monotonic() < end:
+                try:
+                    data = s.recv(4096)
+                except socket.timeout:
+                    s.sendall(b"\r")
+                    continue
+                if not data:
+                    break
+                got += data
+                if got.endswith(b">>> "):
+                    return pasted
+                if got.endswith(b"=== ") and in_paste_mode and not pasted:
+                    pasted += 1
+                    s.sendall(in_paste_mode)
+        time.sleep(1.0)
+    raise AssertionError(f"no REPL prompt from the watch on port {port} within {timeout_s:g} s "
+                         f"(last: {got[-120:]!r})")
+
+
 @contextlib.contextmanager
 def served_run(*run_args):
     """``pinetime-emu run --headless ...`` in another process for the body of

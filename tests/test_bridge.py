@@ -42,7 +42,7 @@ def test_bridge_echo_and_disconnect(fw):
         assert _pump(m, bridge, s, msg) == msg
         assert m.softdevice.connected
         s.close()
-        for _ in range(20):
+        for _ in range(60):                    # the link ends once the watch is quiet
             bridge.poll()
             m.run(ms=5)
         assert not m.softdevice.connected
@@ -84,11 +84,57 @@ def test_bridge_next_client_right_after_the_last_one_left(fw):
         s1.close()                             # and at once the next one comes
         s2 = socket.create_connection(("127.0.0.1", bridge.port))
         s2.setblocking(False)
-        for _ in range(3):
+        for _ in range(60):                    # the link ends once the watch is quiet
             bridge.poll()
+            if bridge.client is not None:
+                break
+            m.run(ms=5)
         assert bridge.client is not None and bridge.client.getpeername() == s2.getsockname()
         with pytest.raises(BlockingIOError):
             s2.recv(10)                        # open, not refused (that reads b"")
+        s2.close()
+    finally:
+        bridge.close()
+
+
+def _ring_in(m) -> int:
+    return m.cpu.read32(m.symbol("ring_in"))
+
+
+def test_bytes_sent_just_before_a_hang_up_still_reach_the_watch(fw):
+    """wasptool's --reset types Ctrl-D and exits at once: the console's
+    socket closes in the same poll as its last bytes arrive.  Those bytes
+    still go over the air (a phone's queued writes go out before the link
+    closes), then the phone disconnects; the next client waits meanwhile and
+    is taken after (not refused).  They were dropped with the client: the
+    watch never reset, and the next verbs met a full heap."""
+    m = _machine(fw)
+    bridge = BridgeServer(m, port=0)
+    try:
+        s1 = socket.create_connection(("127.0.0.1", bridge.port))
+        s1.setblocking(False)
+        assert _pump(m, bridge, s1, b"x") == b""      # the phone connected
+        before = _ring_in(m)
+        msg = bytes(range(32, 127)) * 2                # 190 bytes: ten 20-byte writes
+        s1.sendall(msg)
+        s1.close()                                     # at once
+        s2 = socket.create_connection(("127.0.0.1", bridge.port))
+        s2.setblocking(False)
+        for _ in range(400):
+            bridge.poll()
+            if _ring_in(m) - before >= len(msg) and bridge.client is not None:
+                break
+            m.run(ms=5)
+        assert _ring_in(m) - before == len(msg), "the bytes sent before the hang-up were lost"
+        assert bridge.client is not None and bridge.client.getpeername() == s2.getsockname()
+        assert not bridge.closing
+        # the link stayed until the watch had finished answering (its echo):
+        # cut earlier, the notifications it had queued were lost
+        m.run(ms=50)
+        assert "PASS echoed every RX byte" in m.console_text(), m.console_text()[-400:]
+        assert not m.softdevice.connected              # the first phone left after its bytes
+        with pytest.raises(BlockingIOError):
+            s2.recv(10)                                # open, not refused (that reads b"")
         s2.close()
     finally:
         bridge.close()
@@ -203,3 +249,33 @@ def test_bridge_on_a_board_without_a_phone_serves_its_uart_console(fw):
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert "pinetime-emu: UART console on 127.0.0.1:" in r.stderr, r.stderr
+
+
+def test_phone_repl_waits_for_the_prompt_not_a_fixed_time(capsys):
+    """`phone --repl LINE` prints until the prompt after the line's echo
+    (at most --timeout), not for --wait seconds: a loaded host's emulator
+    answered after the second --wait gave it, and the value was cut off."""
+    import threading
+    import time
+    from frontends.bridge import phone_client_main
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+
+    def watch():
+        c, _ = ls.accept()
+        with c:
+            line = b""
+            while not line.endswith(b"\r"):
+                line += c.recv(100)
+            c.sendall(b">>> " + line[:-1] + b"\r\n")    # an old prompt, then the echo
+            time.sleep(1.5)                             # a slow watch
+            c.sendall(b"42\r\n>>> ")
+            time.sleep(3)
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    rc = phone_client_main(["--port", str(ls.getsockname()[1]), "--wait", "0.2",
+                            "--timeout", "10", "--repl", "6*7"])
+    out = capsys.readouterr().out
+    ls.close()
+    assert rc == 0 and out.rstrip().endswith("42\r\n>>>"), out

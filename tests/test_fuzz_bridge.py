@@ -136,8 +136,8 @@ def test_an_error_while_the_phone_disconnects_does_not_escape(fw, monkeypatch):
             raise RuntimeError("the link layer is confused")
         monkeypatch.setattr(bridge.phone, "disconnect", broken)
         s.close()
-        pump(m, bridge)
-        assert bridge.client is None
+        pump(m, bridge, 30)                       # the link ends once the watch is quiet
+        assert bridge.client is None and not bridge.closing
         s = socket.create_connection(("127.0.0.1", bridge.port))
         pump(m, bridge)
         assert bridge.client is not None

@@ -6,9 +6,13 @@ blocks (with a timeout on the DWT's stopped CYCCNT), RTC COUNTER (a value
 time alone changes: never skipped) and counts iterations while polling; it
 passes natively with and without skipping and in pure Python, in the same
 cycles, accesses, console and registers.  The companion trusts every read
-(COUNTER too) and sees the COUNTER loop skipped past its value.  On real
+(COUNTER too) and sees the COUNTER loop skipped past its value.
+firmware/tests/cpu_poll_loop_boundary.c polls an event that fires a few
+cycles after another clock event (the slice between them one or two
+iterations long), in the same three ways; its companion keeps the loop's
+last iteration across the slice boundary and sees polls end late.  On real
 firmware, when the images are present, skipping changes nothing but the
-time it takes."""
+time it takes (InfiniTime's resources upload: tests/test_resources.py)."""
 import os
 from pathlib import Path
 
@@ -18,10 +22,11 @@ from conftest import assert_firmware_passed
 from emu import Machine
 
 FW = "cpu_poll_loops"
+BOUNDARY = "cpu_poll_loop_boundary"
 
 
-def _run(fw, mode):
-    m = Machine(fw(FW), board="nrf52832", pure_python=mode == "python")
+def _run(fw, mode, name=FW):
+    m = Machine(fw(name), board="nrf52832", pure_python=mode == "python")
     m.cpu.loop_skip = mode == "skip"
     r = m.run(ms=50)
     return m, r
@@ -33,15 +38,16 @@ def _state(m):
             "stats": m.soc.bus.access_stats()}
 
 
-def test_poll_loops_pass_and_agree(fw):
+@pytest.mark.parametrize("name,passes,skipped", [(FW, 6, 10_000), (BOUNDARY, 3, 5_000)])
+def test_poll_loops_pass_and_agree(fw, name, passes, skipped):
     runs = {}
     for mode in ("skip", "noskip", "python"):
-        m, r = _run(fw, mode)
-        assert_firmware_passed(m, r, min_passes=6)
+        m, r = _run(fw, mode, name)
+        assert_firmware_passed(m, r, min_passes=passes)
         runs[mode] = _state(m)
         if mode == "skip":
             skips, iters, cycles = m.cpu.loops_skipped
-            assert skips >= 2 and iters > 10_000 and cycles > iters
+            assert skips >= 2 and iters > skipped and cycles > iters
         else:
             assert m.cpu.loops_skipped[1] == 0
     stats = {k: v.pop("stats") for k, v in runs.items()}
@@ -58,6 +64,27 @@ def test_trusting_a_changing_read_is_seen(fw):
     r = m.run(ms=50)
     ok, _ = _run(fw, "noskip")
     assert r.reason != "exit" or r.exit_code != 0
+    assert m.cpu.cycles != ok.cpu.cycles
+
+
+def test_an_iteration_from_the_last_slice_is_not_trusted(fw):
+    """Companion of cpu_poll_loop_boundary: with the loop's last iteration
+    kept across the slice boundary (CortexM._rebase not forgetting it), the
+    iteration that read COMPARE[0] = 0 before the event stands for the ones
+    after it, and polls end late."""
+    m = Machine(fw(BOUNDARY), board="nrf52832")
+    m.cpu.loop_skip = True
+    cpu, rebase = m.cpu, m.cpu._rebase
+
+    def keep_last_iteration():
+        have = cpu.cs.lp_have
+        rebase()
+        cpu.cs.lp_have = have
+    cpu._rebase = keep_last_iteration
+    r = m.run(ms=50)
+    assert r.reason == "exit" and r.exit_code != 0
+    assert "FAIL no poll ended late" in m.console_text()
+    ok, _ = _run(fw, "noskip", BOUNDARY)
     assert m.cpu.cycles != ok.cpu.cycles
 
 
@@ -109,3 +136,138 @@ def test_skipping_changes_nothing_on_real_firmware(which):
         assert skipped[1] > 1_000_000        # LFCLKSTAT alone: 3.2 M reads
     for k in on:
         assert on[k] == off[k], f"{k} differs with loops skipped"
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.skipif(not os.environ.get("PINETIME_EMU_SLOW_TESTS"),
+                    reason="about 2.5 minutes: set PINETIME_EMU_SLOW_TESTS=1")
+def test_skipping_changes_nothing_in_a_resources_upload(tmp_path):
+    """InfiniTime's resources upload over Bluetooth and Infineat chosen
+    (tests/test_resources.py's steps, 60 emulated s): the run where an
+    iteration from before a slice boundary once let SpiMaster::Read's poll
+    of SPIM EVENTS_END miss its event.  The same cycles, accesses per
+    register, screen, NOR, RAM and registers with and without skipping."""
+    from test_ota import enable_ota, press, settle
+    from test_resources import INFINEAT, _files, choose_face, infineat_drawn
+    fw, res = _files()
+    runs = []
+    for skip in (True, False):
+        m = Machine(fw, flash_file=str(tmp_path / f"nor{int(skip)}.bin"))
+        m.cpu.loop_skip = skip
+        try:
+            m.run(seconds=3)
+            choose_face(m, INFINEAT)
+            enable_ota(m)
+            press(m)
+            press(m)
+            settle(m, 2)
+            m.phone.gatt.upload_resources(res)
+            choose_face(m, INFINEAT)
+            st = _state(m)
+            st.update(screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
+                      ram=m.cpu.read_mem(0x20000000, 0x10000), drawn=infineat_drawn(
+                          m.board.screen()))
+            runs.append((st, m.cpu.loops_skipped))
+        finally:
+            m.close()
+    (on, skipped), (off, _) = runs
+    assert skipped[1] > 10_000_000 and on["drawn"]
+    for k in on:
+        assert on[k] == off[k], f"{k} differs with loops skipped"
+
+
+def _steady_reads(m):
+    """(name, model, offset) of every read a polling loop may take as
+    unchanged (Op.steady), over every model mapped (and every variant of a
+    shared-ID slot: the one enabled answers the bus)."""
+    out = []
+    bus = m.soc.bus
+    for base, per in sorted(bus.slots.items()):
+        models = list(getattr(per, "variants", {}).values()) or [per]
+        for model in models:
+            for off in range(0, 0x1000, 4):
+                try:
+                    op = model.read_op(off)
+                except (KeyError, AttributeError, ValueError):
+                    continue
+                if op is not None and op.steady:
+                    out.append((f"{base:#x}:{type(model).__name__}+{off:#x}", model, off))
+    return out
+
+
+def _changed_with_time_alone(m, reads) -> list:
+    """The reads whose model value differs after a tick, a cycle's worth,
+    10 ms or 5 s pass with no event run (the clock put back after)."""
+    clock = m.clock
+    now = clock.now
+    before = {name: model.read(off, 4) for name, model, off in reads}
+    changed = set()
+    try:
+        for dt in (1, 8 * 64, 512 * 1000 * 10, 512 * 1000 * 1000 * 5):
+            clock.now = now + dt
+            changed |= {name for name, model, off in reads if model.read(off, 4) != before[name]}
+    finally:
+        clock.now = now
+    return sorted(changed)
+
+
+@pytest.mark.parametrize("which", ["firmware", "infinitime"])
+def test_time_alone_changes_no_steady_read(fw, which):
+    """The audit behind loop_step, as a test: every read the bus takes as
+    steady (stored state: events, plain registers, constants, INTEN, model
+    cells) reads the same from the model when only time passes, on every
+    model of the PineTime board, after a firmware has set them going
+    (cpu_poll_loops: TIMER0 and RTC1 running; InfiniTime's first second:
+    SPIM, TWIM, RADIO, RTC, clocks...).  A register whose value follows the
+    time without a clock event (NVMC READY, RTC COUNTER, RADIO STATE) must be
+    declared a computed read in its table, and so is never steady."""
+    if which == "firmware":
+        m = Machine(fw(FW), board="pinetime", flash_file=None)
+        m.run(ms=5)
+    else:
+        m = Machine(_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"),
+                    flash_file=None)
+        m.run(seconds=1)
+    reads = _steady_reads(m)
+    assert len(reads) > 300
+    changed = _changed_with_time_alone(m, reads)
+    assert not changed, f"steady reads changed with time alone: {changed}"
+    # and the declared time-dependent ones are not steady
+    soc = m.soc
+    nvmc = next(p for p in soc.bus.slots.values() if p.name == "nvmc")
+    rtc1 = next(p for p in soc.bus.slots.values() if p.name == "rtc1")
+    radio = next(p for p in soc.bus.slots.values() if p.name == "radio")
+    for model, off in ((nvmc, 0x400), (nvmc, 0x408), (rtc1, 0x504), (radio, 0x550)):
+        op = model.read_op(off)
+        assert op is not None and not op.steady, (model.name, hex(off))
+
+
+def test_a_time_dependent_register_declared_plain_is_seen(fw, monkeypatch):
+    """Companion: NVMC READY declared a plain register (its table without
+    the computed read) while the NVMC is busy: the audit sees its value
+    change with time alone."""
+    from emu.peripherals.nvmc import Nvmc
+    from emu.soc.ops import Op, R_VALUE
+    m = Machine(fw(FW), board="pinetime", flash_file=None)
+    m.run(ms=5)
+    base_read_op = Nvmc.read_op
+    monkeypatch.setattr(Nvmc, "read_op", lambda self, off: Op(R_VALUE, self) if off in (
+        0x400, 0x408) else base_read_op(self, off))
+    nvmc = next(p for p in m.soc.bus.slots.values() if p.name == "nvmc")
+    nvmc.busy_until = m.clock.now + 512 * 1000          # an erase running for 1 ms more
+    changed = _changed_with_time_alone(m, _steady_reads(m))
+    assert any(name.endswith("Nvmc+0x400") for name in changed), changed
+
+
+def test_loop_skips_can_be_logged(fw):
+    """CortexM.log_loop_skips: each skip's loop head, iterations and reads
+    (named through the bus), as the diagnosis of 0c7b431 used them."""
+    m = Machine(fw(FW), board="nrf52832")
+    seen = []
+    assert m.cpu.log_loop_skips(lambda head, n, c, cycles, reads: seen.append(
+        (head, n, c, cycles, [m.soc.bus.slot_register(s, off) for s, off in reads])))
+    m.run(ms=50)
+    assert len(seen) == m.cpu.loops_skipped[0] >= 2
+    assert sum(n for _h, n, _c, _cy, _r in seen) == m.cpu.loops_skipped[1]
+    assert any("EVENTS_COMPARE[0]" in r for *_x, reads in seen for r in reads), seen
+    m.cpu.log_loop_skips(None)

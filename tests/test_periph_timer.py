@@ -90,3 +90,28 @@ def test_counter_mode():
 def test_prescaler_reset_value():
     soc, t = make()
     assert t.read(PRESCALER) == 4
+
+
+def test_firmware_compares_one_count_apart(run_firmware):
+    """firmware/tests/periph_timer_adjacent_cc.c: CC[0] one to three counts
+    after CC[1], polled from every phase: both fire, natively and in pure
+    Python, in the same cycles."""
+    from conftest import assert_firmware_passed
+    cycles = set()
+    for pure in (False, True):
+        m, r = run_firmware("periph_timer_adjacent_cc", ms=50, pure_python=pure)
+        assert_firmware_passed(m, r, min_passes=3)
+        cycles.add(m.cpu.cycles)
+    assert len(cycles) == 1
+
+
+def test_next_compare_planned_from_now_is_missed(run_firmware, monkeypatch):
+    """Companion: planning the next compare from the time the event ran (a
+    few cycles after its tick) instead of the tick takes CC[0] as a wrap away
+    when the counter already equals it: a compare is missed."""
+    from emu.peripherals.timer import Timer
+    rearm = Timer._rearm
+    monkeypatch.setattr(Timer, "_rearm", lambda self, at=-1: rearm(self))
+    m, r = run_firmware("periph_timer_adjacent_cc", ms=50)
+    assert r.reason == "exit" and r.exit_code != 0
+    assert "FAIL no compare one count after another was missed" in m.console_text()

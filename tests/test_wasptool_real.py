@@ -15,11 +15,12 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
-from conftest import free_port, served_run
+from conftest import free_port, repl_ready, served_run
 
 from emu import Machine
 from emu.phone.wasptool import paste_lines
@@ -59,12 +60,6 @@ def _image() -> str:
 
 @pytest.mark.wallclock          # paced to the host's clock: run alone (scripts/test.sh)
 def test_real_wasptool_verbs_in_a_row(tmp_path):
-    if not os.environ.get("PINETIME_EMU_SLOW_TESTS"):
-        # Passed alone at low load; in 2 of 7 runs at a load of 2-4 a file
-        # was missing or unreadable after a reset or a transfer (issue 25 is
-        # open on it): not yet a reliable gate for CI
-        pytest.skip("the real wasptool session (3-4 min, intermittent under load: issue 25): "
-                    "set PINETIME_EMU_SLOW_TESTS=1")
     tree, image = _tree(), _image()
     pytest.importorskip("pexpect", reason="wasptool needs pexpect (pip install pexpect)")
     # wasptool spawns <its own folder>/pynus/pynus.py: a copy of it, and our console there
@@ -90,13 +85,13 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
     def wasptool(*args, stdin=None, cwd=work):
         r = subprocess.run([sys.executable, str(tools / "wasptool"), *args], cwd=cwd,
                            capture_output=True, text=True, timeout=180, input=stdin)
-        return r.returncode, r.stdout + r.stderr
+        return r.returncode, f"[wasptool {' '.join(args)}]\n" + r.stdout + r.stderr
 
     def phone(*args, cwd=work):
         r = subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port", str(port),
                             "--timeout", "60", *args], capture_output=True, text=True,
                            timeout=300, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        return r.returncode, r.stdout + r.stderr
+        return r.returncode, f"[phone {' '.join(args)}]\n" + r.stdout + r.stderr
 
     def check_rtc() -> int:
         """wasptool --check-rtc: the host's time minus the watch's, in s."""
@@ -108,38 +103,52 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
     def rtc_then_check_rtc():
         """--rtc, then --check-rtc within a second.  The emulated clock keeps
         the host's while the emulator keeps up; a host too loaded for that
-        (other tests on every core) lets it fall behind for a while, so the
-        pair is tried up to three times: once must hold to the second."""
+        (two of these sessions and a test suite on two cores: the watch fell
+        6-8 s behind in the 5 s between the two verbs) lets it fall behind
+        until it catches up, so the pair is tried up to five times, a few
+        seconds apart: once must hold to the second."""
         deltas = []
-        for _ in range(3):
+        for _ in range(5):
             rc, out = wasptool("--rtc")
             assert rc == 0, out
             deltas.append(check_rtc())
             if abs(deltas[-1]) <= 1:
                 return
+            time.sleep(3)
         raise AssertionError(f"--check-rtc after --rtc: deltas {deltas} s")
 
-    def booted():
+    lost_ctrl_d = []
+
+    def booted(after_reset=False):
         """Wait for wasp-os to have booted (the run is paced to the host's
-        clock): a wasptool verb starts with Ctrl-C, which stops main.py
-        half-way if it still runs, on a watch too."""
-        time.sleep(8)
-        deadline = time.monotonic() + 60
-        while True:                            # (and for the bridge to listen)
-            rc, out = phone("--eval", "print(1+2)")
-            if rc != 2 or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+        clock, which a loaded host lets it fall behind): wasptool's verbs
+        start with Ctrl-C, which stops main.py half-way if it still runs, on
+        a watch too (then the files seem gone: the directory is still '/').
+        After --reset: wasptool types Ctrl-D and exits at once, closing its
+        console's terminal; a console not scheduled in those few ms never
+        reads the Ctrl-D (the kernel drops a closed pty's unread input; with
+        BlueZ's pynus too), and the watch waits in paste mode: the Ctrl-D is
+        typed again then, and counted."""
+        if repl_ready(port, in_paste_mode=b"\x04" if after_reset else b""):
+            lost_ctrl_d.append(1)
+            repl_ready(port)
+        rc, out = phone("--eval", "print(1+2)")
         assert rc == 0 and out.strip().endswith("3"), out
-        time.sleep(2)                          # the last phone client has hung up
+        assert "'/flash'" in phone("--repl", "__import__('os').getcwd()")[1]
 
     def reboot():
-        """wasptool --reset, then the watch's boot."""
+        """wasptool --reset, then the watch's boot; a name set before is gone
+        after (wasptool types Ctrl-D and hangs up at once: that Ctrl-D was
+        once lost with the connection, and the watch never reset)."""
+        rc, out = phone("--repl", "before_reset = 1")
+        assert rc == 0, out
         rc, out = wasptool("--reset")
         assert rc == 0, out
-        booted()
+        booted(after_reset=True)
+        rc, out = phone("--repl", "'before_reset' in globals()")
+        assert rc == 0 and "\nFalse\n" in out, f"no reset: {out}"
 
-    with served_run(image, "--bridge", port, "--flash-file", nor):
+    with served_run(image, "--bridge", port, "--flash-file", nor, "--log-level", "info"):
         booted()
         rc, out = wasptool("--eval", "print(6*7)")
         assert rc == 0 and "42" in out.split("~~~")[1], out
@@ -149,7 +158,7 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
         for verb in (["--battery"], ["--send-notification", "--title", "Ann"],
                      ["--exec", "t.py"], ["--memfree"], ["--battery"], ["--exec", "t.py"]):
             rc, out = wasptool(*verb)
-            assert rc == 0, (verb, out)
+            assert rc == 0, f"{verb}: {out}"
             if verb[0] == "--battery":
                 assert re.search(r"Battery: \d+%", out), out
             if verb[0] == "--exec":
@@ -193,8 +202,35 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
                                      f"{got[:48]!r}..., want {len(want)}")
         rc, out = wasptool("--eval", "import by_phone; print(by_phone.App().hello())")
         assert rc == 0 and "hello from an app" in out, out    # the uploaded module runs
-        rc, out = wasptool("--console", stdin="print('con' + 'sole')\n\x18")
-        assert rc == 0 and "console" in out, out
+        # --console: a line typed, its answer read, then Ctrl-X, as a person
+        # does.  (Typed ahead with the Ctrl-X, the console hangs up while the
+        # watch still echoes the line: MicroPython's nrf BLE driver counts the
+        # notifications it queued and never forgets the ones the SoftDevice
+        # drops at a disconnect, so after a few such hang-ups its REPL output
+        # waits forever, on a watch too: docs/phone.md)
+        con = subprocess.Popen([sys.executable, str(tools / "wasptool"), "--console"], cwd=work,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+        os.set_blocking(con.stdout.fileno(), False)
+        seen, typed, deadline = b"", False, time.monotonic() + 120
+        while time.monotonic() < deadline and con.poll() is None:
+            time.sleep(0.2)
+            seen += con.stdout.read() or b""
+            if not typed and b"Exit console using Ctrl-X" in seen:
+                con.stdin.write(b"print('con' + 'sole')\n")
+                con.stdin.flush()
+                typed = True
+            if re.search(rb"^console\r*$", seen, re.M):
+                con.stdin.write(b"\x18")
+                con.stdin.flush()
+                break
+        try:
+            con.wait(timeout=30)
+        finally:
+            if con.poll() is None:
+                con.kill()
+        seen += con.stdout.read() or b""
+        assert con.returncode == 0 and re.search(rb"^console\r*$", seen, re.M), seen
         # a minute of verbs later: the watch never runs ahead of the host (the
         # run is paced); behind by more than a second only if the host was
         # too busy to keep up (the full suite on two cores), then set again
@@ -203,3 +239,6 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
         if delta > 1:
             rtc_then_check_rtc()
         reboot()
+    if lost_ctrl_d:
+        warnings.warn(f"wasptool --reset: its console missed the last Ctrl-D {len(lost_ctrl_d)} "
+                      f"time(s) of 5 (wasptool exits right after typing it); typed again")

@@ -93,6 +93,9 @@ typedef struct {
     uint32_t lp_armed, lp_blocks, lp_prev_blocks, lp_have;
     uint32_t lp_vals[32];
     uint32_t lp_wait, lp_backoff;   /* iterations before the registers are read again */
+    /* skip_cb(head, iterations, cycles_per_iteration, cycles, ((slot, offset), ...)) after
+     * each skip (with the GIL), or NULL: a diagnostic (CortexM.log_loop_skips) */
+    PyObject *skip_cb;
 } bh_state;
 
 enum { BLOCK_PURE = 1 };
@@ -200,6 +203,24 @@ static inline int32_t bh_lookup(bh_state *s, uint64_t key) {
     return bh_lookup2(s, key, &unused);
 }
 
+static void bh_call_skip(bh_state *s, uint64_t m, uint64_t c) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *reads = PyTuple_New(s->loop_nreads);
+    if (reads != NULL) {
+        for (uint32_t r = 0; r < s->loop_nreads; r++)
+            PyTuple_SET_ITEM(reads, r, Py_BuildValue("(KI)",
+                (unsigned long long)(uintptr_t)s->loop_rslot[r], (unsigned int)s->loop_roff[r]));
+        PyObject *res = PyObject_CallFunction(s->skip_cb, "KKKKO", (unsigned long long)s->lp_head,
+                                              (unsigned long long)m, (unsigned long long)c,
+                                              (unsigned long long)s->cycles, reads);
+        Py_XDECREF(res);
+        Py_DECREF(reads);
+    }
+    if (PyErr_Occurred())
+        PyErr_Print();
+    PyGILState_Release(g);
+}
+
 typedef int (*uc_reg_read_batch_fn)(void *uc, int *regs, void **vals, int count);
 typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n);
 
@@ -211,7 +232,11 @@ typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n);
  * its first block with every register (loop_regs) as it was one iteration
  * before, repeats identically until the next clock event: no store means
  * no memory changes, no event means no read changes, and nothing else runs
- * inside a slice.  So the iterations up to the slice's deadline are counted
+ * inside a slice.  The iteration compared must have run inside the current
+ * slice: the run loop's events at a slice boundary may change what it read
+ * (CortexM._rebase clears lp_have at every slice start and after a stall:
+ * an iteration that read an event as 0 before the event fired at the
+ * boundary proves nothing).  So the iterations up to the slice's deadline are counted
  * instead of run: whole iterations only (the registers are known only at
  * the loop's head), cycles and blocks as the hook would have counted them,
  * the MMIO reads added to their slots' counts, and the hook stops at the
@@ -249,6 +274,8 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
                     s->skips++;
                     s->skipped_iters += m;
                     s->skipped_cycles += m * c;
+                    if (s->skip_cb != NULL && s->skip_cb != Py_None)
+                        bh_call_skip(s, m, c);
                 }
                 s->lp_armed = 0;             /* watched afresh after the skip */
                 if (s->cycles >= s->deadline) {

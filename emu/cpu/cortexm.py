@@ -544,6 +544,14 @@ class CortexM:
         cs = self.cs
         self._cycle_base_ticks = cs.base_ticks = self.clock.now
         self._cycle_base = cs.base_cycles = cs.synced_cycles = cs.cycles
+        if self._loop_watch:
+            # A new slice (or the end of a stall): clock events may have run
+            # since the polling loop's last iteration read its registers, so
+            # that iteration proves nothing about the next ones (InfiniTime's
+            # SpiMaster::Read polled SPIM EVENTS_END, the slice ended at the
+            # loop's head when END fired, and the iteration before it, which
+            # had read END = 0, let the loop be counted on to the next event)
+            cs.lp_have = 0
 
     def request_stop(self) -> None:
         """Ask the run loop to regain control at the next block boundary."""
@@ -1573,11 +1581,10 @@ class CortexM:
     # and only while nothing else watches the code: no hook but the CPU's
     # own (a debugger's breakpoint, a trace, a test's code hook), no MPU
     # (its protection hooks).  The pure-Python path skips nothing.
-    # Off by default: with it on, tests/test_resources.py's InfiniTime
-    # resources upload ends on a blank screen where every iteration run draws
-    # Infineat (a loop whose reads change without a clock event, not yet
-    # found): a fast path must behave as the slow one (issue 29)
-    loop_skip = False     # True: polling loops counted up to the next clock event
+    # The iteration that proves the repeat must have run inside the current
+    # slice (_rebase): one that read an event before it fired at the slice
+    # boundary once let InfiniTime's SPI driver wait a BLE event too long.
+    loop_skip = True      # False: every iteration runs (the slow path, for tests)
     _loop_watch = False   # the native bus has given the block hook its loop fields
     access_watchers = 0   # instruments hooking every memory access (emu.trace.MmioTrace)
 
@@ -1605,6 +1612,18 @@ class CortexM:
         """From now on in this run no loop is skipped (the MPU was enabled)."""
         if self._loop_watch:
             self.cs.skip_on = 0
+
+    def log_loop_skips(self, fn) -> bool:
+        """Call ``fn(head, iterations, cycles_each, cycles_after, reads)``
+        after each polling loop counted instead of run (``reads``: the
+        iteration's MMIO reads as ``(slot, offset)``, ``slot`` the bus's
+        native slot's id: ``PeripheralBus.slot_register``); None stops.  A
+        diagnostic (how a skip that was not exact was found: 0c7b431).
+        False without the native block hook (nothing is skipped then)."""
+        if not self._loop_watch:
+            return False
+        self.cs.skip_cb = fn
+        return True
 
     @property
     def loops_skipped(self) -> tuple:

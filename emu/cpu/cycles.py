@@ -301,6 +301,9 @@ class BhState(ctypes.Structure):
         ("lp_vals", ctypes.c_uint32 * 32),
         ("lp_wait", ctypes.c_uint32),
         ("lp_backoff", ctypes.c_uint32),
+        # fn(head, iterations, cycles an iteration, cycles after, ((slot, offset), ...))
+        # after each skip, or None (a diagnostic: CortexM.log_loop_skips)
+        ("skip_cb", ctypes.py_object),
     ]
 
 

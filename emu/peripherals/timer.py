@@ -138,12 +138,14 @@ class Timer(NrfPeripheral):
         k = (t - self.base_time) // self._tpc()
         return k, (self.base_value + k) & self._mask()
 
-    def _rearm(self) -> None:
+    def _rearm(self, at: int = -1) -> None:
+        """Arm the event for the next CC match after the count at ``at``
+        (default: now)."""
         if not self.running or (self.values[0x504] & 3) != 0:
             self._ev.cancel()
             return
         ev = self._ev
-        now = self.clock.now
+        now = self.clock.now if at < 0 else at
         when = ev.when
         if when is not None and when <= now:
             # due but not yet processed (MMIO time runs up to a block ahead of
@@ -173,7 +175,11 @@ class Timer(NrfPeripheral):
         for n in range(self.num_cc):
             if (self.values[0x540 + 4 * n] & mask) == cur:
                 self.fire(0x140 + 4 * n)
-        self._rearm()
+        # the next match after the count at t, not at now: a CC one count
+        # later would already equal the count at now and be taken as a whole
+        # wrap away (periph_timer_adjacent_cc.c); due before now, it fires at
+        # once and is evaluated at its own tick
+        self._rearm(t)
 
     def save_model_state(self) -> dict:
         return {"running": self.running, "base_value": self.base_value,

@@ -382,6 +382,7 @@ typedef struct {
     int bit;                 /* event index (offset - 0x100) / 4 */
     int ci[4];               /* COUNTER: cell indices of running, base_time, period, base_value */
     int stream;              /* an access of a streaming serial master (see Streams) */
+    int steady;              /* a read a polling loop may take as unchanged (Op.steady) */
     uint64_t base64;         /* CYCLES: the cycle count at which the value was 0 */
     int shift, bail_shift;   /* BITS: where the written bits go; the bail attribute's shift */
     /* EVENT/INTEN*: a write that lowers the line is carried out here too when
@@ -451,15 +452,7 @@ static inline void loop_note(Slot *s, uint64_t offset, int stable) {
 }
 
 static inline int op_stable_read(COp *op) {
-    if (op->stream || op->timed || op->g_busy != NULL)
-        return 0;
-    switch (op->kind) {
-    case R_EVENT: case R_VALUE: case R_CONST:
-        return 1;
-    case R_ATTR:                 /* INTEN or a cell: Python and events change them */
-        return op->cells != NULL;
-    }
-    return 0;
+    return op->steady;           /* declared once, in Python: emu/soc/ops.py Op.steady */
 }
 
 /* A skipped loop's reads of one register, counted as done (n of them). */
@@ -570,7 +563,8 @@ static void op_clear(COp *op) {
     memset(op, 0, sizeof *op);     /* kind K_UNKNOWN, nogil 0 */
 }
 
-static PyObject *str_cells_attr, *str_native_cells, *str_inten_name, *str_stream, *str_slow;
+static PyObject *str_cells_attr, *str_native_cells, *str_inten_name, *str_stream, *str_slow,
+                *str_steady;
 static int cells_read(Slot *s, COp *op, uint64_t *v, int gil);
 static int cells_write(Cells *c, COp *op, uint64_t value);
 static int cells_lower(Slot *s, COp *op, uint64_t value);
@@ -672,9 +666,13 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     if (get_u32(r, str_kind, &kind) || get_u32(r, str_timed, &timed)
         || get_u32(r, str_mask, &op->mask) || get_u32(r, str_slow_bits, &op->slow_bits))
         goto fail;
-    uint32_t stream = 0;
+    uint32_t stream = 0, steady = 0;
     if (get_u32(r, str_stream, &stream))
         goto fail;
+    if (!is_write && get_u32(r, str_steady, &steady)) {
+        PyErr_Clear();           /* an op without the property: never steady */
+        steady = 0;
+    }
     op->obj = PyObject_GetAttr(r, str_obj);
     PyObject *slow = PyObject_GetAttr(r, str_slow);
     if (slow == NULL)
@@ -779,6 +777,7 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     op->kind = (int)kind;
     op->stream = stream != 0;
     op->timed = timed != 0 || op->g_busy != NULL;
+    op->steady = steady != 0 && !op->timed && !op->stream;
     Py_DECREF(args);
     Py_DECREF(guard);
     Py_DECREF(r);
@@ -3758,7 +3757,7 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_obj, "obj"}, {&str_args, "args"}, {&str_timed, "timed"}, {&str_mask, "mask"},
         {&str_slow_bits, "slow_bits"}, {&str_guard, "guard"}, {&str_cells_attr, "_cells"},
         {&str_native_cells, "NATIVE_CELLS"}, {&str_inten_name, "inten"},
-        {&str_stream, "stream"}, {&str_slow, "slow"}, {&str_irq_level, "irq_level"}, {&str_when, "when"},
+        {&str_stream, "stream"}, {&str_slow, "slow"}, {&str_steady, "steady"}, {&str_irq_level, "irq_level"}, {&str_when, "when"},
         {&str_seq, "_seq"}, {&str_heap, "_heap"}, {&str_next_deadline, "next_deadline"},
         {&str_on_earlier, "on_earlier_deadline"}, {&str_suppress_k, "suppress_k"},
         {&str_event_listeners, "event_listeners"}, {&str_power_watch, "power_watch"},

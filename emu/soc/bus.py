@@ -131,6 +131,14 @@ class PeripheralBus:
     def accesses(self, value: int) -> None:
         self._accesses_base = value - sum(c() for c in self._counters)
 
+    def slot_register(self, slot_id: int, offset: int) -> str:
+        """'serial0.EVENTS_END' for a native slot's id (``id()`` of the
+        ``_mmio.Slot``, as CortexM.log_loop_skips gives it) and an offset."""
+        for base, stats in self._stats.items():
+            if id(getattr(stats, "__self__", None)) == slot_id:
+                return self.register_name(base + offset)
+        return f"slot {slot_id:#x}+{offset:#x}"
+
     def register_name(self, addr: int) -> str:
         """'rtc1.COUNTER' for a peripheral register's address (from the
         register tables), 'SCS+0xd04' on the private peripheral bus."""

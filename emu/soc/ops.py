@@ -172,6 +172,27 @@ class Op:
         self.stream = stream
         self.slow = slow
 
+    @property
+    def steady(self) -> bool:
+        """A read whose value changes only in a clock event, in a model's
+        handling of a bus access, or from Python between runs, never with
+        time alone: stored state (an event, a plain register, a constant,
+        INTEN or a model cell), read without syncing the clock, unguarded,
+        not streamed.  Inside a slice a polling loop may take it as
+        unchanged from one iteration to the next (_blockhook.c, loop_step;
+        _mmio.c reads this once per op).  A register whose value depends on
+        the time says so in its table (a computed read, ``Reg(read=...)``,
+        ``timed`` when the time matters) or is a COUNTER or CYCLES op: never
+        steady, and neither is any other computed read (the model's Python)."""
+        if self.timed or self.guard is not None or self.stream:
+            return False
+        if self.kind in (R_EVENT, R_VALUE, R_CONST):
+            return True
+        if self.kind == R_ATTR and self.args:
+            name = self.args[0]
+            return name == "inten" or name in getattr(self.obj, "NATIVE_CELLS", ())
+        return False
+
     def with_guard(self, guard: tuple, stream: bool = False) -> "Op":
         return Op(self.kind, self.obj, self.args, timed=True, mask=self.mask,
                   slow_bits=self.slow_bits, guard=guard, stream=stream, slow=self.slow)
