@@ -156,7 +156,8 @@ def test_models_overriding_read_keep_their_own_path(soc):
     assert op.kind == ops.R_COUNTER and op.timed
     gpio = soc.peripherals["gpio"]
     op = gpio.read_op(0x510)
-    assert op.kind == ops.R_CALL and not op.timed             # IN does not depend on time
+    # IN does not depend on time, and the model keeps it in an attribute
+    assert op.kind == ops.R_ATTR and op.args == ("_in",) and not op.timed
     op = rtc.write_op(0x540)       # CC re-plans: the RTC's C core, or the model (pure Python)
     assert (op is None) if rtc._core is None else (op.kind == ops.W_CALL and op.timed)
     assert rtc.write_op(0x304).slow_bits == 1                 # INTENSET.TICK re-plans

@@ -58,6 +58,7 @@ import logging
 from typing import Optional
 
 from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, W1C
+from emu.soc.ops import R_ATTR, Op
 
 NUM_PINS = 32
 
@@ -87,12 +88,14 @@ class Gpio(NrfPeripheral):
             pin.on_change(lambda level, i=i: self._pin_changed(i))
 
     _connected = None
+    _in = 0
 
     def reset(self) -> None:
         super().reset()
         self._connected = None
         pins = getattr(self.soc, "pins", None) or []
         self._levels = sum(1 << i for i, p in enumerate(pins) if p.level)
+        self._update_in()
         self.detect = False
         if hasattr(self, "selected"):
             for n, sel in self.selected.items():
@@ -143,9 +146,21 @@ class Gpio(NrfPeripheral):
         return self.values[0x514]
 
     def _rd_in(self, _off) -> int:
-        # Hot path (drivers busy-poll IN): pin levels are kept as a bitmask by
-        # the pin listeners; the input-buffer mask is recomputed only after a
-        # PIN_CNF write or a reset.
+        return self._in
+
+    def read_op(self, offset: int):
+        # IN is kept up to date in ``_in`` (pin changes, PIN_CNF writes,
+        # reset, a snapshot): the bus reads the attribute, no Python runs
+        # (wasp-os's tick reads IN once: ~1 000 model calls an emulated second)
+        if offset == 0x510 and self._own("read", NrfPeripheral):
+            return Op(R_ATTR, self, ("_in",), timed=self._regs[0x510].timed)
+        return super().read_op(offset)
+
+    def _update_in(self) -> None:
+        """IN: the pin levels where the input buffer is connected.  The
+        pin levels are kept as a bitmask by the pin listeners; the
+        input-buffer mask is recomputed only after a PIN_CNF write or a
+        reset."""
         connected = self._connected
         if connected is None:
             vals = self.values
@@ -154,7 +169,7 @@ class Gpio(NrfPeripheral):
                 if not vals[0x700 + 4 * i] & 2:
                     connected |= 1 << i
             self._connected = connected
-        return self._levels & connected
+        self._in = self._levels & connected
 
     def _wr_out(self, new, old) -> None:
         self._apply_changed(new ^ old)
@@ -194,6 +209,7 @@ class Gpio(NrfPeripheral):
     def write(self, offset: int, value: int, size: int = 4) -> None:
         super().write(offset, value, size)
         if 0x700 <= offset < 0x780:
+            self._update_in()
             n = (offset - 0x700) >> 2
             cnf = self.values[offset]
             if cnf & 0x700 not in (0x000, 0x100, 0x200, 0x300):
@@ -255,6 +271,7 @@ class Gpio(NrfPeripheral):
             self._levels |= 1 << n
         else:
             self._levels &= ~(1 << n)
+        self._update_in()
         if self.values[0x700 + 4 * n] & 0x30000:
             self._update_detect()
 
@@ -294,3 +311,4 @@ class Gpio(NrfPeripheral):
         for n in range(NUM_PINS):
             self._apply_pin(n)
         self._levels = sum(1 << i for i, p in enumerate(self.soc.pins) if p.level)
+        self._update_in()

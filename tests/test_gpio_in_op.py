@@ -1,0 +1,90 @@
+"""GPIO IN read by the bus's ATTR op (Gpio.read_op: the model keeps IN in
+``_in`` as pins change, PIN_CNF is written and the chip resets), so a poll of
+IN runs no Python.
+
+firmware/tests/gpio_in_poll.c polls IN for the side button pressed at 2 ms
+and released at 4 ms, disconnects and reconnects the input buffer while it
+is pressed, and reads the pulls; it passes natively and in pure Python (the
+model's read) in the same cycles, accesses and RAM.  The companion forgets
+to update IN on a pin change: the press is never seen.  On real wasp-os
+(its tick reads IN), when the image is present, the op and the model's
+Python give the same cycles, accesses per register, screen, NOR and RAM."""
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_firmware_passed
+from emu import Machine
+from emu.peripherals.gpio import Gpio
+
+FW = "gpio_in_poll"
+IN = (0x50000000, 0x510)
+
+
+def _run(fw, pure=False, ms=10):
+    m = Machine(fw(FW), board="pinetime", flash_file=None, pure_python=pure)
+    assert m.run_until(lambda: "READY" in m.console_text(), timeout_ms=5)
+    m.board.button.press(delay_ms=2.0 - m.time * 1000)
+    m.board.button.release(delay_ms=4.0 - m.time * 1000)
+    return m, m.run(ms=ms)
+
+
+def _state(m):
+    return {"cycles": m.cpu.cycles, "now": m.clock.now, "console": m.console_text(),
+            "regs": m.cpu.core_registers(), "ram": m.cpu.read_mem(0x20000000, 0x10000),
+            "per_register": {k: (s[0] + s[1], s[2] + s[3])
+                             for k, s in m.soc.bus.access_stats().items()}}
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_polled_in_sees_the_button(fw, pure):
+    m, r = _run(fw, pure)
+    assert_firmware_passed(m, r, min_passes=8)
+    reads = m.soc.bus.access_stats()[IN]
+    assert reads[0] + reads[1] > 1000                 # a real poll, not one read
+    if not pure:
+        assert reads[1] == 0, reads                   # none through the model's Python
+    assert m.time < 0.006                             # it ended after the release
+
+
+def test_native_and_python_agree(fw):
+    runs = [_state(_run(fw, pure)[0]) for pure in (False, True)]
+    for k in runs[0]:
+        assert runs[0][k] == runs[1][k], f"{k} differs between the op and the model"
+
+
+def test_in_not_updated_on_a_pin_change_is_seen(fw, monkeypatch):
+    """Companion: IN kept only at PIN_CNF writes and reset, not when a pin
+    changes: the press is never seen."""
+    def levels_only(self, n):
+        if self.soc.pins[n].level:
+            self._levels |= 1 << n
+        else:
+            self._levels &= ~(1 << n)
+    monkeypatch.setattr(Gpio, "_pin_changed", levels_only)
+    m, r = _run(fw, ms=400)
+    assert "FAIL the press is seen" in m.console_text()
+    assert r.exit_code != 0
+
+
+def test_op_and_model_agree_on_wasp_os(monkeypatch):
+    p = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(
+        Path.home() / ".cache" / "pinetime-emu" / "wasp-os" / "upstream" / "micropython.elf")
+    if not Path(p).exists():
+        pytest.skip("no wasp-os image: set PINETIME_EMU_WASP_IMAGE (docs/firmware.md)")
+    runs = []
+    for op in (True, False):
+        if not op:
+            monkeypatch.setattr(Gpio, "read_op", lambda self, off: None if off == 0x510
+                                else super(Gpio, self).read_op(off))
+        m = Machine(p, flash_file=None)
+        m.run(seconds=5.0)
+        st = _state(m)
+        st.update(screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
+                  by_model=m.soc.bus.access_stats()[IN][1])
+        runs.append(st)
+    fast, slow = runs
+    assert fast.pop("by_model") == 0 < slow.pop("by_model")
+    for k in fast:
+        assert fast[k] == slow[k], f"{k} differs between the op and the model"
