@@ -10,6 +10,7 @@ extras); skipped, saying which is missing, without them.
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -150,21 +151,28 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
 
     with served_run(image, "--bridge", port, "--flash-file", nor, "--log-level", "info"):
         booted()
-        rc, out = wasptool("--eval", "print(6*7)")
-        assert rc == 0 and "42" in out.split("~~~")[1], out
-        rc, out = wasptool("--eval", "6*7")     # paste mode, as on a watch: no value shown
-        assert rc == 0 and "42" not in out, out
-        rtc_then_check_rtc()
-        for verb in (["--battery"], ["--send-notification", "--title", "Ann"],
-                     ["--exec", "t.py"], ["--memfree"], ["--battery"], ["--exec", "t.py"]):
-            rc, out = wasptool(*verb)
-            assert rc == 0, f"{verb}: {out}"
-            if verb[0] == "--battery":
+
+        def verb(*args):
+            """One wasptool verb and what it must print."""
+            if args == ("--rtc", "--check-rtc"):
+                return rtc_then_check_rtc()
+            rc, out = wasptool(*args)
+            assert rc == 0, f"{args}: {out}"
+            if args == ("--eval", "print(6*7)"):
+                assert "42" in out.split("~~~")[1], out
+            elif args == ("--eval", "6*7"):          # paste mode, as on a watch: no value
+                assert "42" not in out, out
+            elif args[0] == "--battery":
                 assert re.search(r"Battery: \d+%", out), out
-            if verb[0] == "--exec":
+            elif args[0] == "--exec":
                 assert "exec says 42" in out, out
-            if verb[0] == "--memfree":
+            elif args[0] == "--memfree":
                 assert re.search(r'^"[^"]*",\d+,\d+$', out.strip().splitlines()[-1]), out
+        quick = [("--eval", "print(6*7)"), ("--eval", "6*7"), ("--rtc", "--check-rtc"),
+                 ("--battery",), ("--send-notification", "--title", "Ann"),
+                 ("--exec", "t.py"), ("--memfree",), ("--battery",), ("--exec", "t.py")]
+        for args in quick:
+            verb(*args)
         # files: wasptool's and ours land the same, and read each other's.
         # wasp-os's heap (8 to 12 KB free) takes a few transfers before the
         # parser finds no 512-byte block (how soon depends on when the lines
@@ -239,6 +247,10 @@ def test_real_wasptool_verbs_in_a_row(tmp_path):
         if delta > 1:
             rtc_then_check_rtc()
         reboot()
+        # the same verbs again in another order ("in any order"; seeded)
+        random.Random(25).shuffle(quick)
+        for args in quick:
+            verb(*args)
     if lost_ctrl_d:
         warnings.warn(f"wasptool --reset: its console missed the last Ctrl-D {len(lost_ctrl_d)} "
                       f"time(s) of 5 (wasptool exits right after typing it); typed again")
