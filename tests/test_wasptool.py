@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, served_run
+from conftest import free_port, repl_ready, served_run
 
 from emu import Machine
 from emu.phone.wasptool import paste_lines
@@ -192,9 +192,10 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
         # Let wasp-os finish booting first (the run is paced to the host's
         # clock): the phone's first line starts with Ctrl-C, and a Ctrl-C while
         # main.py still runs stops it half-way (on a real watch too), leaving
-        # wasp-os half set up: the likeliest cause (not proven) of the fault
-        # at pc=0xfffffffe, a call through 0xffffffff, seen in some runs
-        time.sleep(8)
+        # wasp-os half set up, in '/' instead of '/flash' (a --pull then
+        # answers OSError 19): repl_ready() waits with Enter, never Ctrl-C,
+        # after every boot and soft reset
+        repl_ready(port)
         answers("1+2", "3")                      # the bridge answers the REPL
         (tmp_path / "t.py").write_text("for i in range(3):\n    print('line', i)\n")
         r = phone("--exec", "t.py")
@@ -210,6 +211,7 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
                                 "--console", "--wait", "5"], input="\x04", capture_output=True,
                                text=True, timeout=60)
             assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+            repl_ready(port)                     # main.py has run again
         (tmp_path / "hello.py").write_bytes(HELLO)
         r = phone("--upload", "hello.py", "--as", "emu_hello.py")
         if r.returncode != 0 and ("MemoryError" in r.stderr
@@ -227,6 +229,7 @@ def test_phone_cli_verbs_against_a_bridge(tmp_path):
         (tmp_path / "hello.py").unlink()
         r = phone("--reset")                     # a reboot (and a clean heap for the pull)
         assert r.returncode == 0, r.stderr
+        repl_ready(port)
         answers("4+5", "9")                      # up again after the reboot
         # a boot leaves the heap fragmented (see emu/phone/wasptool.py): Ctrl-D, then the pull
         soft_reboot()
