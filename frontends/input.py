@@ -13,6 +13,8 @@
 - :data:`KEYMAP` / :func:`key_action`: pygame key names -> frontend actions.
 - :class:`TextDialog`: the small in-window form used to edit a caller's name
   and number or a notification's title and body.
+- :func:`phone_action`: one phone action (notify, call, music, set time)
+  with the connect-first and the failure note both frontends give it.
 
 Times passed to the tracker are host seconds: gestures are the user's
 perception (in fast mode emulated time races ahead of the hand).  Gestures
@@ -221,6 +223,22 @@ class TextDialog:
 
     def values(self) -> list:
         return [v for _, v in self.fields]
+
+
+def phone_action(phone, desc: str, fn, note) -> None:
+    """One phone action from a frontend (the window's keys, the web page's
+    buttons): connect first if needed (that runs the machine, between slices,
+    until the watch advertises), run ``fn(phone)``, and ``note`` what
+    happened; a failure (PhoneError, a watch that stopped advertising, ...)
+    is a note, never an exception out of the frontend's loop."""
+    try:
+        if not getattr(phone, "connected", True):
+            note("phone: connecting...")
+            phone.connect()
+        fn(phone)
+        note("phone -> " + desc)
+    except Exception as e:            # noqa: BLE001 - shown to the user
+        note(f"phone: {desc} failed: {e}")
 
 
 def battery_percent(volts: float) -> int:

@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from frontends.input import (HELP, PANEL, GestureTracker, Layout, TextDialog,
+from frontends.input import (HELP, PANEL, GestureTracker, Layout, TextDialog, phone_action,
                              battery_percent, key_action)
 
 log = logging.getLogger("frontends.window")
@@ -335,16 +335,8 @@ class Window:
         the machine (between slices) until the watch advertises; failures are
         shown in the log, never raised out of the window."""
         p = self._need_phone()
-        if p is None:
-            return
-        try:
-            if not getattr(p, "connected", True):
-                self.note("phone: connecting...")
-                p.connect()
-            fn(p)
-            self.note("phone -> " + desc)
-        except Exception as e:      # PhoneError, a watch that stopped advertising, ...
-            self.note(f"phone: {desc} failed: {e}")
+        if p is not None:
+            phone_action(p, desc, fn, self.note)
 
     def _act_connect(self):
         p = self._need_phone()

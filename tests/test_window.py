@@ -599,3 +599,25 @@ def test_inspect_panel_on_a_machine_without_readers():
     key(w, pygame.K_i, text="i")
     w.draw()                                  # the fake machine has no heaps(): no exception
     assert w.show_inspect and w.inspect_lines()
+
+
+def test_phone_action_connects_first_and_never_raises():
+    """frontends.input.phone_action, shared by the window and the web page:
+    a phone not connected is connected first; a failing action is a note."""
+    from frontends.input import phone_action
+
+    class Phone:
+        connected = False
+
+        def connect(self):
+            self.connected = True
+
+    notes, p = [], Phone()
+    phone_action(p, "notification: Hi", lambda ph: None, notes.append)
+    assert p.connected and notes == ["phone: connecting...", "phone -> notification: Hi"]
+
+    def boom(ph):
+        raise RuntimeError("the watch stopped advertising")
+    notes.clear()
+    phone_action(p, "call from Ann", boom, notes.append)
+    assert notes == ["phone: call from Ann failed: the watch stopped advertising"]

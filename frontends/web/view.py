@@ -56,7 +56,7 @@ from typing import Callable, Iterable, Optional
 
 import numpy as np
 
-from frontends.input import GestureTracker
+from frontends.input import GestureTracker, phone_action
 from frontends.web.server import WebServer
 
 log = logging.getLogger("frontends.web")
@@ -531,14 +531,7 @@ class WebView:
         p = self._need_phone()
         if p is None:
             return
-        try:
-            if not getattr(p, "connected", True):
-                self.note("phone: connecting...")
-                p.connect()
-            fn(p)
-            self.note("phone -> " + desc)
-        except Exception as e:            # noqa: BLE001 - PhoneError, a watch that stopped, ...
-            self.note(f"phone: {desc} failed: {e}")
+        phone_action(p, desc, fn, self.note)
         self._publish_status(force=True)
 
     def _console_input(self, msg: dict) -> None:
