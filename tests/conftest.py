@@ -68,6 +68,20 @@ def run_firmware(fw):
     return run
 
 
+def cached_image(env: str, pattern: str) -> str:
+    """A third-party image: ``$env``, else the newest match of ``pattern``
+    under ~/.cache/pinetime-emu; the test is skipped, saying both, when
+    neither exists."""
+    cache = Path.home() / ".cache" / "pinetime-emu"
+    p = os.environ.get(env)
+    if not p:
+        found = sorted(cache.glob(pattern))
+        p = str(found[-1]) if found else ""
+    if not p or not Path(p).exists():
+        pytest.skip(f"no image: set {env} (or put one in {cache}/{pattern})")
+    return p
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (for --bridge/--gdb)."""
     with socket.socket() as s:

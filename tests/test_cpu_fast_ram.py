@@ -8,12 +8,10 @@ and on the pure-Python path, in the same cycles.  The companions break the
 fill (an executed page not kept executable in later fills; the IT bits left
 as Unicorn synced them) and see the failures.  On real firmware, when the
 images are present, both TLBs give the same cycles, screen and memory."""
-import os
-from pathlib import Path
 
 import pytest
 
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, cached_image
 from emu import Machine
 from emu.cpu import cortexm
 
@@ -82,28 +80,15 @@ def test_mpu_goes_back_to_unicorns_tlb(fw):
     assert m.cpu.pagemap is None
 
 
-CACHE = Path.home() / ".cache" / "pinetime-emu"
-
-
-def _image(env: str, pattern: str) -> str:
-    p = os.environ.get(env)
-    if not p:
-        found = sorted(CACHE.glob(pattern))
-        p = str(found[-1]) if found else ""
-    if not p or not Path(p).exists():
-        pytest.skip(f"no image: set {env} (or put one in {CACHE}/{pattern})")
-    return p
-
-
 @pytest.mark.parametrize("which", ["wasp-os", "infinitime"])
 def test_both_tlbs_agree_on_real_firmware(monkeypatch, which):
     """wasp-os's first boot (formatting the NOR, drawing the face) and
     InfiniTime's first 2 emulated seconds (advertising heard by a scanner):
     the same cycles, time, screen, NOR, air and RAM with either TLB."""
     from emu.phone.scanner import Scanner
-    path = (_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
+    path = (cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
             if which == "wasp-os" else
-            _image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
+            cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
     runs = []
     for fast in (True, False):
         monkeypatch.setattr(cortexm.CortexM, "fast_ram", fast)

@@ -17,12 +17,10 @@ is popped as a basic one): the firmware sees both.  On real firmware
 returns and entries in C or in Python give the same cycles, accesses per
 register, screen, NOR, air and RAM."""
 import ctypes
-import os
-from pathlib import Path
 
 import pytest
 
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, cached_image
 from emu import Machine
 from emu.cpu import cortexm
 from emu.soc import _mmio
@@ -107,19 +105,6 @@ def test_hook_without_fp_frames_is_detected(fw, monkeypatch):
     assert not (r.reason == "exit" and r.exit_code == 0)
 
 
-CACHE = Path.home() / ".cache" / "pinetime-emu"
-
-
-def _image(env: str, pattern: str) -> str:
-    p = os.environ.get(env)
-    if not p:
-        found = sorted(CACHE.glob(pattern))
-        p = str(found[-1]) if found else ""
-    if not p or not Path(p).exists():
-        pytest.skip(f"no image: set {env} (or put one in {CACHE}/{pattern})")
-    return p
-
-
 @pytest.mark.parametrize("switch", ["native_returns", "native_entries"])
 @pytest.mark.parametrize("which", ["wasp-os", "infinitime"])
 def test_exc_in_c_change_nothing_on_real_firmware(monkeypatch, which, switch):
@@ -127,9 +112,9 @@ def test_exc_in_c_change_nothing_on_real_firmware(monkeypatch, which, switch):
     (advertising heard by a scanner): returns in C or in Python, the same
     cycles, accesses per register, pending events, screen, NOR, air, RAM."""
     from emu.phone.scanner import Scanner
-    path = (_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
+    path = (cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
             if which == "wasp-os" else
-            _image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
+            cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
     runs = []
     for native in (True, False):
         monkeypatch.setattr(cortexm.CortexM, switch, native)

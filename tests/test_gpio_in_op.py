@@ -9,12 +9,9 @@ model's read) in the same cycles, accesses and RAM.  The companion forgets
 to update IN on a pin change: the press is never seen.  On real wasp-os
 (its tick reads IN), when the image is present, the op and the model's
 Python give the same cycles, accesses per register, screen, NOR and RAM."""
-import os
-from pathlib import Path
-
 import pytest
 
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, cached_image
 from emu import Machine
 from emu.peripherals.gpio import Gpio
 
@@ -69,10 +66,7 @@ def test_in_not_updated_on_a_pin_change_is_seen(fw, monkeypatch):
 
 
 def test_op_and_model_agree_on_wasp_os(monkeypatch):
-    p = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(
-        Path.home() / ".cache" / "pinetime-emu" / "wasp-os" / "upstream" / "micropython.elf")
-    if not Path(p).exists():
-        pytest.skip("no wasp-os image: set PINETIME_EMU_WASP_IMAGE (docs/firmware.md)")
+    p = cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
     runs = []
     for op in (True, False):
         if not op:

@@ -12,12 +12,10 @@ goes down in the Cells only, and the firmware sees the interrupt pend again.
 On real firmware (wasp-os's 1 kHz tick, InfiniTime's advertising and tickless
 idle), when the images are present, lowering in C or in the model gives the
 same cycles, accesses per register, screen, NOR, air and RAM."""
-import os
-from pathlib import Path
 
 import pytest
 
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, cached_image
 from emu import Machine
 from emu.soc.nrf52832 import Nrf52832
 
@@ -81,19 +79,6 @@ def test_a_listener_sends_lowering_to_the_model(fw):
     assert m.soc.bus.access_stats()[(RTC1, 0x308)][3] >= 21
 
 
-CACHE = Path.home() / ".cache" / "pinetime-emu"
-
-
-def _image(env: str, pattern: str) -> str:
-    p = os.environ.get(env)
-    if not p:
-        found = sorted(CACHE.glob(pattern))
-        p = str(found[-1]) if found else ""
-    if not p or not Path(p).exists():
-        pytest.skip(f"no image: set {env} (or put one in {CACHE}/{pattern})")
-    return p
-
-
 @pytest.mark.parametrize("which", ["wasp-os", "infinitime"])
 def test_lowering_in_c_changes_nothing_on_real_firmware(monkeypatch, which):
     """wasp-os's boot and 1 kHz tick to 5 emulated s, InfiniTime's first 3 s
@@ -101,9 +86,9 @@ def test_lowering_in_c_changes_nothing_on_real_firmware(monkeypatch, which):
     or in the model, the same cycles, accesses per register, screen, NOR,
     air and RAM."""
     from emu.phone.scanner import Scanner
-    path = (_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
+    path = (cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
             if which == "wasp-os" else
-            _image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
+            cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
     runs = []
     for in_c in (True, False):
         if not in_c:

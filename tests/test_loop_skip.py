@@ -14,11 +14,10 @@ last iteration across the slice boundary and sees polls end late.  On real
 firmware, when the images are present, skipping changes nothing but the
 time it takes (InfiniTime's resources upload: tests/test_resources.py)."""
 import os
-from pathlib import Path
 
 import pytest
 
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, cached_image
 from emu import Machine
 
 FW = "cpu_poll_loops"
@@ -98,19 +97,6 @@ def test_mmio_trace_sees_every_read(fw, tmp_path):
     assert m.cpu.loops_skipped[1] == 0
 
 
-CACHE = Path.home() / ".cache" / "pinetime-emu"
-
-
-def _image(env: str, pattern: str) -> str:
-    p = os.environ.get(env)
-    if not p:
-        found = sorted(CACHE.glob(pattern))
-        p = str(found[-1]) if found else ""
-    if not p or not Path(p).exists():
-        pytest.skip(f"no image: set {env} (or put one in {CACHE}/{pattern})")
-    return p
-
-
 @pytest.mark.parametrize("which", ["infinitime", "wasp-os"])
 def test_skipping_changes_nothing_on_real_firmware(which):
     """InfiniTime's first 1.5 emulated s (LFCLKSTAT and its TWI driver's
@@ -118,9 +104,9 @@ def test_skipping_changes_nothing_on_real_firmware(which):
     for 2 s: the same cycles, accesses per register, screen, NOR, air and
     RAM with and without skipping."""
     from emu.phone.scanner import Scanner
-    path = (_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out")
+    path = (cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out")
             if which == "infinitime" else
-            _image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf"))
+            cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf"))
     runs = []
     for skip in (True, False):
         m = Machine(path, flash_file=None)
@@ -225,7 +211,7 @@ def test_time_alone_changes_no_steady_read(fw, which):
         m = Machine(fw(FW), board="pinetime", flash_file=None)
         m.run(ms=5)
     else:
-        m = Machine(_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"),
+        m = Machine(cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"),
                     flash_file=None)
         m.run(seconds=1)
     reads = _steady_reads(m)

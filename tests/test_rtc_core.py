@@ -14,12 +14,10 @@ into a machine whose core goes on in the same cycles.  On real firmware
 (wasp-os's 1 kHz tick, InfiniTime's advertising and tickless idle), when the
 images are present, the core on or off gives the same cycles, accesses per
 register, screen, NOR, air and RAM."""
-import os
-from pathlib import Path
 
 import pytest
 
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, cached_image
 from emu import Machine
 from emu.peripherals import rtc
 
@@ -100,19 +98,6 @@ def test_snapshot_mid_tick_goes_on_the_same(fw, tmp_path):
         assert a[k] == b[k], f"{k} differs after the snapshot"
 
 
-CACHE = Path.home() / ".cache" / "pinetime-emu"
-
-
-def _image(env: str, pattern: str) -> str:
-    p = os.environ.get(env)
-    if not p:
-        found = sorted(CACHE.glob(pattern))
-        p = str(found[-1]) if found else ""
-    if not p or not Path(p).exists():
-        pytest.skip(f"no image: set {env} (or put one in {CACHE}/{pattern})")
-    return p
-
-
 @pytest.mark.parametrize("which", ["wasp-os", "infinitime"])
 def test_core_changes_nothing_on_real_firmware(monkeypatch, which):
     """wasp-os's boot and 1 kHz tick to 5 emulated s, InfiniTime's first 3 s
@@ -120,9 +105,9 @@ def test_core_changes_nothing_on_real_firmware(monkeypatch, which):
     on RTC0): the RTC core on or off, the same cycles, accesses per register,
     pending events, screen, NOR, air and RAM."""
     from emu.phone.scanner import Scanner
-    path = (_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
+    path = (cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
             if which == "wasp-os" else
-            _image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
+            cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
     runs = []
     for on in (True, False):
         monkeypatch.setattr(rtc.Rtc, "native_core", on)
