@@ -74,7 +74,6 @@ class TcpByteServer:
         # closed), and the next client waits in the backlog until then
         self.closing = False
         self._next = None                 # (socket, address) of a client waiting for that
-        self._last_output = 0             # when the watch last sent something (emulated)
         log.info("%s listening on %s:%d", what, host, self.port)
 
     def poll(self) -> None:
@@ -160,7 +159,6 @@ class TcpByteServer:
             del self.tx_pending[:n]
 
     def _from_watch(self, data) -> None:
-        self._last_output = self._now()
         if self.client is not None and not self._unread:
             self.tx_pending += data
             if len(self.tx_pending) > MAX_UNREAD:     # connected, never reading:
@@ -183,9 +181,6 @@ class TcpByteServer:
         """After a hang-up: everything the client sent has reached the watch
         (or never can).  Subclasses that hand bytes on later override it."""
         return True
-
-    def _now(self) -> int:
-        return 0
 
     def _drop(self) -> None:
         was_closing, self.closing = self.closing, False
@@ -218,6 +213,8 @@ class BridgeServer(TcpByteServer):
         self.machine = machine
         self.phone = machine.phone
         self.gatt_bridge = None          # frontends.gattbridge.GattBridge for own-stack firmware
+        self._last_output = 0            # when the watch last sent something (emulated ticks)
+        self._hung_up_at = 0
         super().__init__(host, port, "bridge")
         self.phone.on_output(self._from_watch)
 
@@ -257,8 +254,9 @@ class BridgeServer(TcpByteServer):
         log.info("bridge: %d byte(s) the client sent before it hung up still to deliver",
                  len(self.rx_pending) + self._in_flight())
 
-    def _now(self) -> int:
-        return self.machine.now
+    def _from_watch(self, data) -> None:
+        self._last_output = self.machine.now
+        super()._from_watch(data)
 
     def _in_flight(self) -> int:
         ph = self.phone
