@@ -15,17 +15,9 @@
  * needs the TIMER to plan CC[0] from CC[1]'s tick: periph_timer_adjacent_cc.c.) */
 #include "harness.h"
 #include "cm4.h"
+#include "timer.h"
 HARNESS_STATE
 
-#define TIMER0 0x40008000u
-#define T_START(t)      REG32((t) + 0x000)
-#define T_STOP(t)       REG32((t) + 0x004)
-#define T_CLEAR(t)      REG32((t) + 0x00C)
-#define T_CAPTURE(t, n) REG32((t) + 0x040 + 4 * (n))
-#define T_COMPARE(t, n) REG32((t) + 0x140 + 4 * (n))
-#define T_BITMODE(t)    REG32((t) + 0x508)
-#define T_PRESCALER(t)  REG32((t) + 0x510)
-#define T_CC(t, n)      REG32((t) + 0x540 + 4 * (n))
 
 static uint32_t poll_one_block(volatile uint32_t *ev) {
     uint32_t v;

@@ -12,19 +12,11 @@
  *     it runs) and reports the count. */
 #include "harness.h"
 #include "cm4.h"
+#include "timer.h"
 HARNESS_STATE
 
-#define TIMER0 0x40008000u
 #define RTC1   0x40011000u
 #define DWT_CYCCNT_ 0xE0001004u
-#define T_START(t)      REG32((t) + 0x000)
-#define T_STOP(t)       REG32((t) + 0x004)
-#define T_CLEAR(t)      REG32((t) + 0x00C)
-#define T_CAPTURE(t, n) REG32((t) + 0x040 + 4 * (n))
-#define T_COMPARE(t, n) REG32((t) + 0x140 + 4 * (n))
-#define T_BITMODE(t)    REG32((t) + 0x508)
-#define T_PRESCALER(t)  REG32((t) + 0x510)
-#define T_CC(t, n)      REG32((t) + 0x540 + 4 * (n))
 
 static uint32_t poll_one_block(volatile uint32_t *ev) {
     uint32_t v;

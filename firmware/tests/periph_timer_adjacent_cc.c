@@ -12,17 +12,9 @@
  * counts): COMPARE[0] must come first every time, a few counts after x + d. */
 #include "harness.h"
 #include "cm4.h"
+#include "timer.h"
 HARNESS_STATE
 
-#define TIMER1 0x40009000u
-#define T_START(t)      REG32((t) + 0x000)
-#define T_STOP(t)       REG32((t) + 0x004)
-#define T_CLEAR(t)      REG32((t) + 0x00C)
-#define T_CAPTURE(t, n) REG32((t) + 0x040 + 4 * (n))
-#define T_COMPARE(t, n) REG32((t) + 0x140 + 4 * (n))
-#define T_BITMODE(t)    REG32((t) + 0x508)
-#define T_PRESCALER(t)  REG32((t) + 0x510)
-#define T_CC(t, n)      REG32((t) + 0x540 + 4 * (n))
 
 int main(void) {
     T_BITMODE(TIMER1) = 3;
