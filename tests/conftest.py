@@ -82,6 +82,25 @@ def cached_image(env: str, pattern: str) -> str:
     return p
 
 
+def parity_state(m, board: bool = False) -> dict:
+    """What a fast path and the path it stands for must leave the same: the
+    cycles, the clock, the console, the core registers, the RAM, the
+    peripheral accesses (in total and per register, op and model counted
+    together: which of the two did it is what differs) and the pending
+    clock events; with ``board``, the PineTime's screen, NOR and the air."""
+    cpu = m.cpu
+    st = {"cycles": cpu.cycles, "now": m.clock.now, "console": m.console_text(),
+          "regs": cpu.core_registers(), "ram": cpu.read_mem(0x20000000, 0x10000),
+          "accesses": m.soc.bus.accesses,
+          "per_register": {k: (s[0] + s[1], s[2] + s[3])
+                           for k, s in m.soc.bus.access_stats().items()},
+          "pending": m.clock.pending_events()}
+    if board:
+        st.update(screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
+                  air=[tuple(p) for p in m.air.log])
+    return st
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (for --bridge/--gdb)."""
     with socket.socket() as s:

@@ -19,7 +19,7 @@ again): the companion's op never bails and the firmware sees the pend gone.
 InfiniTime's first 3 s are the same with the ops and with the model's code."""
 import pytest
 
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, parity_state
 from emu import Machine
 from emu.cpu import scs
 from emu.soc import ops
@@ -183,13 +183,8 @@ def test_icpr_ispr_ops_change_nothing_on_infinitime(monkeypatch):
         m = Machine(p, flash_file=None)
         Scanner(m.air)
         m.run(seconds=3.0)
-        st = m.soc.bus.access_stats()
-        runs.append(dict(cycles=m.cpu.cycles, now=m.clock.now, regs=m.cpu.core_registers(),
-                         ram=m.cpu.read_mem(0x20000000, 0x10000),
-                         per_register={k: (s[0] + s[1], s[2] + s[3]) for k, s in st.items()},
-                         pending=m.clock.pending_events(), screen=m.board.screen().tobytes(),
-                         nor=bytes(m.board.flash.data), air=[tuple(x) for x in m.air.log],
-                         icpr_by_model=st[(SCS, 0x280)][3]))
+        runs.append(dict(parity_state(m, board=True),
+                         icpr_by_model=m.soc.bus.access_stats()[(SCS, 0x280)][3]))
     on, off = runs
     assert on.pop("icpr_by_model") < off.pop("icpr_by_model")   # the ops did the work
     for k in on:

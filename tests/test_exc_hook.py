@@ -20,7 +20,7 @@ import ctypes
 
 import pytest
 
-from conftest import assert_firmware_passed, cached_image
+from conftest import assert_firmware_passed, cached_image, parity_state
 from emu import Machine
 from emu.cpu import cortexm
 from emu.soc import _mmio
@@ -123,14 +123,8 @@ def test_exc_in_c_change_nothing_on_real_firmware(monkeypatch, which, switch):
         m.run(seconds=5.0 if which == "wasp-os" else 3.0)
         cpu = m.cpu
         runs.append(dict(
-            cycles=cpu.cycles, now=m.clock.now, regs=cpu.core_registers(),
-            ram=cpu.read_mem(0x20000000, 0x10000), accesses=m.soc.bus.accesses,
-            per_register={k: (s[0] + s[1], s[2] + s[3])
-                          for k, s in m.soc.bus.access_stats().items()},
-            pending=m.clock.pending_events(), tail_chains=cpu.tail_chains,
+            parity_state(m, board=True), tail_chains=cpu.tail_chains,
             returns_in_hook=cpu.returns_in_hook,
-            screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
-            air=[tuple(p) for p in m.air.log],
             in_c=(cpu._exc_hook.returns if switch == "native_returns" else cpu._exc_hook.entries)
             if cpu._exc_hook is not None else 0))
     c, py = runs

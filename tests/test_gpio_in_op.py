@@ -11,7 +11,7 @@ to update IN on a pin change: the press is never seen.  On real wasp-os
 Python give the same cycles, accesses per register, screen, NOR and RAM."""
 import pytest
 
-from conftest import assert_firmware_passed, cached_image
+from conftest import assert_firmware_passed, cached_image, parity_state
 from emu import Machine
 from emu.peripherals.gpio import Gpio
 
@@ -27,13 +27,6 @@ def _run(fw, pure=False, ms=10):
     return m, m.run(ms=ms)
 
 
-def _state(m):
-    return {"cycles": m.cpu.cycles, "now": m.clock.now, "console": m.console_text(),
-            "regs": m.cpu.core_registers(), "ram": m.cpu.read_mem(0x20000000, 0x10000),
-            "per_register": {k: (s[0] + s[1], s[2] + s[3])
-                             for k, s in m.soc.bus.access_stats().items()}}
-
-
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
 def test_polled_in_sees_the_button(fw, pure):
     m, r = _run(fw, pure)
@@ -46,7 +39,7 @@ def test_polled_in_sees_the_button(fw, pure):
 
 
 def test_native_and_python_agree(fw):
-    runs = [_state(_run(fw, pure)[0]) for pure in (False, True)]
+    runs = [parity_state(_run(fw, pure)[0]) for pure in (False, True)]
     for k in runs[0]:
         assert runs[0][k] == runs[1][k], f"{k} differs between the op and the model"
 
@@ -74,9 +67,8 @@ def test_op_and_model_agree_on_wasp_os(monkeypatch):
                                 else super(Gpio, self).read_op(off))
         m = Machine(p, flash_file=None)
         m.run(seconds=5.0)
-        st = _state(m)
-        st.update(screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
-                  by_model=m.soc.bus.access_stats()[IN][1])
+        st = parity_state(m, board=True)
+        st.update(by_model=m.soc.bus.access_stats()[IN][1])
         runs.append(st)
     fast, slow = runs
     assert fast.pop("by_model") == 0 < slow.pop("by_model")

@@ -15,23 +15,12 @@ same cycles, accesses per register, screen, NOR, air and RAM."""
 
 import pytest
 
-from conftest import assert_firmware_passed, cached_image
+from conftest import assert_firmware_passed, cached_image, parity_state
 from emu import Machine
 from emu.soc.nrf52832 import Nrf52832
 
 FW = "periph_line_lower"
 RTC1 = 0x40011000
-
-
-def _state(m, stats=True):
-    cpu = m.cpu
-    st = {"cycles": cpu.cycles, "now": m.clock.now, "console": m.console_text(),
-          "regs": cpu.core_registers(), "ram": cpu.read_mem(0x20000000, 0x10000),
-          "accesses": m.soc.bus.accesses}
-    if stats:   # op and model accesses together: which of the two did it differs
-        st["per_register"] = {k: (s[0] + s[1], s[2] + s[3])
-                              for k, s in m.soc.bus.access_stats().items()}
-    return st
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
@@ -49,7 +38,7 @@ def test_native_and_python_agree(fw):
     for pure in (False, True):
         m = Machine(fw(FW), board="nrf52832", pure_python=pure)
         m.run(ms=50)
-        runs.append(_state(m))
+        runs.append(parity_state(m))
     for k in runs[0]:
         assert runs[0][k] == runs[1][k], f"{k} differs between C and Python"
 
@@ -96,10 +85,8 @@ def test_lowering_in_c_changes_nothing_on_real_firmware(monkeypatch, which):
         m = Machine(path, flash_file=None)
         Scanner(m.air)
         m.run(seconds=5.0 if which == "wasp-os" else 3.0)
-        st = _state(m)
-        st.update(screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
-                  air=[tuple(p) for p in m.air.log],
-                  rtc1_intenclr=m.soc.bus.access_stats().get((RTC1, 0x308)))
+        st = parity_state(m, board=True)
+        st.update(rtc1_intenclr=m.soc.bus.access_stats().get((RTC1, 0x308)))
         runs.append(st)
     fast, slow = runs
     assert fast["cycles"] > 60_000_000

@@ -17,22 +17,12 @@ register, screen, NOR, air and RAM."""
 
 import pytest
 
-from conftest import assert_firmware_passed, cached_image
+from conftest import assert_firmware_passed, cached_image, parity_state
 from emu import Machine
 from emu.peripherals import rtc
 
 FW = "periph_rtc_core"
 RTC1 = 0x40011000
-
-
-def _state(m):
-    cpu = m.cpu
-    return {"cycles": cpu.cycles, "now": m.clock.now, "console": m.console_text(),
-            "regs": cpu.core_registers(), "ram": cpu.read_mem(0x20000000, 0x10000),
-            "accesses": m.soc.bus.accesses,
-            "per_register": {k: (s[0] + s[1], s[2] + s[3])
-                             for k, s in m.soc.bus.access_stats().items()},
-            "pending": m.clock.pending_events()}
 
 
 def _rtc1(m):
@@ -61,7 +51,7 @@ def test_native_and_python_agree(fw):
     for pure in (False, True):
         m = Machine(fw(FW), board="nrf52832", pure_python=pure)
         m.run(ms=100)
-        runs.append(_state(m))
+        runs.append(parity_state(m))
     for k in runs[0]:
         assert runs[0][k] == runs[1][k], f"{k} differs between the core and the model"
 
@@ -93,7 +83,7 @@ def test_snapshot_mid_tick_goes_on_the_same(fw, tmp_path):
     m.save_snapshot(path)
     r = Machine.from_snapshot(path)
     r.run(ms=100 - r.time * 1000)
-    a, b = _state(whole), _state(r)
+    a, b = parity_state(whole), parity_state(r)
     for k in ("cycles", "console", "regs", "ram"):
         assert a[k] == b[k], f"{k} differs after the snapshot"
 
@@ -114,9 +104,7 @@ def test_core_changes_nothing_on_real_firmware(monkeypatch, which):
         m = Machine(path, flash_file=None)
         Scanner(m.air)
         m.run(seconds=5.0 if which == "wasp-os" else 3.0)
-        st = _state(m)
-        st.update(screen=m.board.screen().tobytes(), nor=bytes(m.board.flash.data),
-                  air=[tuple(p) for p in m.air.log])
+        st = parity_state(m, board=True)
         core = _rtc1(m)._core
         st["fired"] = core.fired if core is not None else None
         runs.append(st)
