@@ -14,4 +14,16 @@
 #define T_BITMODE(t)    REG32((t) + 0x508)
 #define T_PRESCALER(t)  REG32((t) + 0x510)
 #define T_CC(t, n)      REG32((t) + 0x540 + 4 * (n))
+
+/* Wait for an event register to read nonzero in a loop of one block
+ * (ldr; cmp; beq), as a driver's tight poll of EVENTS_COMPARE compiles:
+ * the polling-loop tests' shape. */
+static inline uint32_t poll_one_block(volatile uint32_t *ev) {
+    uint32_t v;
+    __asm volatile("1: ldr %0, [%1]\n"
+                   "   cmp %0, #0\n"
+                   "   beq 1b\n"
+                   : "=&r"(v) : "r"(ev) : "cc", "memory");
+    return v;
+}
 #endif

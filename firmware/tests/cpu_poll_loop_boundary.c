@@ -19,15 +19,6 @@
 HARNESS_STATE
 
 
-static uint32_t poll_one_block(volatile uint32_t *ev) {
-    uint32_t v;
-    __asm volatile("1: ldr %0, [%1]\n"
-                   "   cmp %0, #0\n"
-                   "   beq 1b\n"
-                   : "=&r"(v) : "r"(ev) : "cc", "memory");
-    return v;
-}
-
 int main(void) {
     T_BITMODE(TIMER0) = 3;
     T_PRESCALER(TIMER0) = 0;

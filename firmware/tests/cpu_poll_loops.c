@@ -18,15 +18,6 @@ HARNESS_STATE
 #define RTC1   0x40011000u
 #define DWT_CYCCNT_ 0xE0001004u
 
-static uint32_t poll_one_block(volatile uint32_t *ev) {
-    uint32_t v;
-    __asm volatile("1: ldr %0, [%1]\n"
-                   "   cmp %0, #0\n"
-                   "   beq 1b\n"
-                   : "=&r"(v) : "r"(ev) : "cc", "memory");
-    return v;
-}
-
 /* 0: the first event, 1: the second, 2: the timeout */
 static uint32_t poll_three_blocks(volatile uint32_t *a, volatile uint32_t *b,
                                   volatile uint32_t *cyccnt, uint32_t start, uint32_t limit) {
