@@ -124,3 +124,33 @@ def test_invalidate_keeps_costs_of_code_elsewhere(run_firmware, pure):
     assert cpu.counter.cost(main & ~1, 4) == 7
     cpu.invalidate_code(main & ~0xFFF, (main & ~0xFFF) + 0x1000)
     assert cpu.counter.cost(main & ~1, 4) in (None, -1)
+
+
+def test_changed_words_counts_each_differing_word_as_numpy_does():
+    """The NVMC's count of words a CPU store into flash changed (it sets the
+    write's time) is whole-buffer int arithmetic; numpy's elementwise
+    compare is the reference."""
+    import random
+
+    import numpy as np
+
+    from emu.peripherals.nvmc import _changed_words
+
+    def reference(a, b):
+        n = len(a) // 4 * 4
+        return int(np.count_nonzero(np.frombuffer(a[:n], "<u4") != np.frombuffer(b[:n], "<u4"))) \
+            + (a[n:] != b[n:])
+
+    rng = random.Random(29)
+    counts = set()
+    for _ in range(2000):
+        n = rng.choice([0, 1, 3, 4, 5, 8, 64, 4097, 8192])
+        a = rng.randbytes(n)
+        b = bytearray(a)
+        for _ in range(rng.choice([0, 1, 2, 3, 50])):
+            if n:
+                b[rng.randrange(n)] ^= 1 << rng.randrange(8)
+        got = _changed_words(a, bytes(b))
+        assert got == reference(a, bytes(b)), n
+        counts.add(got)
+    assert {0, 1, 2, 3} <= counts
