@@ -90,7 +90,7 @@ def parity_state(m, board: bool = False) -> dict:
     clock events; with ``board``, the PineTime's screen, NOR and the air."""
     cpu = m.cpu
     st = {"cycles": cpu.cycles, "now": m.clock.now, "console": m.console_text(),
-          "regs": cpu.core_registers(), "ram": cpu.read_mem(0x20000000, 0x10000),
+          "regs": cpu.core_registers(), "ram": cpu.read_mem(m.soc.RAM_BASE, m.soc.RAM_SIZE),
           "accesses": m.soc.bus.accesses,
           "per_register": {k: (s[0] + s[1], s[2] + s[3])
                            for k, s in m.soc.bus.access_stats().items()},

@@ -174,6 +174,17 @@ class Uart51(Uart0):
             return
         self._mux.write(offset, value, size)
 
+    # bus ops: the variant's, as above, but POWER is the slot's (the model)
+    def read_op(self, offset: int):
+        if offset == POWER or not self._own("read", Uart51):
+            return None
+        return self._mux.read_op(offset)
+
+    def write_op(self, offset: int):
+        if offset == POWER or not self._own("write", Uart51):
+            return None
+        return self._mux.write_op(offset)
+
 
 class Spi51(Power51, Spi):
     REGISTERS = [
@@ -347,13 +358,16 @@ class Radio51(Power51, Radio):
 class Timer51(Power51, Timer):
     """TIMER0 is 32 bits wide on the nRF51; TIMER1 and TIMER2 only 16."""
 
-    def _mask(self) -> int:
-        mask = super()._mask()
-        if self.base != 0x40008000 and mask > 0xFFFF:
+    def __init__(self, soc, base: int, *args, **kwargs):
+        if base != 0x40008000:
+            self.max_mask = 0xFFFF
+        super().__init__(soc, base, *args, **kwargs)
+
+    def _wr_cfg(self, new, old) -> None:
+        if self.max_mask == 0xFFFF and self.values[0x508] & 3 in (2, 3):
             self.log_once("bitmode", "BITMODE %d on %s: this timer is 16 bits wide",
                           self.values[0x508] & 3, self.name)
-            return 0xFFFF
-        return mask
+        super()._wr_cfg(new, old)
 
 
 class Rtc51(Power51, Rtc):

@@ -13,6 +13,12 @@ BITMODE bits); SHORTS COMPARE[n]_CLEAR / COMPARE[n]_STOP act immediately
 counter modes count TASKS_COUNT and compare at once.  CAPTURE[n] copies the
 counter into CC[n].  SHUTDOWN stops and clears the counter.
 
+With native Cells the compare event, CPU writes of CC and the CAPTURE
+tasks run in C (emu.soc._mmio.TimerCore: the same steps as _on_compare,
+_rearm, the CC write and task_CAPTURE), handing a compare to this model
+whenever a shortcut, PPI or the energy model is involved; the pure-Python
+path runs this file's code (the reference; tests/test_timer_core.py).
+
 Not modelled: the HFCLK source dependency (TIMER counts whether or not
 HFCLK was started) and the 1 MHz/PCLK16M selection difference in power; the
 counter value is not readable except through CAPTURE (as on silicon).
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 from emu.clock import HF16_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RW
+from emu.soc.ops import W_CALL, Op, cell_property
 
 BITMODE_MASK = {0: 0xFFFF, 1: 0xFF, 2: 0xFFFFFF, 3: 0xFFFFFFFF}
 
@@ -28,6 +35,15 @@ BITMODE_MASK = {0: 0xFFFF, 1: 0xFF, 2: 0xFFFFFF, 3: 0xFFFFFFFF}
 class Timer(NrfPeripheral):
     NAME = "TIMER"
     HAS_INTEN = False
+    # the counter's base, in the Cells: TimerCore reads and folds it in C
+    NATIVE_CELLS = ("running", "base_time", "base_value")
+    running = cell_property(0, "the counter runs (0/1)")
+    base_time = cell_property(1, doc="tick the count is based on")
+    base_value = cell_property(2, doc="the count at base_time")
+    #: the compare event, CC writes and CAPTURE tasks carried out in C
+    #: (emu.soc._mmio.TimerCore: the same steps) when the Cells are native
+    native_core = True
+    _core = None
 
     def __init__(self, soc, base: int, name=None, irq=None, num_cc=None):
         if num_cc is None:
@@ -50,6 +66,29 @@ class Timer(NrfPeripheral):
         ]
         self._ev = soc.clock.event(f"{name or 'timer'}.compare", self._on_compare)
         super().__init__(soc, base, name, irq)
+        self._core = self._native_core()
+        if self._core is not None:
+            self._ev.fn = self._core.fire
+
+    def _native_core(self):
+        """emu.soc._mmio.TimerCore over this TIMER, or None (pure Python, the
+        class switch off, or a subclass or instance that changes the steps
+        it writes again)."""
+        if not self.native_core or type(self._cells).__module__ != "emu.soc._mmio":
+            return None
+        cls = type(self)
+        for name, fn in _CORE_STEPS.items():     # as written when the class was made
+            if getattr(cls, name) is not fn or name in self.__dict__:
+                return None
+        if self._regs[0x540].mask != 0xFFFFFFFF:
+            return None
+        from emu.peripherals.ppi import Ppi
+        from emu.soc import _mmio
+        cells = tuple(self.NATIVE_CELLS.index(n) for n in ("running", "base_time", "base_value"))
+        # the PPI listens to every block: a compare it has no task for is
+        # not routed (its _map, read in C), anything else is the model's
+        return _mmio.TimerCore(self, self._ev, self.clock, self._cells, self.num_cc, cells,
+                               HF16_TICKS, self.max_mask, Ppi._on_event)
 
     def reset(self) -> None:
         super().reset()
@@ -116,6 +155,12 @@ class Timer(NrfPeripheral):
             return None
         if offset in self.events or offset in (0x304, 0x308):
             return self._base_write_op(offset)
+        core = self._core
+        if core is not None:                 # in C: the same steps
+            if 0x540 <= offset < 0x540 + 4 * self.num_cc:
+                return Op(W_CALL, self, (core.write_cc,), timed=True)
+            if 0x040 <= offset < 0x040 + 4 * self.num_cc:
+                return Op(W_CALL, self, (core.capture,), timed=True)
         return None
 
     def _wr_cfg(self, new, old) -> None:
@@ -125,8 +170,11 @@ class Timer(NrfPeripheral):
         self._rearm()
 
     # -- internals -----------------------------------------------------
+    #: the counter's width: BITMODE's wider modes count this many bits
+    max_mask = 0xFFFFFFFF
+
     def _mask(self) -> int:
-        return BITMODE_MASK[self.values[0x508] & 3]
+        return min(BITMODE_MASK[self.values[0x508] & 3], self.max_mask)
 
     def _tpc(self) -> int:
         presc = self.values[0x510] & 0xF
@@ -189,3 +237,10 @@ class Timer(NrfPeripheral):
         self.running, self.base_value, self.base_time = (s["running"], s["base_value"],
                                                          s["base_time"])
         self._rearm()
+
+
+#: the methods whose steps TimerCore writes again, as this file defines them:
+#: a subclass, an instance or a test replacing one runs the model's Python
+_CORE_STEPS = {name: getattr(Timer, name) for name in (
+    "fire", "trigger", "_on_compare", "_rearm", "write", "_wr_cc", "_count_at", "_mask",
+    "_tpc", "task_CAPTURE", "update_irq", "_set_irq")}

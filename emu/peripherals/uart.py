@@ -419,6 +419,10 @@ class Uart0(Peripheral):
         Peripheral.__init__(self._mux, soc, base, self.name)
         self._mux.adopt(self.variants)
         self.event_listeners = self._mux.event_listeners   # PPI: the enabled block's events
+        # the enabled variant's bus ops are this slot's: the bus that maps the
+        # slot hears the multiplexer's changes (ENABLE) through the slot's hooks
+        self._mux.ops_changed = self.ops_changed
+        self._mux.ops_select = self.ops_select
         self._mux.reset()
         # a device on a pin has bytes for the chip: the receiver looks if it listens there
         for pin in getattr(soc, "pins", ()):
@@ -453,6 +457,18 @@ class Uart0(Peripheral):
 
     def write(self, offset: int, value: int, size: int = 4) -> None:
         self._mux.write(offset, value, size)
+
+    # bus ops: the enabled variant's (micro:bit MicroPython polls RXDRDY ~1100
+    # times an emulated second), as read()/write() above forward to it
+    def read_op(self, offset: int):
+        if not self._own("read", Uart0):
+            return None
+        return self._mux.read_op(offset)
+
+    def write_op(self, offset: int):
+        if not self._own("write", Uart0):
+            return None
+        return self._mux.write_op(offset)
 
     def reset(self) -> None:
         if hasattr(self, "_mux"):

@@ -787,7 +787,7 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     }
     return op_bind_cells(op, offset);
 bad:
-    PyErr_Format(PyExc_ValueError, "bad %s op at +%#llx", is_write ? "write" : "read",
+    PyErr_Format(PyExc_ValueError, "bad %s op at +0x%llx", is_write ? "write" : "read",
                  (unsigned long long)offset);
 fail:
     Py_XDECREF(args);
@@ -3320,40 +3320,46 @@ static int rc_when(RtcCore *r, int *has, long long *when) {
 }
 
 /* Event.schedule_at (emu/clock.py), the same steps */
-static int rc_schedule_at(RtcCore *r, long long when) {
+static int ev_schedule_at(PyObject *clock, PyObject *ev, long long when) {
     long long now, seq, nd;
     int has;
     long long cur;
-    if (attr_ll(r->clock, str_now, &now))
+    if (attr_ll(clock, str_now, &now))
         return -1;
     if (when < now)
         when = now;
-    if (rc_when(r, &has, &cur))
+    PyObject *w = PyObject_GetAttr(ev, str_when);
+    if (w == NULL)
+        return -1;
+    has = w != Py_None;
+    cur = has ? PyLong_AsLongLong(w) : 0;
+    Py_DECREF(w);
+    if (PyErr_Occurred())
         return -1;
     if (has && cur == when)
         return 0;
-    if (attr_ll(r->clock, str_seq, &seq))
+    if (attr_ll(clock, str_seq, &seq))
         return -1;
     seq++;
-    if (set_ll(r->clock, str_seq, seq) || set_ll(r->ev, str_seq, seq)
-        || set_ll(r->ev, str_when, when))
+    if (set_ll(clock, str_seq, seq) || set_ll(ev, str_seq, seq)
+        || set_ll(ev, str_when, when))
         return -1;
-    PyObject *heap = PyObject_GetAttr(r->clock, str_heap);
+    PyObject *heap = PyObject_GetAttr(clock, str_heap);
     if (heap == NULL)
         return -1;
-    PyObject *entry = Py_BuildValue("(LLO)", when, seq, r->ev);
+    PyObject *entry = Py_BuildValue("(LLO)", when, seq, ev);
     PyObject *res = entry ? PyObject_CallFunctionObjArgs(heappush_fn, heap, entry, NULL) : NULL;
     Py_XDECREF(entry);
     Py_DECREF(heap);
     if (res == NULL)
         return -1;
     Py_DECREF(res);
-    if (attr_ll(r->clock, str_next_deadline, &nd))
+    if (attr_ll(clock, str_next_deadline, &nd))
         return -1;
     if (when < nd) {
-        if (set_ll(r->clock, str_next_deadline, when))
+        if (set_ll(clock, str_next_deadline, when))
             return -1;
-        PyObject *cb = PyObject_GetAttr(r->clock, str_on_earlier);
+        PyObject *cb = PyObject_GetAttr(clock, str_on_earlier);
         if (cb == NULL)
             return -1;
         if (cb != Py_None) {
@@ -3367,6 +3373,10 @@ static int rc_schedule_at(RtcCore *r, long long when) {
         }
     }
     return 0;
+}
+
+static int rc_schedule_at(RtcCore *r, long long when) {
+    return ev_schedule_at(r->clock, r->ev, when);
 }
 
 /* Rtc._rearm */
@@ -3421,17 +3431,16 @@ static PyObject *rc_hand_over(RtcCore *r) {
     return PyObject_CallMethodNoArgs(r->model, str_on_event);
 }
 
-/* Rtc.fire's line step for one event: NrfPeripheral.update_irq -> _set_irq */
-static int rc_update_irq(RtcCore *r) {
-    Cells *c = r->cells;
+/* A model's fire, the line step for one event: NrfPeripheral.update_irq -> _set_irq */
+static int cells_update_irq(PyObject *model, Cells *c) {
     int level = (c->bits & c->keys & (uint32_t)c->inten) != 0;
     if (level == (c->line != 0))
         return 0;
     c->line = level;
-    PyObject *irq = PyObject_GetAttr(r->model, str_irq);
+    PyObject *irq = PyObject_GetAttr(model, str_irq);
     if (irq == NULL)
         return -1;
-    PyObject *soc = PyObject_GetAttr(r->model, str_soc);
+    PyObject *soc = PyObject_GetAttr(model, str_soc);
     if (soc == NULL) {
         Py_DECREF(irq);
         return -1;
@@ -3447,6 +3456,10 @@ static int rc_update_irq(RtcCore *r) {
     Py_DECREF(irq);
     Py_DECREF(soc);
     return rc;
+}
+
+static int rc_update_irq(RtcCore *r) {
+    return cells_update_irq(r->model, r->cells);
 }
 
 /* Rtc._on_event: the clock event's callback */
@@ -3545,7 +3558,7 @@ static PyObject *RtcCore_write_cc(RtcCore *r, PyObject *const *args, Py_ssize_t 
         return NULL;
     int n = (int)((off - 0x540) >> 2);
     if (off < 0x540 || (off & 3) || n >= r->num_cc) {
-        PyErr_Format(PyExc_ValueError, "+%#lx is not a CC register", off);
+        PyErr_Format(PyExc_ValueError, "+0x%lx is not a CC register", off);
         return NULL;
     }
     PyObject *values = rc_values(r);
@@ -3603,7 +3616,7 @@ static PyObject *RtcCore_write_inten(RtcCore *r, PyObject *const *args, Py_ssize
     if (PyErr_Occurred())
         return NULL;
     if (off != 0x304 && off != 0x308) {
-        PyErr_Format(PyExc_ValueError, "+%#lx is not INTENSET/INTENCLR", off);
+        PyErr_Format(PyExc_ValueError, "+0x%lx is not INTENSET/INTENCLR", off);
         return NULL;
     }
     Cells *c = r->cells;
@@ -3715,6 +3728,460 @@ static PyTypeObject RtcCoreType = {
     .tp_members = RtcCore_members,
 };
 
+/* ======================================================================
+ * TimerCore: the TIMER's clock event, CC writes and CAPTURE tasks, without
+ * Python.
+ *
+ * emu/peripherals/timer.py's Timer keeps its counter's base in its Cells
+ * (running, base_time, base_value), MODE, BITMODE, PRESCALER and CC[n] in
+ * ``values``, the planned edge in ``_due``, and one clock event for its
+ * next CC match.  Timer._on_compare (the event), _rearm (the next match),
+ * the CC branch of its write (CC with its _wr_cc callback) and
+ * task_CAPTURE are written here again with the same steps in the same
+ * order, so a firmware's ticker (micro:bit MicroPython's TIMER1 compare
+ * and its ~1000 CAPTUREs an emulated second to read the time) costs no
+ * Python frame of the model.  Whenever an event that fires has a SHORTS
+ * bit set, is listened to (PPI: event_listeners) or the energy model
+ * watches (power_watch), the model's own _on_compare runs instead; a
+ * CAPTURE while power_watch is set goes to the model's write.  The
+ * pure-Python path uses the model's code throughout (the reference; tests
+ * compare both).
+ * ====================================================================== */
+typedef struct {
+    PyObject_HEAD
+    PyObject *model;     /* the Timer */
+    PyObject *ev;        /* its clock Event */
+    PyObject *clock;
+    Cells *cells;
+    int num_cc;
+    int ci[3];           /* cells of running, base_time, base_value */
+    long long hf16;      /* ticks per 16 MHz cycle */
+    long long max_mask;  /* the counter's width (the nRF51's TIMER1/2: 16 bits) */
+    long long base;      /* the block's address */
+    PyObject *ppi_fn;    /* emu.peripherals.ppi.Ppi._on_event (a function), or None */
+    unsigned long long fired, handed, captures;
+} TimerCore;
+
+static PyObject *str_base_attr, *str_due, *str_shorts, *str_on_compare, *str_write_m, *str_chen, *str_map;
+
+/* values[off] as a long long */
+static int tc_value(PyObject *values, long off, long long *v) {
+    PyObject *key = PyLong_FromLong(off);
+    if (key == NULL)
+        return -1;
+    PyObject *x = PyDict_GetItemWithError(values, key);     /* borrowed */
+    Py_DECREF(key);
+    if (x == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_KeyError, "+0x%lx", off);
+        return -1;
+    }
+    *v = PyLong_AsLongLong(x);
+    return (*v == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int tc_set_value(PyObject *values, long off, long long v) {
+    PyObject *key = PyLong_FromLong(off), *x = PyLong_FromLongLong(v);
+    int err = key == NULL || x == NULL || PyDict_SetItem(values, key, x);
+    Py_XDECREF(key);
+    Py_XDECREF(x);
+    return err ? -1 : 0;
+}
+
+/* Would the listener ``l`` do anything with the events in ``fire`` (bit 16 + n:
+ * COMPARE[n])?  1 for anything but the PPI's own Ppi._on_event finding no
+ * task for them in its current map (the model's _on_event rebuilds first
+ * when CHEN changed: that is a 1 too). */
+static int tc_listened(TimerCore *r, PyObject *l, uint32_t fire) {
+    if (r->ppi_fn == Py_None || !PyMethod_Check(l) || PyMethod_GET_FUNCTION(l) != r->ppi_fn)
+        return 1;
+    PyObject *ppi = PyMethod_GET_SELF(l);
+    PyObject *values = PyObject_GetAttr(ppi, str_values), *map = NULL;
+    long long chen, built;
+    int rc = -1;
+    if (values == NULL || !PyDict_Check(values))
+        goto done;
+    if (tc_value(values, 0x500, &chen) || attr_ll(ppi, str_chen, &built))
+        goto done;
+    if (chen != built) {
+        rc = 1;
+        goto done;
+    }
+    map = PyObject_GetAttr(ppi, str_map);
+    if (map == NULL || !PyDict_Check(map))
+        goto done;
+    rc = 0;
+    for (int n = 0; n < 16 && !rc; n++) {
+        if (!(fire & (1u << (16 + n))))
+            continue;
+        PyObject *key = PyLong_FromLongLong(r->base + 0x140 + 4 * n);
+        if (key == NULL) {
+            rc = -1;
+            break;
+        }
+        PyObject *tasks = PyDict_GetItemWithError(map, key);      /* borrowed */
+        Py_DECREF(key);
+        if (tasks == NULL) {
+            if (PyErr_Occurred())
+                rc = -1;
+            continue;
+        }
+        int t = PyObject_IsTrue(tasks);
+        rc = t < 0 ? -1 : t;
+    }
+done:
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "PPI state is not as TimerCore expects");
+    Py_XDECREF(values);
+    Py_XDECREF(map);
+    return rc;
+}
+
+/* Timer._mask, _tpc and whether the counter counts time (running, MODE 0) */
+typedef struct { long long mask, tpc; int timing; } TcCfg;
+
+static int tc_cfg(TimerCore *r, PyObject *values, TcCfg *cfg) {
+    static const long long masks[4] = {0xFFFF, 0xFF, 0xFFFFFF, 0xFFFFFFFF};
+    long long mode, bitmode, presc;
+    if (tc_value(values, 0x504, &mode) || tc_value(values, 0x508, &bitmode)
+        || tc_value(values, 0x510, &presc))
+        return -1;
+    presc &= 0xF;
+    cfg->mask = masks[bitmode & 3] < r->max_mask ? masks[bitmode & 3] : r->max_mask;
+    cfg->tpc = r->hf16 << (presc < 9 ? presc : 9);
+    cfg->timing = r->cells->cell[r->ci[0]] && (mode & 3) == 0;
+    return 0;
+}
+
+static inline long long floordiv(long long a, long long b) {
+    long long q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Timer._count_at */
+static inline void tc_count_at(TimerCore *r, const TcCfg *cfg, long long t,
+                               long long *k, long long *cur) {
+    long long *cell = r->cells->cell;
+    if (!cfg->timing) {
+        *k = 0;
+        *cur = cell[r->ci[2]] & cfg->mask;
+        return;
+    }
+    *k = floordiv(t - cell[r->ci[1]], cfg->tpc);
+    *cur = (cell[r->ci[2]] + *k) & cfg->mask;
+}
+
+/* Event.cancel */
+static int ev_cancel(PyObject *ev) {
+    if (PyObject_SetAttr(ev, str_when, Py_None))
+        return -1;
+    return set_ll(ev, str_seq, -1);
+}
+
+/* Timer._rearm(at): at < 0 is now */
+static int tc_rearm(TimerCore *r, PyObject *values, long long at) {
+    TcCfg cfg;
+    if (tc_cfg(r, values, &cfg))
+        return -1;
+    if (!cfg.timing)
+        return ev_cancel(r->ev);
+    long long now, when, k, cur;
+    int has;
+    if (at < 0) {
+        if (attr_ll(r->clock, str_now, &now))
+            return -1;
+    } else {
+        now = at;
+    }
+    PyObject *w = PyObject_GetAttr(r->ev, str_when);
+    if (w == NULL)
+        return -1;
+    has = w != Py_None;
+    when = has ? PyLong_AsLongLong(w) : 0;
+    Py_DECREF(w);
+    if (PyErr_Occurred())
+        return -1;
+    if (has && when <= now)
+        return 0;               /* due, not processed yet: _on_compare re-arms */
+    tc_count_at(r, &cfg, now, &k, &cur);
+    long long best = cfg.mask + 1;
+    for (int n = 0; n < r->num_cc; n++) {
+        long long cc;
+        if (tc_value(values, 0x540 + 4 * n, &cc))
+            return -1;
+        long long d = (cc - cur) & cfg.mask;
+        if (!d)
+            d = cfg.mask + 1;
+        if (d < best)
+            best = d;
+    }
+    long long due = r->cells->cell[r->ci[1]] + (k + best) * cfg.tpc;
+    if (set_ll(r->model, str_due, due))
+        return -1;
+    return ev_schedule_at(r->clock, r->ev, due);
+}
+
+static PyObject *tc_values(TimerCore *r) {
+    PyObject *d = PyObject_GetAttr(r->model, str_values);
+    if (d != NULL && !PyDict_Check(d)) {
+        Py_DECREF(d);
+        PyErr_SetString(PyExc_TypeError, "TIMER values is not a dict");
+        return NULL;
+    }
+    return d;
+}
+
+static PyObject *TimerCore_rearm(TimerCore *r, PyObject *noargs) {
+    PyObject *values = tc_values(r);
+    if (values == NULL)
+        return NULL;
+    int err = tc_rearm(r, values, -1);
+    Py_DECREF(values);
+    if (err)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Timer._on_compare: the clock event's callback */
+static PyObject *TimerCore_fire(TimerCore *r, PyObject *noargs) {
+    Cells *c = r->cells;
+    PyObject *values = tc_values(r);
+    if (values == NULL)
+        return NULL;
+    TcCfg cfg;
+    long long now, due, k, cur, shorts;
+    if (tc_cfg(r, values, &cfg) || attr_ll(r->clock, str_now, &now)
+        || attr_ll(r->model, str_due, &due) || attr_ll(r->model, str_shorts, &shorts))
+        goto fail;
+    long long t = due < now ? due : now;
+    tc_count_at(r, &cfg, t, &k, &cur);
+    uint32_t fire = 0;                       /* event indices: COMPARE[n] is 16 + n */
+    for (int n = 0; n < r->num_cc; n++) {
+        long long cc;
+        if (tc_value(values, 0x540 + 4 * n, &cc))
+            goto fail;
+        if ((cc & cfg.mask) == cur)
+            fire |= 1u << (16 + n);
+    }
+    /* a shortcut, a listener (PPI) or a watcher: the model does it all */
+    int hand = 0;
+    if (fire) {
+        /* SHORTS bit n: COMPARE[n]_CLEAR, bit 8 + n: COMPARE[n]_STOP */
+        for (int n = 0; n < r->num_cc; n++)
+            if ((fire >> (16 + n)) & 1 && (shorts >> n | shorts >> (8 + n)) & 1)
+                hand = 1;
+        PyObject *ls = PyObject_GetAttr(r->model, str_event_listeners);
+        if (ls == NULL)
+            goto fail;
+        if (!PyList_Check(ls)) {
+            hand = 1;
+        } else {
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ls) && !hand; i++) {
+                int l = tc_listened(r, PyList_GET_ITEM(ls, i), fire);
+                if (l < 0) {
+                    Py_DECREF(ls);
+                    goto fail;
+                }
+                hand = l;
+            }
+        }
+        Py_DECREF(ls);
+        PyObject *pw = PyObject_GetAttr(r->model, str_power_watch);
+        if (pw == NULL)
+            goto fail;
+        if (pw != Py_None)
+            hand = 1;
+        Py_DECREF(pw);
+    }
+    if (hand) {
+        Py_DECREF(values);
+        r->handed++;
+        return PyObject_CallMethodNoArgs(r->model, str_on_compare);
+    }
+    c->cell[r->ci[2]] = cur;                 /* fold the count into the base */
+    c->cell[r->ci[1]] = t;
+    for (int i = 16; i < 32; i++) {          /* Timer.fire each COMPARE[n] */
+        if (!(fire & (1u << i)))
+            continue;
+        c->keys |= 1u << i;
+        c->bits |= 1u << i;
+        if (cells_update_irq(r->model, c))
+            goto fail;
+    }
+    r->fired++;
+    if (tc_rearm(r, values, t))
+        goto fail;
+    Py_DECREF(values);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(values);
+    return NULL;
+}
+
+/* The CC branch of Timer.write (a W_CALL op): fn(offset, value); CC's
+ * register mask is all 32 bits, and _wr_cc re-plans whatever the value */
+static PyObject *TimerCore_write_cc(TimerCore *r, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "write_cc(offset, value)");
+        return NULL;
+    }
+    long off = PyLong_AsLong(args[0]);
+    unsigned long long value = PyLong_AsUnsignedLongLongMask(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    int n = (int)((off - 0x540) >> 2);
+    if (off < 0x540 || (off & 3) || n >= r->num_cc) {
+        PyErr_Format(PyExc_ValueError, "+0x%lx is not a CC register", off);
+        return NULL;
+    }
+    PyObject *values = tc_values(r);
+    if (values == NULL)
+        return NULL;
+    int err = tc_set_value(values, off, (long long)(value & 0xFFFFFFFFull))
+              || tc_rearm(r, values, -1);
+    Py_DECREF(values);
+    if (err)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* A CPU write of TASKS_CAPTURE[n] (a W_CALL op): fn(offset, value):
+ * NrfPeripheral.write's task branch and Timer.task_CAPTURE */
+static PyObject *TimerCore_capture(TimerCore *r, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "capture(offset, value)");
+        return NULL;
+    }
+    long off = PyLong_AsLong(args[0]);
+    unsigned long long value = PyLong_AsUnsignedLongLongMask(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    int n = (int)((off - 0x040) >> 2);
+    if (off < 0x040 || (off & 3) || n >= r->num_cc) {
+        PyErr_Format(PyExc_ValueError, "+0x%lx is not a CAPTURE task", off);
+        return NULL;
+    }
+    if (!(value & 1))
+        Py_RETURN_NONE;
+    PyObject *pw = PyObject_GetAttr(r->model, str_power_watch);
+    if (pw == NULL)
+        return NULL;
+    int watched = pw != Py_None;
+    Py_DECREF(pw);
+    if (watched)                              /* the energy model sees the task */
+        return PyObject_CallMethodObjArgs(r->model, str_write_m, args[0], args[1], NULL);
+    PyObject *values = tc_values(r);
+    if (values == NULL)
+        return NULL;
+    TcCfg cfg;
+    long long now, k, cur;
+    int err = tc_cfg(r, values, &cfg) || attr_ll(r->clock, str_now, &now);
+    if (!err) {
+        tc_count_at(r, &cfg, now, &k, &cur);
+        err = tc_set_value(values, 0x540 + 4 * n, cur);
+    }
+    Py_DECREF(values);
+    if (err)
+        return NULL;
+    r->captures++;
+    Py_RETURN_NONE;
+}
+
+static int TimerCore_init(TimerCore *r, PyObject *args, PyObject *kwds) {
+    PyObject *model, *ev, *clock, *cells, *ci, *ppi_fn;
+    int num_cc;
+    long long hf16, max_mask;
+    if (!PyArg_ParseTuple(args, "OOOO!iOLLO", &model, &ev, &clock, &CellsType, &cells, &num_cc,
+                          &ci, &hf16, &max_mask, &ppi_fn))
+        return -1;
+    if (attr_ll(model, str_base_attr, &r->base))
+        return -1;
+    if (!PyTuple_Check(ci) || PyTuple_GET_SIZE(ci) != 3 || num_cc < 1 || num_cc > 8
+        || hf16 <= 0 || max_mask <= 0 || max_mask > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_ValueError, "TimerCore(model, event, clock, cells, num_cc, "
+                        "(running, base_time, base_value cells), ticks per 16 MHz cycle, "
+                        "widest mask, Ppi._on_event or None)");
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        long v = PyLong_AsLong(PyTuple_GET_ITEM(ci, i));
+        if (v < 0 || v >= NCELLS) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "cell index out of range");
+            return -1;
+        }
+        r->ci[i] = (int)v;
+    }
+    Py_INCREF(model); Py_XSETREF(r->model, model);
+    Py_INCREF(ev); Py_XSETREF(r->ev, ev);
+    Py_INCREF(clock); Py_XSETREF(r->clock, clock);
+    Py_INCREF(cells); Py_XSETREF(r->cells, (Cells *)cells);
+    Py_INCREF(ppi_fn); Py_XSETREF(r->ppi_fn, ppi_fn);
+    r->num_cc = num_cc;
+    r->hf16 = hf16;
+    r->max_mask = max_mask;
+    return 0;
+}
+
+static int TimerCore_traverse(TimerCore *r, visitproc visit, void *arg) {
+    Py_VISIT(r->ppi_fn);
+    Py_VISIT(r->model);
+    Py_VISIT(r->ev);
+    Py_VISIT(r->clock);
+    Py_VISIT(r->cells);
+    return 0;
+}
+
+static int TimerCore_clear(TimerCore *r) {
+    Py_CLEAR(r->ppi_fn);
+    Py_CLEAR(r->model);
+    Py_CLEAR(r->ev);
+    Py_CLEAR(r->clock);
+    Py_CLEAR(r->cells);
+    return 0;
+}
+
+static void TimerCore_dealloc(TimerCore *r) {
+    PyObject_GC_UnTrack(r);
+    TimerCore_clear(r);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyMethodDef TimerCore_methods[] = {
+    {"fire", (PyCFunction)TimerCore_fire, METH_NOARGS,
+     "fire(): the TIMER's clock event (Timer._on_compare), or the model's own when a "
+     "shortcut, a listener or a watcher is involved"},
+    {"rearm", (PyCFunction)TimerCore_rearm, METH_NOARGS, "rearm(): Timer._rearm()"},
+    {"write_cc", (PyCFunction)(void (*)(void))TimerCore_write_cc, METH_FASTCALL,
+     "write_cc(offset, value): a CPU write of CC[n]"},
+    {"capture", (PyCFunction)(void (*)(void))TimerCore_capture, METH_FASTCALL,
+     "capture(offset, value): a CPU write of TASKS_CAPTURE[n]"},
+    {NULL}
+};
+
+static PyMemberDef TimerCore_members[] = {
+    {"fired", T_ULONGLONG, offsetof(TimerCore, fired), 0, "compare events carried out in C"},
+    {"handed", T_ULONGLONG, offsetof(TimerCore, handed), 0,
+     "compare events handed to the model (a shortcut, PPI, a watcher)"},
+    {"captures", T_ULONGLONG, offsetof(TimerCore, captures), 0, "CAPTURE tasks done in C"},
+    {NULL}
+};
+
+static PyTypeObject TimerCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "emu.soc._mmio.TimerCore",
+    .tp_doc = "The TIMER's clock event, CC writes and CAPTURE tasks in C (see _mmio.c).",
+    .tp_basicsize = sizeof(TimerCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)TimerCore_init,
+    .tp_dealloc = (destructor)TimerCore_dealloc,
+    .tp_traverse = (traverseproc)TimerCore_traverse,
+    .tp_clear = (inquiry)TimerCore_clear,
+    .tp_methods = TimerCore_methods,
+    .tp_members = TimerCore_members,
+};
+
 static PyObject *mmio_map(PyObject *module, PyObject *args) {
     unsigned long long fnaddr, uch, base, size;
     PyObject *slot;
@@ -3749,7 +4216,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     if (PyType_Ready(&SlotType) < 0 || PyType_Ready(&RegsType) < 0
         || PyType_Ready(&FlashGuardType) < 0 || PyType_Ready(&CellsType) < 0
         || PyType_Ready(&StreamSetType) < 0 || PyType_Ready(&PageMapType) < 0
-        || PyType_Ready(&RtcCoreType) < 0 || PyType_Ready(&ExcHookType) < 0)
+        || PyType_Ready(&RtcCoreType) < 0 || PyType_Ready(&ExcHookType) < 0
+        || PyType_Ready(&TimerCoreType) < 0)
         return NULL;
     struct { PyObject **p; const char *s; } names[] = {
         {&str_base_ticks, "_cycle_base_ticks"}, {&str_base_cycles, "_cycle_base"},
@@ -3774,7 +4242,9 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_vtor, "vtor"}, {&str_ccr, "ccr"}, {&str_sleeping_prop, "sleeping"},
         {&str_entries_in_hook, "entries_in_hook"}, {&str_fast_entries, "fast_entries"},
         {&str_powered_off, "powered_off"}, {&str_halt_in_hook, "_halt_in_hook"},
-        {&str_enter_in_hook, "_enter_in_hook"},
+        {&str_enter_in_hook, "_enter_in_hook"}, {&str_due, "_due"}, {&str_shorts, "shorts"},
+        {&str_on_compare, "_on_compare"}, {&str_write_m, "write"}, {&str_chen, "_chen"},
+        {&str_map, "_map"}, {&str_base_attr, "base"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
@@ -3800,11 +4270,13 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     Py_INCREF(&CellsType);
     Py_INCREF(&StreamSetType);
     Py_INCREF(&PageMapType);
+    Py_INCREF(&TimerCoreType);
     if (PyModule_AddObject(m, "StreamSet", (PyObject *)&StreamSetType) < 0 || PyModule_AddObject(m, "Regs", (PyObject *)&RegsType) < 0
         || PyModule_AddObject(m, "FlashGuard", (PyObject *)&FlashGuardType) < 0
         || PyModule_AddObject(m, "Cells", (PyObject *)&CellsType) < 0
         || PyModule_AddObject(m, "PageMap", (PyObject *)&PageMapType) < 0
         || PyModule_AddObject(m, "RtcCore", (PyObject *)&RtcCoreType) < 0
+        || PyModule_AddObject(m, "TimerCore", (PyObject *)&TimerCoreType) < 0
         || PyModule_AddObject(m, "ExcHook", (PyObject *)&ExcHookType) < 0) {
         Py_DECREF(m);
         return NULL;
