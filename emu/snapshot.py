@@ -172,6 +172,7 @@ SKIP_ATTRS = {
     "emu.peripherals.spi.Spi": {"_streams"},           # the same StreamSet
     "emu.peripherals.rtc.Rtc": {"_core"},              # C steps over its state (RtcCore)
     "emu.peripherals.timer.Timer": {"_core"},          # the same (TimerCore)
+    "emu.peripherals.wdt.Wdt": {"_core"},              # the same (WdtCore)
     "emu.peripherals.radio.Radio": {"air", "_due", "_tx", "_rx", "_inbound"},  # save_model_state
     "emu.phone.phone.Phone": {"_gatt"},                # host side of the air (see HOST_EVENTS)
 }

@@ -100,3 +100,71 @@ def test_busy_loop_reloads_keep_one_clock_event():
     assert wdt.read(0x100) == 1
     soc.clock.advance_to(last + 18 * LF)
     assert resets == [("dog", last + 18 * LF)]
+
+
+# -- the reload in C (emu.soc._mmio.WdtCore) -------------------------------
+
+def test_fed_the_common_way_natively_and_in_python(fw):
+    """firmware/tests/periph_wdt_feed.c: RR[0] with RREN's reset value, fed
+    every ~5 ms, then writes that reload nothing: it bites 10 ms after the
+    last right feed.  The reloads natively in C, the same cycles, registers,
+    RAM and accesses as the model's in pure Python."""
+    from conftest import parity_state
+    from emu import Machine
+    runs = []
+    for pure in (False, True):
+        m = Machine(fw("periph_wdt_feed"), board="nrf52832", pure_python=pure)
+        r = m.run(ms=200)
+        assert_firmware_passed(m, r, min_passes=4)
+        assert m.resets == 1
+        core = m.soc.wdt._core
+        assert (core is None) == pure
+        if not pure:
+            assert core.fed == 10      # every right feed; the wrong ones went to write()
+        runs.append(parity_state(m))
+    for k in runs[0]:
+        assert runs[0][k] == runs[1][k], f"{k} differs between the core and the model"
+
+
+def test_core_with_the_wrong_period_is_seen(fw, monkeypatch):
+    """Companion: a core reloading four times the period moves the bite
+    40 ms after the last right feed: the firmware sees it late."""
+    from emu import Machine
+    from emu.soc import _mmio
+    real = _mmio.WdtCore
+    monkeypatch.setattr(_mmio, "WdtCore",
+                        lambda model, ev, clock, lfclk: real(model, ev, clock, 4 * lfclk))
+    m = Machine(fw("periph_wdt_feed"), board="nrf52832")
+    m.run(ms=200)
+    assert "FAIL bit 10 ms after the last right feed" in m.console_text()
+
+
+def test_a_replaced_write_turns_the_core_off(fw, monkeypatch):
+    from emu import Machine
+    from emu.peripherals import wdt
+    write = wdt.Wdt.write
+    monkeypatch.setattr(wdt.Wdt, "write", lambda self, *a: write(self, *a))
+    m = Machine(fw("periph_wdt_feed"), board="nrf52832")
+    assert_firmware_passed(m, m.run(ms=200), min_passes=4)
+    assert m.soc.wdt._core.fed == 0
+
+
+def test_core_changes_nothing_on_wasp_os(monkeypatch):
+    """wasp-os feeds the dog at every 1 kHz tick: its boot and idle face to
+    6 emulated s with the reload in C or in the model, the same cycles,
+    accesses per register, pending events, screen, NOR, air and RAM."""
+    from conftest import cached_image, parity_state
+    from emu import Machine
+    from emu.peripherals import wdt
+    path = cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(wdt.Wdt, "native_core", on)
+        m = Machine(path, flash_file=None)
+        m.run(seconds=6.0)
+        st = parity_state(m, board=True)
+        st["fed"] = m.soc.wdt._core.fed if on else None
+        runs.append(st)
+    assert runs[0].pop("fed") > 1500 and runs[1].pop("fed") is None
+    for k in runs[0]:
+        assert runs[0][k] == runs[1][k], f"{k} differs between the WDT core and the model"

@@ -29,6 +29,12 @@ cancelled; resuming re-arms it with what was left.  The watchdog is not
 reset by a soft reset (SYSRESETREQ) or CPU lockup (PS "Reset behavior");
 every other reset stops it, and so does entering System OFF.
 
+With native Cells the common reload (RR[0], only RR[0] enabled, running,
+not paused, the timeout armed) is a bus op carried out in C
+(emu.soc._mmio.WdtCore: the same steps as the branch of ``write`` for it);
+every other RR write goes to ``write``.  The pure-Python path runs this
+file's code (tests/test_periph_wdt.py compares both).
+
 Not modelled: pausing and resuming take effect at the exact tick rather than
 on the next 32.768 kHz edge (the count loses or gains less than one LFCLK
 period per pause).
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 from emu.clock import LFCLK_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, WO
+from emu.soc.ops import W_CALL, Op
 
 RELOAD = 0x6E524635
 KEEP_RUNNING = {"sysresetreq", "lockup"}
@@ -63,6 +70,22 @@ class Wdt(NrfPeripheral):
         self.cpu_sleeping = False
         super().__init__(soc, base, name, irq)
         soc.cpu.on_sleep.append(self._cpu_sleep)
+        self._core = None
+        if self.native_core and type(self._cells).__module__ == "emu.soc._mmio":
+            from emu.soc import _mmio
+            self._core = _mmio.WdtCore(self, self._ev_timeout, self.clock, LFCLK_TICKS)
+
+    #: the common reload carried out in C (emu.soc._mmio.WdtCore) when the
+    #: Cells are native; False: every RR write through write() (for tests)
+    native_core = True
+
+    def write_op(self, offset: int):
+        # RR[0]: the core's reload (it hands anything else to write());
+        # none while write() is replaced (a subclass, an instance, a test)
+        if offset == 0x600 and self._core is not None and self._own("write", Wdt) \
+                and _WRITE is Wdt.write:
+            return Op(W_CALL, self, (self._core.write_rr,), timed=True)
+        return super().write_op(offset)
 
     def reset(self) -> None:
         super().reset()
@@ -206,3 +229,6 @@ class Wdt(NrfPeripheral):
             self._ev_timeout.schedule_at(self.deadline)
         if s.get("reset_at") is not None:
             self._ev_reset.schedule_at(s["reset_at"])
+
+
+_WRITE = Wdt.write      # the write() whose reload branch WdtCore writes again

@@ -4182,6 +4182,145 @@ static PyTypeObject TimerCoreType = {
     .tp_members = TimerCore_members,
 };
 
+/* ======================================================================
+ * WdtCore: the watchdog's reload (RR[n] written with 0x6E524635) without
+ * Python, in the case Wdt.write does in its own few lines: RR[0] with only
+ * RR[0] enabled in RREN, the watchdog running and not paused, its timeout
+ * event armed: ``reloaded`` = 0 and ``deadline`` moved to now + (max(CRV,
+ * 15) + 1) LFCLK periods (the event moves itself there when it comes).
+ * wasp-os feeds the dog at every 1 kHz tick (970 writes an emulated
+ * second).  Any other write goes to the model's write.
+ * ====================================================================== */
+typedef struct {
+    PyObject_HEAD
+    PyObject *model;     /* the Wdt */
+    PyObject *ev;        /* its timeout Event */
+    PyObject *clock;
+    long long lfclk;
+    unsigned long long fed;
+} WdtCore;
+
+static PyObject *str_running, *str_paused_left, *str_reloaded, *str_deadline;
+
+static PyObject *WdtCore_write_rr(WdtCore *r, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "write_rr(offset, value)");
+        return NULL;
+    }
+    long off = PyLong_AsLong(args[0]);
+    unsigned long long value = PyLong_AsUnsignedLongLongMask(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (off == 0x600 && (value & 0xFFFFFFFFull) == 0x6E524635ull) {
+        int fast = 0;
+        long long rren = 0, crv = 0, now = 0;
+        PyObject *running = PyObject_GetAttr(r->model, str_running);
+        if (running == NULL)
+            return NULL;
+        int run = PyObject_IsTrue(running);
+        Py_DECREF(running);
+        if (run < 0)
+            return NULL;
+        if (run) {
+            PyObject *values = PyObject_GetAttr(r->model, str_values);
+            if (values == NULL)
+                return NULL;
+            int err = !PyDict_Check(values) || tc_value(values, 0x508, &rren)
+                      || tc_value(values, 0x504, &crv);
+            Py_DECREF(values);
+            if (err) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "WDT values is not a dict");
+                return NULL;
+            }
+            PyObject *paused = PyObject_GetAttr(r->model, str_paused_left);
+            PyObject *when = PyObject_GetAttr(r->ev, str_when);
+            if (paused == NULL || when == NULL) {
+                Py_XDECREF(paused);
+                Py_XDECREF(when);
+                return NULL;
+            }
+            fast = (rren & 0xFF) == 1 && paused == Py_None && when != Py_None;
+            Py_DECREF(paused);
+            Py_DECREF(when);
+        }
+        if (fast) {
+            if (attr_ll(r->clock, str_now, &now))
+                return NULL;
+            if (crv < 0xF)
+                crv = 0xF;
+            if (set_ll(r->model, str_reloaded, 0)
+                || set_ll(r->model, str_deadline, now + (crv + 1) * r->lfclk))
+                return NULL;
+            r->fed++;
+            Py_RETURN_NONE;
+        }
+    }
+    return PyObject_CallMethodObjArgs(r->model, str_write_m, args[0], args[1], NULL);
+}
+
+static int WdtCore_init(WdtCore *r, PyObject *args, PyObject *kwds) {
+    PyObject *model, *ev, *clock;
+    long long lfclk;
+    if (!PyArg_ParseTuple(args, "OOOL", &model, &ev, &clock, &lfclk))
+        return -1;
+    if (lfclk <= 0) {
+        PyErr_SetString(PyExc_ValueError, "WdtCore(model, timeout event, clock, lfclk)");
+        return -1;
+    }
+    Py_INCREF(model); Py_XSETREF(r->model, model);
+    Py_INCREF(ev); Py_XSETREF(r->ev, ev);
+    Py_INCREF(clock); Py_XSETREF(r->clock, clock);
+    r->lfclk = lfclk;
+    return 0;
+}
+
+static int WdtCore_traverse(WdtCore *r, visitproc visit, void *arg) {
+    Py_VISIT(r->model);
+    Py_VISIT(r->ev);
+    Py_VISIT(r->clock);
+    return 0;
+}
+
+static int WdtCore_clear(WdtCore *r) {
+    Py_CLEAR(r->model);
+    Py_CLEAR(r->ev);
+    Py_CLEAR(r->clock);
+    return 0;
+}
+
+static void WdtCore_dealloc(WdtCore *r) {
+    PyObject_GC_UnTrack(r);
+    WdtCore_clear(r);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyMethodDef WdtCore_methods[] = {
+    {"write_rr", (PyCFunction)(void (*)(void))WdtCore_write_rr, METH_FASTCALL,
+     "write_rr(offset, value): a CPU write of RR[n] (the reload in C, else the model's write)"},
+    {NULL}
+};
+
+static PyMemberDef WdtCore_members[] = {
+    {"fed", T_ULONGLONG, offsetof(WdtCore, fed), 0, "reloads carried out in C"},
+    {NULL}
+};
+
+static PyTypeObject WdtCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "emu.soc._mmio.WdtCore",
+    .tp_doc = "The watchdog's reload in C (see _mmio.c).",
+    .tp_basicsize = sizeof(WdtCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)WdtCore_init,
+    .tp_dealloc = (destructor)WdtCore_dealloc,
+    .tp_traverse = (traverseproc)WdtCore_traverse,
+    .tp_clear = (inquiry)WdtCore_clear,
+    .tp_methods = WdtCore_methods,
+    .tp_members = WdtCore_members,
+};
+
 static PyObject *mmio_map(PyObject *module, PyObject *args) {
     unsigned long long fnaddr, uch, base, size;
     PyObject *slot;
@@ -4217,7 +4356,7 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         || PyType_Ready(&FlashGuardType) < 0 || PyType_Ready(&CellsType) < 0
         || PyType_Ready(&StreamSetType) < 0 || PyType_Ready(&PageMapType) < 0
         || PyType_Ready(&RtcCoreType) < 0 || PyType_Ready(&ExcHookType) < 0
-        || PyType_Ready(&TimerCoreType) < 0)
+        || PyType_Ready(&TimerCoreType) < 0 || PyType_Ready(&WdtCoreType) < 0)
         return NULL;
     struct { PyObject **p; const char *s; } names[] = {
         {&str_base_ticks, "_cycle_base_ticks"}, {&str_base_cycles, "_cycle_base"},
@@ -4244,7 +4383,9 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_powered_off, "powered_off"}, {&str_halt_in_hook, "_halt_in_hook"},
         {&str_enter_in_hook, "_enter_in_hook"}, {&str_due, "_due"}, {&str_shorts, "shorts"},
         {&str_on_compare, "_on_compare"}, {&str_write_m, "write"}, {&str_chen, "_chen"},
-        {&str_map, "_map"}, {&str_base_attr, "base"},
+        {&str_map, "_map"}, {&str_base_attr, "base"}, {&str_running, "running"},
+        {&str_paused_left, "paused_left"}, {&str_reloaded, "reloaded"},
+        {&str_deadline, "deadline"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
@@ -4271,12 +4412,14 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     Py_INCREF(&StreamSetType);
     Py_INCREF(&PageMapType);
     Py_INCREF(&TimerCoreType);
+    Py_INCREF(&WdtCoreType);
     if (PyModule_AddObject(m, "StreamSet", (PyObject *)&StreamSetType) < 0 || PyModule_AddObject(m, "Regs", (PyObject *)&RegsType) < 0
         || PyModule_AddObject(m, "FlashGuard", (PyObject *)&FlashGuardType) < 0
         || PyModule_AddObject(m, "Cells", (PyObject *)&CellsType) < 0
         || PyModule_AddObject(m, "PageMap", (PyObject *)&PageMapType) < 0
         || PyModule_AddObject(m, "RtcCore", (PyObject *)&RtcCoreType) < 0
         || PyModule_AddObject(m, "TimerCore", (PyObject *)&TimerCoreType) < 0
+        || PyModule_AddObject(m, "WdtCore", (PyObject *)&WdtCoreType) < 0
         || PyModule_AddObject(m, "ExcHook", (PyObject *)&ExcHookType) < 0) {
         Py_DECREF(m);
         return NULL;
