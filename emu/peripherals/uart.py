@@ -458,8 +458,8 @@ class Uart0(Peripheral):
     def write(self, offset: int, value: int, size: int = 4) -> None:
         self._mux.write(offset, value, size)
 
-    # bus ops: the enabled variant's (micro:bit MicroPython polls RXDRDY ~1100
-    # times an emulated second), as read()/write() above forward to it
+    # bus ops: the enabled variant's, as read()/write() above forward to it
+    # (micro:bit MicroPython polls TXDRDY ~28 000 times to print one answer)
     def read_op(self, offset: int):
         if not self._own("read", Uart0):
             return None
