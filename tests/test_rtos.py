@@ -8,8 +8,9 @@ Real images when present: InfiniTime 1.16.1 (``$PINETIME_EMU_INFINITIME_IMAGE``
 or the newest ``pinetime-app-*.out`` in ~/.cache/pinetime-emu/infinitime) and
 Zephyr 3.1's philosophers and fpu_sharing test built with
 CONFIG_DEBUG_THREAD_INFO (``<zephyr dir>/nrf52dk_nrf52832/philosophers_threads``
-and ``fpu_sharing_threads``, see the MANIFEST.md there); their tests skip
-with a message when the image is absent.
+and ``fpu_sharing_threads``, the latter with PI_NUM_ITERATIONS=70000); their
+tests skip with a message, saying how to build them, when the image is
+absent.
 """
 from __future__ import annotations
 
@@ -464,7 +465,9 @@ def test_zephyr_preempted_thread_with_an_fp_context():
     p = ZEPHYR / "nrf52dk_nrf52832" / "fpu_sharing_threads" / "zephyr.elf"
     if not p.exists():
         pytest.skip(f"no Zephyr image {p}: build tests/kernel/fpu_sharing/generic with "
-                    "CONFIG_DEBUG_THREAD_INFO (see the MANIFEST.md beside it)")
+                    "-DCONFIG_DEBUG_THREAD_INFO=y -DPI_NUM_ITERATIONS=70000 (with the "
+                    "default iterations pi_low is first seen ready before it ever ran: no "
+                    "FP frame yet)")
     m = Machine(str(p))
     rtos = for_machine(m)
     for _ in range(60):

@@ -268,7 +268,8 @@ def test_zephyr_shell_over_rtt():
     p = ZEPHYR / "nrf52dk_nrf52832" / "shell_rtt" / "zephyr.elf"
     if not p.exists():
         pytest.skip(f"no Zephyr image {p}: build samples/subsys/shell/shell_module with "
-                    "prj_minimal_rtt.conf (see the MANIFEST.md beside it)")
+                    "-DCONF_FILE=prj_minimal_rtt.conf -DCONFIG_KERNEL_SHELL=y and the segger "
+                    "module in ZEPHYR_MODULES (SHELL_MINIMAL leaves the kernel commands out)")
     m = Machine(str(p))
     rtt = m.start_rtt()
     assert m.run_until(lambda: b"rtt:~$ " in rtt.data(0), timeout_ms=2000)
