@@ -7,8 +7,8 @@ ring it echoes) and its companions rtt_bad_id.c (the id written wrong: never
 found) and rtt_bad_wroff.c (a WrOff beyond its ring: reported, skipped).
 Real images when present: an InfiniTime 1.16.1 build with NRF_LOG over RTT
 (``$PINETIME_EMU_INFINITIME_RTT_IMAGE`` or
-~/.cache/pinetime-emu/infinitime/infinitime-rtt-*.out, see the MANIFEST.md
-there) and Zephyr 3.1's shell sample on RTT (``<zephyr dir>/nrf52dk_nrf52832/
+~/.cache/pinetime-emu/infinitime/infinitime-rtt-*.out, built as
+docs/debugging.md says) and Zephyr 3.1's shell sample on RTT (``<zephyr dir>/nrf52dk_nrf52832/
 shell_rtt``); those tests skip with a message when the image is absent.
 """
 from __future__ import annotations
@@ -227,8 +227,10 @@ def _infinitime_rtt() -> str:
         p = str(found[-1]) if found else ""
     if not p or not Path(p).exists():
         pytest.skip("no InfiniTime image with NRF_LOG over RTT: set "
-                    "PINETIME_EMU_INFINITIME_RTT_IMAGE or build one as "
-                    f"{CACHE / 'infinitime' / 'MANIFEST.md'} says")
+                    "PINETIME_EMU_INFINITIME_RTT_IMAGE or build pinetime-app with "
+                    "-DNRF_LOG_ENABLED=1 -DNRF_LOG_BACKEND_RTT_ENABLED=1 in the C and C++ "
+                    f"flags into {CACHE / 'infinitime'}/infinitime-rtt-*.out "
+                    "(docs/debugging.md)")
     return p
 
 
