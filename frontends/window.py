@@ -46,14 +46,13 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+from emu.clock import TICKS_PER_SECOND
 from frontends.input import (HELP, PANEL, GestureTracker, Layout, TextDialog, phone_action,
                              battery_percent, key_action)
+from frontends.pacing import FAST_FRAME_S, run_slice
 
 log = logging.getLogger("frontends.window")
 
-TICKS_PER_SECOND = 512_000_000
-SLICE_TICKS = TICKS_PER_SECOND // 60
-FAST_FRAME_S = 1 / 30
 SPEED_WINDOW_S = 0.5        # the status line's speed: emulated/wall time over >= this
 WALK_STEPS_PER_MINUTE = 120
 
@@ -543,23 +542,17 @@ class Window:
     def _run_slice(self) -> None:
         if self.stopped is not None:
             return
-        until = self._emu_ticks() + SLICE_TICKS
-        if self._end_tick is not None:
-            until = min(until, self._end_tick)
-        if self.gdb is not None:
-            # the GDB stub runs the machine (breakpoints, halts) and serves its socket
-            why = self.gdb.run_machine(until)
-            if why == "killed":
-                self.closed = True
-            elif why == "exit":
-                self.stopped = f"exit (status {self.machine.exit_code})"
-                self.note(f"machine stopped: {self.stopped}")
-        else:
-            r = self.last_result = self.machine.run(until_tick=until)
-            if not getattr(r, "ok", True) or str(getattr(r, "reason", "")) == "exit":
+        r, stopped, killed = run_slice(self.machine, self.gdb, self._emu_ticks(),
+                                       self._end_tick)
+        if killed:
+            self.closed = True
+        if r is not None:
+            self.last_result = r
+        if stopped is not None:
+            if r is not None:
                 self.result = r
-                self.stopped = f"{r.reason} (exit {getattr(r, 'exit_code', None)})"
-                self.note(f"machine stopped: {self.stopped}")
+            self.stopped = stopped
+            self.note(f"machine stopped: {self.stopped}")
         self._slices_since_press += 1
         if self._release_pending:
             self._release_pending = False

@@ -56,14 +56,13 @@ from typing import Callable, Iterable, Optional
 
 import numpy as np
 
+from emu.clock import TICKS_PER_SECOND
 from frontends.input import GestureTracker, phone_action
+from frontends.pacing import FAST_FRAME_S, run_slice
 from frontends.web.server import WebServer
 
 log = logging.getLogger("frontends.web")
 
-TICKS_PER_SECOND = 512_000_000
-SLICE_TICKS = TICKS_PER_SECOND // 60
-FAST_FRAME_S = 1 / 30
 STATUS_EVERY_S = 0.25
 SPEED_WINDOW_S = 0.5
 MAX_INPUTS = 1000                # messages taken from the inbox between two slices
@@ -329,20 +328,15 @@ class WebView:
         self._anchor_emu = self._now()
 
     def _run_slice(self) -> None:
-        until = self._now() + SLICE_TICKS
-        if self._end_tick is not None:
-            until = min(until, self._end_tick)
-        if self.gdb is not None:
-            why = self.gdb.run_machine(until)
-            if why == "killed":
-                self.closed = True
-            elif why == "exit":
-                self._stopped(f"exit (status {self.machine.exit_code})")
-        else:
-            r = self.last_result = self.machine.run(until_tick=until)
-            if not getattr(r, "ok", True) or str(getattr(r, "reason", "")) == "exit":
+        r, stopped, killed = run_slice(self.machine, self.gdb, self._now(), self._end_tick)
+        if killed:
+            self.closed = True
+        if r is not None:
+            self.last_result = r
+        if stopped is not None:
+            if r is not None:
                 self.result = r
-                self._stopped(f"{r.reason} (exit {getattr(r, 'exit_code', None)})")
+            self._stopped(stopped)
         for h in self._held():
             h.after_slice()
         if self._end_tick is not None and (self._now() >= self._end_tick
