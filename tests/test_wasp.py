@@ -240,7 +240,8 @@ def test_release_dfu_package_is_the_same_application():
     elf = Path(_find("PINETIME_EMU_WASP_IMAGE", "upstream"))
     dfu, binf = elf.with_name("micropython-dfu.zip"), elf.with_name("micropython.bin")
     if not dfu.exists() or not binf.exists():
-        pytest.skip(f"no {dfu.name} / {binf.name} next to {elf}")
+        pytest.skip(f"no {dfu.name} / {binf.name} next to {elf} (the build's "
+                    "build-pinetime/micropython.zip and its firmware.bin, renamed)")
     img = load_firmware(str(dfu))
     assert img.format == "dfu" and img.vector_table == 0x26000
     assert img.segments == [(0x26000, binf.read_bytes())]
