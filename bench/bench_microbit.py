@@ -54,6 +54,56 @@ def run_ours(n: int) -> tuple:
     return wall, t_boot, m.time, m.cpu.cycles, time.process_time() - c0
 
 
+def breakdown(n: int) -> None:
+    """One more run of our side, untimed, counting where it goes: the
+    ``emu_start`` slices and the wall time inside and outside them, the
+    registers whose accesses went through a model's Python, and what the
+    TIMERs' C steps (emu.soc._mmio.TimerCore) did."""
+    from emu import Machine
+    from emu.soc.bus import reg_name
+    m = Machine(HEX, board="microbit")
+    uc = m.cpu.uc
+    start = uc.emu_start
+    acc = {"slices": 0, "in": 0.0}
+
+    def emu_start(*a, **kw):
+        acc["slices"] += 1
+        t = time.perf_counter()
+        try:
+            return start(*a, **kw)
+        finally:
+            acc["in"] += time.perf_counter() - t
+    uc.emu_start = emu_start
+    t0 = time.perf_counter()
+    m.run_until(lambda: m.console.endswith(PROMPT), timeout_ms=5000)
+    cmd = command(n)
+    at = len(m.console)
+    m.board.uart_send(cmd)
+    m.run_until(lambda: m.console[at + len(cmd):].endswith(PROMPT), timeout_ms=600_000,
+                poll_ms=50)
+    wall = time.perf_counter() - t0
+    bus = m.soc.bus
+    stats = bus.access_stats()
+    model = sorted(((s[1] + s[3], base, off, s) for (base, off), s in stats.items()
+                    if s[1] + s[3]), reverse=True)
+    total = bus.accesses
+    through = sum(r[0] for r in model)
+    print(f"\nbreakdown of one run of ours (untimed by the figures above, {wall:.2f} s wall): "
+          f"{acc['slices']} emu_start slices; wall inside them (Unicorn, our C, model code "
+          f"called from it) {acc['in']:.2f} s, the run loop outside them "
+          f"{wall - acc['in']:.2f} s ({(wall - acc['in']) / max(1, acc['slices']) * 1e6:.1f} us "
+          f"a slice)")
+    print(f"  {total} guest peripheral accesses, {through} through a model's Python:")
+    for cnt, base, off, st in model[:8]:
+        per = bus.slots[base]
+        print(f"    {per.name + ' ' + reg_name(per, off):28s} reads {st[1]:7d}  writes {st[3]:7d}")
+    for name in ("timer0", "timer1", "timer2"):
+        core = getattr(m.soc, name)._core
+        if core is not None:
+            print(f"  {name} in C: {core.fired} compares, {core.captures} CAPTUREs "
+                  f"({core.handed} compares handed to the model)")
+
+
 def _children_cpu() -> float:
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
@@ -116,6 +166,7 @@ def main() -> int:
     qcpu = statistics.median(r[2] for r in q)
     print(f"qemu: {qwall:.3f} s wall, {qcpu:.3f} s CPU (boot to prompt {q[0][1]:.3f} s)")
     print(f"ratio ours/qemu: {wall / qwall:.2f} wall, {cpu / qcpu:.2f} CPU")
+    breakdown(args.iterations)
     return 0
 
 

@@ -281,10 +281,12 @@ def test_file_system_in_flash_through_nvmc():
     assert b"hello nRF51" in r.m.soc.flash_bytes()
 
 
-def test_uart_polls_are_bus_ops_and_agree_with_python():
-    """The legacy UART's registers behind the nRF51's slot (POWER stays the
-    slot's) are the enabled variant's bus ops: MicroPython's polls of TXDRDY
-    while it prints (~28 000 for one answer) and of RXDRDY run in C.  A REPL session natively and in pure
+def test_uart_and_twi_polls_are_bus_ops_and_agree_with_python():
+    """The legacy UART's and the TWI's registers behind the nRF51's shared
+    slots (POWER stays the slot's) are the enabled variant's bus ops:
+    MicroPython's polls of TXDRDY while it prints (~28 000 for one answer),
+    of RXDRDY, and of the TWI's events while it reads the accelerometer run
+    in C.  A REPL session natively and in pure
     Python: the same bytes at the same ticks, cycles and accesses."""
     from emu import Machine
     runs = []
@@ -297,11 +299,15 @@ def test_uart_polls_are_bus_ops_and_agree_with_python():
         m.run(ms=300)
         stats = m.soc.bus.access_stats()
         uart = {off: s for (base, off), s in stats.items() if base == 0x40002000}
+        twi = {off: s for (base, off), s in stats.items() if base == 0x40003000}
         runs.append((log, m.cpu.cycles, m.soc.bus.accesses,
-                     {off: (s[0] + s[1], s[2] + s[3]) for off, s in uart.items()}))
+                     {k: (s[0] + s[1], s[2] + s[3]) for k, s in stats.items()}))
         if not pure:
             for off in (0x108, 0x11C):                      # RXDRDY, TXDRDY
                 assert uart[off][1] == 0                    # no read by the model
             assert uart[0x11C][0] > 1000
+            for off in (0x104, 0x108, 0x11C):               # STOPPED, RXDREADY, TXDSENT
+                assert twi[off][1] == 0
+            assert twi[0x11C][0] > 1000
     assert b"42" in bytes(b for _t, b in runs[0][0])
     assert runs[0] == runs[1]

@@ -47,7 +47,7 @@ from emu.peripherals.temp import Temp
 from emu.peripherals.timer import Timer
 from emu.peripherals.nvmc import T_ERASEPAGE, Nvmc
 from emu.peripherals.ppi import FIXED, Ppi
-from emu.peripherals.serial import SerialMux, Spis
+from emu.peripherals.serial import ENABLE, SerialMux, Spis
 from emu.peripherals.spi import RXD, TXD, Spi
 from emu.peripherals.twi import ERRORSRC as TWI_ERRORSRC
 from emu.peripherals.twi import Twi
@@ -246,6 +246,20 @@ class SerialMux51(SerialMux):
             power_write(self, value)
             return
         super()._write_enabled(offset, value, size)
+
+    # bus ops: the enabled variant's, as SerialMux's, but POWER is the slot's
+    # (micro:bit MicroPython polls the TWI's events for the accelerometer)
+    def read_op(self, offset: int):
+        a = self.active
+        if a is None or offset == POWER or type(self).read is not SerialMux51.read:
+            return None
+        return a.read_op(offset)
+
+    def write_op(self, offset: int):
+        a = self.active
+        if a is None or offset in (POWER, ENABLE) or type(self).write is not SerialMux51.write:
+            return None
+        return a.write_op(offset)
 
 
 class Nvmc51(Nvmc):
