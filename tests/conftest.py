@@ -101,6 +101,14 @@ def parity_state(m, board: bool = False) -> dict:
     return st
 
 
+def assert_same_state(a: dict, b: dict, between: str) -> None:
+    """Two parity_state() dicts (a fast path and the path it stands for)
+    are equal, key by key: the first that is not is named."""
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k] == b[k], f"{k} differs between {between}"
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (for --bridge/--gdb)."""
     with socket.socket() as s:

@@ -19,7 +19,7 @@ again): the companion's op never bails and the firmware sees the pend gone.
 InfiniTime's first 3 s are the same with the ops and with the model's code."""
 import pytest
 
-from conftest import assert_firmware_passed, parity_state
+from conftest import assert_firmware_passed, assert_same_state, parity_state
 from emu import Machine
 from emu.cpu import scs
 from emu.soc import ops
@@ -187,5 +187,4 @@ def test_icpr_ispr_ops_change_nothing_on_infinitime(monkeypatch):
                          icpr_by_model=m.soc.bus.access_stats()[(SCS, 0x280)][3]))
     on, off = runs
     assert on.pop("icpr_by_model") < off.pop("icpr_by_model")   # the ops did the work
-    for k in on:
-        assert on[k] == off[k], f"{k} differs between the ops and the model"
+    assert_same_state(on, off, "the ops and the model")

@@ -11,7 +11,7 @@ to update IN on a pin change: the press is never seen.  On real wasp-os
 Python give the same cycles, accesses per register, screen, NOR and RAM."""
 import pytest
 
-from conftest import assert_firmware_passed, cached_image, parity_state
+from conftest import assert_firmware_passed, assert_same_state, cached_image, parity_state
 from emu import Machine
 from emu.peripherals.gpio import Gpio
 
@@ -40,8 +40,7 @@ def test_polled_in_sees_the_button(fw, pure):
 
 def test_native_and_python_agree(fw):
     runs = [parity_state(_run(fw, pure)[0]) for pure in (False, True)]
-    for k in runs[0]:
-        assert runs[0][k] == runs[1][k], f"{k} differs between the op and the model"
+    assert_same_state(runs[0], runs[1], "the op and the model")
 
 
 def test_in_not_updated_on_a_pin_change_is_seen(fw, monkeypatch):

@@ -15,7 +15,7 @@ same cycles, accesses per register, screen, NOR, air and RAM."""
 
 import pytest
 
-from conftest import assert_firmware_passed, cached_image, parity_state
+from conftest import assert_firmware_passed, assert_same_state, cached_image, parity_state
 from emu import Machine
 from emu.soc.nrf52832 import Nrf52832
 
@@ -39,8 +39,7 @@ def test_native_and_python_agree(fw):
         m = Machine(fw(FW), board="nrf52832", pure_python=pure)
         m.run(ms=50)
         runs.append(parity_state(m))
-    for k in runs[0]:
-        assert runs[0][k] == runs[1][k], f"{k} differs between C and Python"
+    assert_same_state(runs[0], runs[1], "C and Python")
 
 
 def test_lowering_elsewhere_is_seen(fw, monkeypatch):

@@ -132,7 +132,7 @@ def test_slot_registers_are_the_enabled_variants_ops(fw):
     TXDRDY, then the UARTE's ENDTX after ENABLE switched: the bus forgets the
     first ones at the switch), and the firmware runs natively as in pure
     Python: the same bytes, cycles, registers, RAM and accesses per register."""
-    from conftest import parity_state
+    from conftest import assert_same_state, parity_state
     from emu import Machine
     runs = []
     for pure in (False, True):
@@ -148,5 +148,4 @@ def test_slot_registers_are_the_enabled_variants_ops(fw):
             assert txdrdy[0] > 30 and txdrdy[1] == 0     # the legacy UART's, by ops
             assert endtx[0] > 0 and endtx[1] == 0        # the UARTE's, by ops
     assert runs[0]["out"] == b"hi\nech\n"
-    for k in runs[0]:
-        assert runs[0][k] == runs[1][k], f"{k} differs between the ops and the model"
+    assert_same_state(runs[0], runs[1], "the ops and the model")

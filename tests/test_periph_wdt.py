@@ -2,7 +2,7 @@
 Machine running firmware/tests/periph_wdt.c."""
 from emu.clock import LFCLK_TICKS as LF
 from emu.soc.nrf52832 import Nrf52832
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, assert_same_state
 
 RELOAD = 0x6E524635
 
@@ -122,8 +122,7 @@ def test_fed_the_common_way_natively_and_in_python(fw):
         if not pure:
             assert core.fed == 10      # every right feed; the wrong ones went to write()
         runs.append(parity_state(m))
-    for k in runs[0]:
-        assert runs[0][k] == runs[1][k], f"{k} differs between the core and the model"
+    assert_same_state(runs[0], runs[1], "the core and the model")
 
 
 def test_core_with_the_wrong_period_is_seen(fw, monkeypatch):
@@ -166,5 +165,4 @@ def test_core_changes_nothing_on_wasp_os(monkeypatch):
         st["fed"] = m.soc.wdt._core.fed if on else None
         runs.append(st)
     assert runs[0].pop("fed") > 1500 and runs[1].pop("fed") is None
-    for k in runs[0]:
-        assert runs[0][k] == runs[1][k], f"{k} differs between the WDT core and the model"
+    assert_same_state(runs[0], runs[1], "the WDT core and the model")

@@ -20,7 +20,7 @@ import os
 
 import pytest
 
-from conftest import assert_firmware_passed, cached_image, parity_state
+from conftest import assert_firmware_passed, assert_same_state, cached_image, parity_state
 from emu import Machine
 from emu.peripherals import timer
 
@@ -51,8 +51,7 @@ def test_native_and_python_agree(fw):
         m = Machine(fw(FW), board="nrf52832", pure_python=pure)
         m.run(ms=100)
         runs.append(parity_state(m))
-    for k in runs[0]:
-        assert runs[0][k] == runs[1][k], f"{k} differs between the core and the model"
+    assert_same_state(runs[0], runs[1], "the core and the model")
 
 
 def test_core_with_the_wrong_width_is_seen(fw, monkeypatch):
@@ -119,8 +118,7 @@ def test_core_changes_nothing_on_microbit_micropython(monkeypatch):
     assert off.pop("work") is None
     assert f0 > 50 and f1 > 50 and cap1 > 500          # the core did the ticker
     assert on["leds"] != ["00000"] * 5                 # 'A' is up
-    for k in on:
-        assert on[k] == off[k], f"{k} differs between the TIMER core and the model"
+    assert_same_state(on, off, "the TIMER core and the model")
 
 
 def test_core_changes_nothing_on_infinitime(monkeypatch):
@@ -137,8 +135,7 @@ def test_core_changes_nothing_on_infinitime(monkeypatch):
         m.run(seconds=3.0)
         runs.append(parity_state(m, board=True))
     assert runs[0]["cycles"] > 60_000_000
-    for k in runs[0]:
-        assert runs[0][k] == runs[1][k], f"{k} differs between the TIMER core and the model"
+    assert_same_state(runs[0], runs[1], "the TIMER core and the model")
 
 
 def test_random_register_traffic_agrees_with_the_model():

@@ -147,6 +147,23 @@ class NrfPeripheral(Peripheral):
     #: emu/power.py, re-reads the block's state); None: nobody listens
     power_watch = None
 
+    #: a model with steps written again in C (emu.soc._mmio's RtcCore,
+    #: TimerCore, WdtCore) uses them when this is true (False: every step in
+    #: Python, the slow path, for tests)
+    native_core = True
+
+    def _core_allowed(self, steps: dict) -> bool:
+        """Whether a core in C may stand for this model: the class switch on,
+        native Cells, and each of ``steps`` (name -> the function the core
+        writes again, as the model's module defined it) still that function,
+        on the class (not a subclass's, not a test's replacement) and not
+        replaced on the instance."""
+        if not self.native_core or type(self._cells).__module__ != "emu.soc._mmio":
+            return False
+        cls = type(self)
+        return all(getattr(cls, name) is fn and name not in self.__dict__
+                   for name, fn in steps.items())
+
     def __init__(self, soc, base: int, name: Optional[str] = None, irq: Optional[int] = None):
         # events, INTEN, the line and NATIVE_CELLS live in C memory (emu.soc._mmio.Cells)
         self._cells = new_cells(pure=getattr(soc, "pure_python", False))

@@ -91,15 +91,8 @@ class Rtc(NrfPeripheral):
         """emu.soc._mmio.RtcCore over this RTC, or None (pure Python, the
         class switch off, or a subclass or instance that changes the steps
         it writes again)."""
-        if not self.native_core or type(self._cells).__module__ != "emu.soc._mmio":
+        if not self._core_allowed(_CORE_STEPS):
             return None
-        cls = type(self)
-        for name in ("fire", "_on_event", "_rearm", "write", "_wr_cc", "_count_at"):
-            if getattr(cls, name) is not getattr(Rtc, name) or name in self.__dict__:
-                return None
-        for name in ("update_irq", "_set_irq"):
-            if getattr(cls, name) is not getattr(NrfPeripheral, name) or name in self.__dict__:
-                return None
         from emu.soc import _mmio
         cells = tuple(self.NATIVE_CELLS.index(n) for n in
                       ("running", "base_time", "period", "base_value", "evten"))
@@ -334,3 +327,9 @@ class Rtc(NrfPeripheral):
         for k, v in s.items():
             setattr(self, k, list(v) if isinstance(v, list) else v)
         self._rearm()
+
+
+#: the methods whose steps RtcCore writes again, as this file defines them:
+#: a subclass, an instance or a test replacing one runs the model's Python
+_CORE_STEPS = {name: getattr(Rtc, name) for name in (
+    "fire", "_on_event", "_rearm", "write", "_wr_cc", "_count_at", "update_irq", "_set_irq")}

@@ -74,13 +74,7 @@ class Timer(NrfPeripheral):
         """emu.soc._mmio.TimerCore over this TIMER, or None (pure Python, the
         class switch off, or a subclass or instance that changes the steps
         it writes again)."""
-        if not self.native_core or type(self._cells).__module__ != "emu.soc._mmio":
-            return None
-        cls = type(self)
-        for name, fn in _CORE_STEPS.items():     # as written when the class was made
-            if getattr(cls, name) is not fn or name in self.__dict__:
-                return None
-        if self._regs[0x540].mask != 0xFFFFFFFF:
+        if not self._core_allowed(_CORE_STEPS) or self._regs[0x540].mask != 0xFFFFFFFF:
             return None
         from emu.peripherals.ppi import Ppi
         from emu.soc import _mmio

@@ -71,7 +71,7 @@ class Wdt(NrfPeripheral):
         super().__init__(soc, base, name, irq)
         soc.cpu.on_sleep.append(self._cpu_sleep)
         self._core = None
-        if self.native_core and type(self._cells).__module__ == "emu.soc._mmio":
+        if self._core_allowed({}):
             from emu.soc import _mmio
             self._core = _mmio.WdtCore(self, self._ev_timeout, self.clock, LFCLK_TICKS)
 
@@ -82,8 +82,7 @@ class Wdt(NrfPeripheral):
     def write_op(self, offset: int):
         # RR[0]: the core's reload (it hands anything else to write());
         # none while write() is replaced (a subclass, an instance, a test)
-        if offset == 0x600 and self._core is not None and self._own("write", Wdt) \
-                and _WRITE is Wdt.write:
+        if offset == 0x600 and self._core is not None and self._core_allowed(_CORE_STEPS):
             return Op(W_CALL, self, (self._core.write_rr,), timed=True)
         return super().write_op(offset)
 
@@ -231,4 +230,5 @@ class Wdt(NrfPeripheral):
             self._ev_reset.schedule_at(s["reset_at"])
 
 
-_WRITE = Wdt.write      # the write() whose reload branch WdtCore writes again
+#: the write() whose reload branch WdtCore writes again
+_CORE_STEPS = {"write": Wdt.write}
