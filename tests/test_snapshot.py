@@ -204,7 +204,8 @@ def test_other_version_and_corrupt_files_are_refused(tmp_path, fw):
 
 @pytest.mark.skipif(not os.environ.get("PINETIME_EMU_SLOW_TESTS"),
                     reason="slow (~1 min): set PINETIME_EMU_SLOW_TESTS=1")
-@pytest.mark.skipif(not os.path.exists(WASP_HEX), reason="real wasp-os image not downloaded")
+@pytest.mark.skipif(not os.path.exists(WASP_HEX),
+                    reason=f"no {WASP_HEX} (the wasp-os build's firmware.hex, renamed)")
 def test_real_wasp_os(tmp_path):
     m = Machine(WASP_HEX, flash_file=None)
     m.run(seconds=3)
