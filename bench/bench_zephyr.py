@@ -45,7 +45,7 @@ def one(path: Path) -> dict:
     m = Machine(str(path), board="nrf52dk")
     mpu = m.cpu.mpu
     calls = {"page_maps": 0, "protect_runs": 0}
-    page_map, setp = mpu._page_map, mpu._set
+    page_map = mpu._page_map
 
     def counted_map(priv):
         calls["page_maps"] += 1

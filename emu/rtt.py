@@ -62,7 +62,7 @@ import logging
 import re
 import struct
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Optional, Union
 
 from emu.clock import TICKS_PER_MS
 

@@ -92,7 +92,7 @@ import random
 import re
 import types
 import zipfile
-from typing import Any, Optional
+from typing import Optional
 
 from emu.outputs import atomic_write
 

@@ -23,7 +23,7 @@ deterministic for a given input sequence.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 PANEL = 240                 # ST7789 visible area used by the PineTime: 240x240

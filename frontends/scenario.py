@@ -977,7 +977,7 @@ def run_scenario(sc: Scenario, machine, out=sys.stdout) -> Scenario:
 def write_junit(path: str, scenarios: list, firmware: str) -> None:
     """One <testsuite>, one <testcase> per scenario (time = emulated seconds)."""
     failures = sum(1 for s in scenarios if not s.passed)
-    parts = [f'<?xml version="1.0" encoding="UTF-8"?>',
+    parts = ['<?xml version="1.0" encoding="UTF-8"?>',
              f'<testsuite name="pinetime-emu" tests="{len(scenarios)}" failures="{failures}" '
              f'errors="0" skipped="0">']
     for s in scenarios:

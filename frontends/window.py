@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from emu.clock import TICKS_PER_SECOND
-from frontends.input import (HELP, PANEL, GestureTracker, Layout, TextDialog, phone_action,
+from frontends.input import (HELP, GestureTracker, Layout, TextDialog, phone_action,
                              battery_percent, key_action)
 from frontends.pacing import FAST_FRAME_S, run_slice
 
@@ -676,7 +676,6 @@ class Window:
             self._draw_dialog()
 
     def _status_text(self) -> str:
-        b = self.board
         parts = [f"t={self._emu_ticks() / TICKS_PER_SECOND:.3f}s",
                  f"{self._speed:5.2f}x" + ("" if self.realtime else " FAST")]
         bl = self._part("backlight")

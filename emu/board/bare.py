@@ -9,8 +9,6 @@ on this one (PineTime, nRF52 DK) wires its terminal to its own pins
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from emu.board.base import Board
 from emu.devices.terminal import SerialTerminal
 from emu.soc.nrf52832 import Nrf52832

@@ -29,9 +29,7 @@ import os
 import struct
 from typing import Callable, Optional
 
-from unicorn import (UC_ARCH_ARM, UC_ERR_FETCH_PROT, UC_ERR_FETCH_UNMAPPED, UC_ERR_INSN_INVALID,
-                     UC_ERR_READ_PROT, UC_ERR_READ_UNMAPPED, UC_ERR_WRITE_PROT,
-                     UC_ERR_WRITE_UNMAPPED, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_INTR,
+from unicorn import (UC_ARCH_ARM, UC_ERR_FETCH_PROT, UC_ERR_INSN_INVALID, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_INTR,
                      UC_HOOK_MEM_FETCH_UNMAPPED, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE_PROT,
                      UC_HOOK_MEM_WRITE_UNMAPPED, UC_MODE_THUMB, UC_PROT_ALL, UC_PROT_EXEC,
                      UC_PROT_READ, Uc, UcError)
@@ -437,7 +435,6 @@ class CortexM:
         self.uc.reg_write(A.UC_ARM_REG_PC, value & ~1)
 
     def core_registers(self) -> dict:
-        uc = self.uc
         names = [f"r{i}" for i in range(13)] + ["sp", "lr", "pc", "xpsr", "msp", "psp",
                                                   "primask", "basepri", "faultmask", "control"]
         ids = _CORE_REGS + [A.UC_ARM_REG_SP, A.UC_ARM_REG_LR, A.UC_ARM_REG_PC, A.UC_ARM_REG_XPSR,

@@ -43,10 +43,8 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-from typing import Callable, Optional
 
 import capstone
-
 
 log = logging.getLogger("emu.cpu.cycles")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from emu.cpu.cortexm import (BUSFAULT, HARDFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK,
+from emu.cpu.cortexm import (BUSFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK,
                              USAGEFAULT, CortexM)
 
 from emu.soc.ops import MODE_W1C, MODE_W1S, R_ATTR, R_CALL, R_CONST, R_CYCLES, W_BITS, Op

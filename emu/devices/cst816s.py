@@ -29,7 +29,6 @@ multi-touch, reset start-up time.
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 from emu import checks
 from emu.buses import I2cRegisterDevice

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from emu.soc.ops import (MODE_RW, MODE_W1C, MODE_W1S, Op, R_ATTR, R_CALL, R_CONST, R_EVENT,

@@ -34,7 +34,7 @@ EVTEN (polling EVENTS_TICK with both off reads 0).
 from __future__ import annotations
 
 from emu.clock import LFCLK_TICKS
-from emu.peripherals.base import NrfPeripheral, Reg, RO, WO, RW
+from emu.peripherals.base import NrfPeripheral, Reg, RO, RW
 from emu.soc.ops import MODE_W1C, MODE_W1S, R_COUNTER, W_BITS, W_CALL, Op, cell_property
 
 WRAP = 1 << 24

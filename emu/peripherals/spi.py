@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from emu.peripherals.base import NrfPeripheral, Reg, RO
 from emu.peripherals.serial import PinSignals, ticks_per_bit
-from emu.soc.ops import R_CALL, W_TXD, Op, cell_property
+from emu.soc.ops import W_TXD, Op, cell_property
 
 
 def _opt_cell(index: int, doc: str):

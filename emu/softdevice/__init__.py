@@ -34,7 +34,7 @@ import logging
 import struct
 from typing import Callable, Optional
 
-from emu.clock import TICKS_PER_MS, TICKS_PER_US
+from emu.clock import TICKS_PER_US
 from emu.softdevice.soc import SOC_SVC_BASE_NOT_AVAILABLE, SOC_SVC_NAMES, SVC_SOC_LAST, SocLibrary
 
 log = logging.getLogger("emu.softdevice")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional
 
-from emu.softdevice import (BLE_GATTS_OP_WRITE_CMD, BLE_GATTS_OP_WRITE_REQ, BLE_UUID_TYPE_BLE,
+from emu.softdevice import (BLE_GATTS_OP_WRITE_CMD, BLE_GATTS_OP_WRITE_REQ,
                             SoftDevice)
 
 log = logging.getLogger("emu.softdevice.central")
