@@ -3282,40 +3282,70 @@ static int set_ll(PyObject *o, PyObject *name, long long v) {
     return err;
 }
 
-/* CC[n] from the model's values (n < num_cc) */
-static int rc_cc(RtcCore *r, PyObject *values, int n, long long *v) {
-    PyObject *key = PyLong_FromLong(0x540 + 4 * n);
+/* The helpers the model cores (RtcCore, TimerCore, WdtCore) share. */
+
+/* values[off] of a model's ``values`` dict, as a long long */
+static int values_ll(PyObject *values, long off, long long *v) {
+    PyObject *key = PyLong_FromLong(off);
     if (key == NULL)
         return -1;
     PyObject *x = PyDict_GetItemWithError(values, key);     /* borrowed */
     Py_DECREF(key);
     if (x == NULL) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_KeyError, "CC[%d]", n);
+            PyErr_Format(PyExc_KeyError, "+0x%lx", off);
         return -1;
     }
     *v = PyLong_AsLongLong(x);
     return (*v == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static PyObject *rc_values(RtcCore *r) {
-    PyObject *d = PyObject_GetAttr(r->model, str_values);
+static int values_set(PyObject *values, long off, long long v) {
+    PyObject *key = PyLong_FromLong(off), *x = PyLong_FromLongLong(v);
+    int err = key == NULL || x == NULL || PyDict_SetItem(values, key, x);
+    Py_XDECREF(key);
+    Py_XDECREF(x);
+    return err ? -1 : 0;
+}
+
+/* the model's ``values`` (a new reference), a dict */
+static PyObject *model_values(PyObject *model) {
+    PyObject *d = PyObject_GetAttr(model, str_values);
     if (d != NULL && !PyDict_Check(d)) {
         Py_DECREF(d);
-        PyErr_SetString(PyExc_TypeError, "RTC values is not a dict");
+        PyErr_Format(PyExc_TypeError, "%s: values is not a dict", Py_TYPE(model)->tp_name);
         return NULL;
     }
     return d;
 }
 
 /* ev.when as (has, when) */
-static int rc_when(RtcCore *r, int *has, long long *when) {
-    PyObject *w = PyObject_GetAttr(r->ev, str_when);
+static int ev_when(PyObject *ev, int *has, long long *when) {
+    PyObject *w = PyObject_GetAttr(ev, str_when);
     if (w == NULL)
         return -1;
     *has = w != Py_None;
     *when = *has ? PyLong_AsLongLong(w) : 0;
     Py_DECREF(w);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Event.cancel */
+static int ev_cancel(PyObject *ev) {
+    if (PyObject_SetAttr(ev, str_when, Py_None))
+        return -1;
+    return set_ll(ev, str_seq, -1);
+}
+
+/* A W_CALL op's fn(offset, value): the two arguments, or -1 with TypeError */
+static int call_args(PyObject *const *args, Py_ssize_t nargs, const char *name, long *off,
+                     unsigned long long *value) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s(offset, value)", name);
+        return -1;
+    }
+    *off = PyLong_AsLong(args[0]);
+    *value = PyLong_AsUnsignedLongLongMask(args[1]);
     return PyErr_Occurred() ? -1 : 0;
 }
 
@@ -3328,13 +3358,7 @@ static int ev_schedule_at(PyObject *clock, PyObject *ev, long long when) {
         return -1;
     if (when < now)
         when = now;
-    PyObject *w = PyObject_GetAttr(ev, str_when);
-    if (w == NULL)
-        return -1;
-    has = w != Py_None;
-    cur = has ? PyLong_AsLongLong(w) : 0;
-    Py_DECREF(w);
-    if (PyErr_Occurred())
+    if (ev_when(ev, &has, &cur))
         return -1;
     if (has && cur == when)
         return 0;
@@ -3383,12 +3407,9 @@ static int rc_schedule_at(RtcCore *r, long long when) {
 static int rc_rearm(RtcCore *r) {
     long long now, when;
     int has;
-    if (!r->cells->cell[r->ci[0]]) {                 /* not running: Event.cancel */
-        if (PyObject_SetAttr(r->ev, str_when, Py_None))
-            return -1;
-        return set_ll(r->ev, str_seq, -1);
-    }
-    if (attr_ll(r->clock, str_now, &now) || rc_when(r, &has, &when))
+    if (!r->cells->cell[r->ci[0]])                   /* not running */
+        return ev_cancel(r->ev);
+    if (attr_ll(r->clock, str_now, &now) || ev_when(r->ev, &has, &when))
         return -1;
     if (has && when <= now)
         return 0;                 /* an edge due, not processed yet: _on_event re-arms */
@@ -3398,12 +3419,12 @@ static int rc_rearm(RtcCore *r) {
         dk = 1;
     } else {
         dk = cur ? wrap - cur : wrap;
-        PyObject *values = rc_values(r);
+        PyObject *values = model_values(r->model);
         if (values == NULL)
             return -1;
         for (int n = 0; n < r->num_cc; n++) {
             long long cc;
-            if (rc_cc(r, values, n, &cc)) {
+            if (values_ll(values, 0x540 + 4 * n, &cc)) {
                 Py_DECREF(values);
                 return -1;
             }
@@ -3476,7 +3497,7 @@ static PyObject *RtcCore_fire(RtcCore *r, PyObject *noargs) {
         fire |= 1u << 0;                  /* TICK */
     if (cur == 0)
         fire |= 1u << 1;                  /* OVRFLW */
-    PyObject *values = rc_values(r), *supp = NULL;
+    PyObject *values = model_values(r->model), *supp = NULL;
     if (values == NULL)
         return NULL;
     supp = PyObject_GetAttr(r->model, str_suppress_k);
@@ -3487,7 +3508,7 @@ static PyObject *RtcCore_fire(RtcCore *r, PyObject *noargs) {
     }
     for (int n = 0; n < r->num_cc; n++) {
         long long cc;
-        if (rc_cc(r, values, n, &cc))
+        if (values_ll(values, 0x540 + 4 * n, &cc))
             goto fail;
         if (cc != cur)
             continue;
@@ -3548,31 +3569,23 @@ fail:
 
 /* The CC branch of Rtc.write (a W_CALL op): fn(offset, value) */
 static PyObject *RtcCore_write_cc(RtcCore *r, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "write_cc(offset, value)");
-        return NULL;
-    }
-    long off = PyLong_AsLong(args[0]);
-    unsigned long long value = PyLong_AsUnsignedLongLongMask(args[1]);
-    if (PyErr_Occurred())
+    long off;
+    unsigned long long value;
+    if (call_args(args, nargs, "write_cc", &off, &value))
         return NULL;
     int n = (int)((off - 0x540) >> 2);
     if (off < 0x540 || (off & 3) || n >= r->num_cc) {
         PyErr_Format(PyExc_ValueError, "+0x%lx is not a CC register", off);
         return NULL;
     }
-    PyObject *values = rc_values(r);
+    PyObject *values = model_values(r->model);
     if (values == NULL)
         return NULL;
     long long old, nw;
-    if (rc_cc(r, values, n, &old))
+    if (values_ll(values, 0x540 + 4 * n, &old))
         goto fail;
     nw = (old & ~r->mask) | ((long long)value & r->mask);
-    PyObject *key = PyLong_FromLong(off), *v = PyLong_FromLongLong(nw);
-    int err = key == NULL || v == NULL || PyDict_SetItem(values, key, v);
-    Py_XDECREF(key);
-    Py_XDECREF(v);
-    if (err)
+    if (values_set(values, off, nw))
         goto fail;
     if (nw != old && rc_rearm(r))            /* _wr_cc */
         goto fail;
@@ -3589,7 +3602,7 @@ static PyObject *RtcCore_write_cc(RtcCore *r, PyObject *const *args, Py_ssize_t 
             goto fail;
         PyObject *item = (((nw - cur) & r->mask) == 1 && next_inc <= sync_done)
                          ? PyLong_FromLongLong(k + 1) : Py_NewRef(Py_None);
-        err = item == NULL || PySequence_SetItem(supp, n, item);
+        int err = item == NULL || PySequence_SetItem(supp, n, item);
         Py_XDECREF(item);
         Py_DECREF(supp);
         if (err)
@@ -3607,14 +3620,11 @@ fail:
  * set, _intenclr lowers it through update_irq; a change of TICK's routing
  * (INTEN or EVTEN) re-plans. */
 static PyObject *RtcCore_write_inten(RtcCore *r, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "write_inten(offset, value)");
+    long off;
+    unsigned long long value;
+    if (call_args(args, nargs, "write_inten", &off, &value))
         return NULL;
-    }
-    long off = PyLong_AsLong(args[0]);
-    uint32_t v = (uint32_t)PyLong_AsUnsignedLongLongMask(args[1]);
-    if (PyErr_Occurred())
-        return NULL;
+    uint32_t v = (uint32_t)value;
     if (off != 0x304 && off != 0x308) {
         PyErr_Format(PyExc_ValueError, "+0x%lx is not INTENSET/INTENCLR", off);
         return NULL;
@@ -3764,30 +3774,6 @@ typedef struct {
 
 static PyObject *str_base_attr, *str_due, *str_shorts, *str_on_compare, *str_write_m, *str_chen, *str_map;
 
-/* values[off] as a long long */
-static int tc_value(PyObject *values, long off, long long *v) {
-    PyObject *key = PyLong_FromLong(off);
-    if (key == NULL)
-        return -1;
-    PyObject *x = PyDict_GetItemWithError(values, key);     /* borrowed */
-    Py_DECREF(key);
-    if (x == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_KeyError, "+0x%lx", off);
-        return -1;
-    }
-    *v = PyLong_AsLongLong(x);
-    return (*v == -1 && PyErr_Occurred()) ? -1 : 0;
-}
-
-static int tc_set_value(PyObject *values, long off, long long v) {
-    PyObject *key = PyLong_FromLong(off), *x = PyLong_FromLongLong(v);
-    int err = key == NULL || x == NULL || PyDict_SetItem(values, key, x);
-    Py_XDECREF(key);
-    Py_XDECREF(x);
-    return err ? -1 : 0;
-}
-
 /* Would the listener ``l`` do anything with the events in ``fire`` (bit 16 + n:
  * COMPARE[n])?  1 for anything but the PPI's own Ppi._on_event finding no
  * task for them in its current map (the model's _on_event rebuilds first
@@ -3801,7 +3787,7 @@ static int tc_listened(TimerCore *r, PyObject *l, uint32_t fire) {
     int rc = -1;
     if (values == NULL || !PyDict_Check(values))
         goto done;
-    if (tc_value(values, 0x500, &chen) || attr_ll(ppi, str_chen, &built))
+    if (values_ll(values, 0x500, &chen) || attr_ll(ppi, str_chen, &built))
         goto done;
     if (chen != built) {
         rc = 1;
@@ -3843,8 +3829,8 @@ typedef struct { long long mask, tpc; int timing; } TcCfg;
 static int tc_cfg(TimerCore *r, PyObject *values, TcCfg *cfg) {
     static const long long masks[4] = {0xFFFF, 0xFF, 0xFFFFFF, 0xFFFFFFFF};
     long long mode, bitmode, presc;
-    if (tc_value(values, 0x504, &mode) || tc_value(values, 0x508, &bitmode)
-        || tc_value(values, 0x510, &presc))
+    if (values_ll(values, 0x504, &mode) || values_ll(values, 0x508, &bitmode)
+        || values_ll(values, 0x510, &presc))
         return -1;
     presc &= 0xF;
     cfg->mask = masks[bitmode & 3] < r->max_mask ? masks[bitmode & 3] : r->max_mask;
@@ -3871,13 +3857,6 @@ static inline void tc_count_at(TimerCore *r, const TcCfg *cfg, long long t,
     *cur = (cell[r->ci[2]] + *k) & cfg->mask;
 }
 
-/* Event.cancel */
-static int ev_cancel(PyObject *ev) {
-    if (PyObject_SetAttr(ev, str_when, Py_None))
-        return -1;
-    return set_ll(ev, str_seq, -1);
-}
-
 /* Timer._rearm(at): at < 0 is now */
 static int tc_rearm(TimerCore *r, PyObject *values, long long at) {
     TcCfg cfg;
@@ -3893,13 +3872,7 @@ static int tc_rearm(TimerCore *r, PyObject *values, long long at) {
     } else {
         now = at;
     }
-    PyObject *w = PyObject_GetAttr(r->ev, str_when);
-    if (w == NULL)
-        return -1;
-    has = w != Py_None;
-    when = has ? PyLong_AsLongLong(w) : 0;
-    Py_DECREF(w);
-    if (PyErr_Occurred())
+    if (ev_when(r->ev, &has, &when))
         return -1;
     if (has && when <= now)
         return 0;               /* due, not processed yet: _on_compare re-arms */
@@ -3907,7 +3880,7 @@ static int tc_rearm(TimerCore *r, PyObject *values, long long at) {
     long long best = cfg.mask + 1;
     for (int n = 0; n < r->num_cc; n++) {
         long long cc;
-        if (tc_value(values, 0x540 + 4 * n, &cc))
+        if (values_ll(values, 0x540 + 4 * n, &cc))
             return -1;
         long long d = (cc - cur) & cfg.mask;
         if (!d)
@@ -3921,18 +3894,8 @@ static int tc_rearm(TimerCore *r, PyObject *values, long long at) {
     return ev_schedule_at(r->clock, r->ev, due);
 }
 
-static PyObject *tc_values(TimerCore *r) {
-    PyObject *d = PyObject_GetAttr(r->model, str_values);
-    if (d != NULL && !PyDict_Check(d)) {
-        Py_DECREF(d);
-        PyErr_SetString(PyExc_TypeError, "TIMER values is not a dict");
-        return NULL;
-    }
-    return d;
-}
-
 static PyObject *TimerCore_rearm(TimerCore *r, PyObject *noargs) {
-    PyObject *values = tc_values(r);
+    PyObject *values = model_values(r->model);
     if (values == NULL)
         return NULL;
     int err = tc_rearm(r, values, -1);
@@ -3945,7 +3908,7 @@ static PyObject *TimerCore_rearm(TimerCore *r, PyObject *noargs) {
 /* Timer._on_compare: the clock event's callback */
 static PyObject *TimerCore_fire(TimerCore *r, PyObject *noargs) {
     Cells *c = r->cells;
-    PyObject *values = tc_values(r);
+    PyObject *values = model_values(r->model);
     if (values == NULL)
         return NULL;
     TcCfg cfg;
@@ -3958,7 +3921,7 @@ static PyObject *TimerCore_fire(TimerCore *r, PyObject *noargs) {
     uint32_t fire = 0;                       /* event indices: COMPARE[n] is 16 + n */
     for (int n = 0; n < r->num_cc; n++) {
         long long cc;
-        if (tc_value(values, 0x540 + 4 * n, &cc))
+        if (values_ll(values, 0x540 + 4 * n, &cc))
             goto fail;
         if ((cc & cfg.mask) == cur)
             fire |= 1u << (16 + n);
@@ -4021,23 +3984,19 @@ fail:
 /* The CC branch of Timer.write (a W_CALL op): fn(offset, value); CC's
  * register mask is all 32 bits, and _wr_cc re-plans whatever the value */
 static PyObject *TimerCore_write_cc(TimerCore *r, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "write_cc(offset, value)");
-        return NULL;
-    }
-    long off = PyLong_AsLong(args[0]);
-    unsigned long long value = PyLong_AsUnsignedLongLongMask(args[1]);
-    if (PyErr_Occurred())
+    long off;
+    unsigned long long value;
+    if (call_args(args, nargs, "write_cc", &off, &value))
         return NULL;
     int n = (int)((off - 0x540) >> 2);
     if (off < 0x540 || (off & 3) || n >= r->num_cc) {
         PyErr_Format(PyExc_ValueError, "+0x%lx is not a CC register", off);
         return NULL;
     }
-    PyObject *values = tc_values(r);
+    PyObject *values = model_values(r->model);
     if (values == NULL)
         return NULL;
-    int err = tc_set_value(values, off, (long long)(value & 0xFFFFFFFFull))
+    int err = values_set(values, off, (long long)(value & 0xFFFFFFFFull))
               || tc_rearm(r, values, -1);
     Py_DECREF(values);
     if (err)
@@ -4048,13 +4007,9 @@ static PyObject *TimerCore_write_cc(TimerCore *r, PyObject *const *args, Py_ssiz
 /* A CPU write of TASKS_CAPTURE[n] (a W_CALL op): fn(offset, value):
  * NrfPeripheral.write's task branch and Timer.task_CAPTURE */
 static PyObject *TimerCore_capture(TimerCore *r, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "capture(offset, value)");
-        return NULL;
-    }
-    long off = PyLong_AsLong(args[0]);
-    unsigned long long value = PyLong_AsUnsignedLongLongMask(args[1]);
-    if (PyErr_Occurred())
+    long off;
+    unsigned long long value;
+    if (call_args(args, nargs, "capture", &off, &value))
         return NULL;
     int n = (int)((off - 0x040) >> 2);
     if (off < 0x040 || (off & 3) || n >= r->num_cc) {
@@ -4070,7 +4025,7 @@ static PyObject *TimerCore_capture(TimerCore *r, PyObject *const *args, Py_ssize
     Py_DECREF(pw);
     if (watched)                              /* the energy model sees the task */
         return PyObject_CallMethodObjArgs(r->model, str_write_m, args[0], args[1], NULL);
-    PyObject *values = tc_values(r);
+    PyObject *values = model_values(r->model);
     if (values == NULL)
         return NULL;
     TcCfg cfg;
@@ -4078,7 +4033,7 @@ static PyObject *TimerCore_capture(TimerCore *r, PyObject *const *args, Py_ssize
     int err = tc_cfg(r, values, &cfg) || attr_ll(r->clock, str_now, &now);
     if (!err) {
         tc_count_at(r, &cfg, now, &k, &cur);
-        err = tc_set_value(values, 0x540 + 4 * n, cur);
+        err = values_set(values, 0x540 + 4 * n, cur);
     }
     Py_DECREF(values);
     if (err)
@@ -4203,13 +4158,9 @@ typedef struct {
 static PyObject *str_running, *str_paused_left, *str_reloaded, *str_deadline;
 
 static PyObject *WdtCore_write_rr(WdtCore *r, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "write_rr(offset, value)");
-        return NULL;
-    }
-    long off = PyLong_AsLong(args[0]);
-    unsigned long long value = PyLong_AsUnsignedLongLongMask(args[1]);
-    if (PyErr_Occurred())
+    long off;
+    unsigned long long value;
+    if (call_args(args, nargs, "write_rr", &off, &value))
         return NULL;
     if (off == 0x600 && (value & 0xFFFFFFFFull) == 0x6E524635ull) {
         int fast = 0;
@@ -4222,17 +4173,13 @@ static PyObject *WdtCore_write_rr(WdtCore *r, PyObject *const *args, Py_ssize_t 
         if (run < 0)
             return NULL;
         if (run) {
-            PyObject *values = PyObject_GetAttr(r->model, str_values);
+            PyObject *values = model_values(r->model);
             if (values == NULL)
                 return NULL;
-            int err = !PyDict_Check(values) || tc_value(values, 0x508, &rren)
-                      || tc_value(values, 0x504, &crv);
+            int err = values_ll(values, 0x508, &rren) || values_ll(values, 0x504, &crv);
             Py_DECREF(values);
-            if (err) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, "WDT values is not a dict");
+            if (err)
                 return NULL;
-            }
             PyObject *paused = PyObject_GetAttr(r->model, str_paused_left);
             PyObject *when = PyObject_GetAttr(r->ev, str_when);
             if (paused == NULL || when == NULL) {
