@@ -62,18 +62,7 @@ def breakdown(n: int) -> None:
     from emu import Machine
     from emu.soc.bus import reg_name
     m = Machine(HEX, board="microbit")
-    uc = m.cpu.uc
-    start = uc.emu_start
-    acc = {"slices": 0, "in": 0.0}
-
-    def emu_start(*a, **kw):
-        acc["slices"] += 1
-        t = time.perf_counter()
-        try:
-            return start(*a, **kw)
-        finally:
-            acc["in"] += time.perf_counter() - t
-    uc.emu_start = emu_start
+    cpu = m.cpu
     t0 = time.perf_counter()
     m.run_until(lambda: m.console.endswith(PROMPT), timeout_ms=5000)
     cmd = command(n)
@@ -82,6 +71,7 @@ def breakdown(n: int) -> None:
     m.run_until(lambda: m.console[at + len(cmd):].endswith(PROMPT), timeout_ms=600_000,
                 poll_ms=50)
     wall = time.perf_counter() - t0
+    acc = {"slices": cpu.slices, "in": cpu.slice_wall}
     bus = m.soc.bus
     stats = bus.access_stats()
     model = sorted(((s[1] + s[3], base, off, s) for (base, off), s in stats.items()

@@ -71,20 +71,7 @@ class Probe:
     def __init__(self, m):
         self.m = m
         cpu = m.soc.cpu
-        self.slices = 0
-        self.in_slice = 0.0
         self.entries = collections.Counter()
-        uc = cpu.uc
-        start = uc.emu_start
-
-        def emu_start(*a, **kw):
-            self.slices += 1
-            t = time.perf_counter()
-            try:
-                return start(*a, **kw)
-            finally:
-                self.in_slice += time.perf_counter() - t
-        uc.emu_start = emu_start
         entry = cpu.exception_entry
 
         def exception_entry(exc, ret):
@@ -98,7 +85,7 @@ class Probe:
         m = self.m
         cpu = m.soc.cpu
         return dict(accesses=m.soc.bus.accesses, stats=m.soc.bus.access_stats(),
-                    slices=self.slices, in_slice=self.in_slice,
+                    slices=cpu.slices, in_slice=cpu.slice_wall,
                     entries=collections.Counter(self.entries), tail_chains=cpu.tail_chains,
                     flash=cpu.ignored_flash_writes)
 

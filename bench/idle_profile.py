@@ -33,7 +33,7 @@ import time
 # (category, [(file suffix, function name), ...]): cumulative time of these
 # functions (they do not call each other)
 CATEGORIES = [
-    ("clock events (Clock.run_due)", [("emu/clock.py", "run_due")]),
+    ("clock events (Clock.run_due / their callbacks)", [("emu/clock.py", "run_due")]),
     ("model register accesses (bus read/write)", [("emu/soc/bus.py", "read"),
                                                   ("emu/soc/bus.py", "write"),
                                                   ("emu/soc/ops.py", "call")]),
@@ -54,7 +54,6 @@ class Counts:
         self.fired = collections.Counter()
         self.entries = collections.Counter()
         self.returns = collections.Counter()
-        self.slices = 0
         self._undo = []
         for ev in list(m.soc.clock.events.values()):
             fn = ev.fn
@@ -85,12 +84,7 @@ class Counts:
             return ret(exc_return)
         self._patch(cpu, "exception_entry", exception_entry)
         self._patch(cpu, "exception_return", exception_return)
-        start = cpu.uc.emu_start
-
-        def emu_start(*a, **kw):
-            self.slices += 1
-            return start(*a, **kw)
-        self._patch(cpu.uc, "emu_start", emu_start)
+        self._slices0 = cpu.slices
 
     def _patch(self, obj, name, fn) -> None:
         # an attribute of the instance (or a slot) is put back, a method
@@ -98,6 +92,10 @@ class Counts:
         had = not hasattr(obj, "__dict__") or name in obj.__dict__
         self._undo.append((obj, name, getattr(obj, name) if had else None, had))
         setattr(obj, name, fn)
+
+    @property
+    def slices(self) -> int:
+        return self.m.cpu.slices - self._slices0
 
     def remove(self) -> None:
         for obj, name, old, had in reversed(self._undo):
@@ -172,17 +170,30 @@ def profile_idle(m, seconds: float, label: str, top: int = 10) -> dict:
     prof.disable()
     st = pstats.Stats(prof).stats
     total = sum(v[2] for v in st.values())           # tottime of everything
-    native = sum(v[2] for (f, _l, fn), v in st.items() if fn == "emu_start")
+    # the engine's time: the Python loop's emu_start calls, or the C run
+    # loop (ExcHook.run: its own steps are a small part, see perf)
+    native = sum(v[2] for (f, _l, fn), v in st.items()
+                 if fn == "emu_start" or "of 'emu.soc._mmio.ExcHook' objects" in fn
+                 and "run" in fn)
     cats = []
     for name, funcs in CATEGORIES:
         cats.append((name, sum(v[3] for (f, _l, fn), v in st.items()
                                if any(f.endswith(s) and fn == n for s, n in funcs))))
+    if not cats[0][1]:
+        # the C run loop calls the events' callbacks itself: their own time
+        keys = set()
+        for ev in m.clock.events.values():
+            f = getattr(ev.fn, "__func__", ev.fn)
+            code = getattr(f, "__code__", None)
+            if code is not None:
+                keys.add((code.co_filename, code.co_firstlineno, code.co_name))
+        cats[0] = (cats[0][0], sum(v[3] for k, v in st.items() if k in keys))
     rest = total - native - sum(t for _n, t in cats)
     print(f"  profiled time ({total * per * 1e3:.1f} ms per emulated second under cProfile, "
           f"{cpu_s * per * 1e3:.1f} ms without):")
-    for name, t in [("native (Unicorn, generated code, our C)", native)] + cats + [
+    for name, t in [("native (Unicorn, generated code, our C and run loop)", native)] + cats + [
             ("the run loop's own Python and the rest", rest)]:
-        print(f"    {name:44s} {100 * t / total:5.1f} %")
+        print(f"    {name:54s} {100 * t / total:5.1f} %")
     return dict(slices=c.slices * per, clock_events=dict(c.clock_events), in_c=in_c,
                 entries=sum(c.entries.values()) * per, model=total_model * per,
                 cpu_s=cpu_s, categories=dict(cats), native=native, total=total)

@@ -74,7 +74,10 @@ class Event:
         clock._seq += 1
         self._seq = clock._seq
         self.when = when
-        heapq.heappush(clock._heap, (when, self._seq, self))
+        heap = clock._heap
+        heapq.heappush(heap, (when, self._seq, self))
+        if len(heap) > clock._compact_at:
+            clock._compact()
         if when < clock.next_deadline:
             clock.next_deadline = when
             if clock.on_earlier_deadline is not None:
@@ -121,6 +124,20 @@ class Clock:
         return ev
 
     # -- scheduler ---------------------------------------------------------
+    # A moved or cancelled event leaves its entry in the heap until it
+    # surfaces; an event moved earlier again and again before a far entry
+    # surfaces (an RTC re-armed from its overflow to the next compare at
+    # every tick) would leave one behind each time, ~1000 an emulated second
+    # with wasp-os idle.  When the heap holds more than this many entries it
+    # keeps only the live ones (same keys, same order of firing).
+    _compact_at = 256
+
+    def _compact(self) -> None:
+        heap = self._heap
+        heap[:] = [x for x in heap if x[2]._seq == x[1] and x[2].when == x[0]]
+        heapq.heapify(heap)
+        self._compact_at = max(256, 2 * len(heap))
+
     def _clean(self) -> None:
         heap = self._heap
         while heap:

@@ -136,6 +136,7 @@ SKIP_ATTRS = {
                                 # machine re-costs its blocks: not state)
                                 "returns_in_hook", "wfe_in_hook", "entries_in_hook",
                                 "costed_in_hook", "stalls", "stalled_ticks",
+                                "_py_slices", "_py_inside",   # slices run, host time in them
                                 "_costed_pages",       # follows the cost table (not saved)
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
                                 "_flash_guard", "_mem_hooks", "pagemap", "_fast_ram_range",
@@ -167,7 +168,8 @@ SKIP_ATTRS = {
                                            "_cells"},   # saved by save_state/save_model_state
     "emu.peripherals.ppi.Ppi": {"_attached", "_seen",   # id()s; load_model_state re-attaches
                                 "_maps"},                # a cache, rebuilt
-    "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events"},   # saved apart
+    "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events",   # saved apart
+                        "_compact_at"},    # the heap's compaction threshold (follows _heap)
     "emu.soc.bus.PeripheralBus": {"streams"},          # C wiring; the SPIs save their bytes
     "emu.peripherals.spi.Spi": {"_streams"},           # the same StreamSet
     "emu.peripherals.rtc.Rtc": {"_core"},              # C steps over its state (RtcCore)

@@ -27,6 +27,7 @@ import logging
 import operator
 import os
 import struct
+from time import perf_counter as _perf_counter
 from typing import Callable, Optional
 
 from unicorn import (UC_ARCH_ARM, UC_ERR_FETCH_PROT, UC_ERR_INSN_INVALID, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_INTR,
@@ -331,7 +332,58 @@ class CortexM:
                                                     "prigroup_mask", "blocks")))
         if err:
             raise UcError(err)
+        hook.loop_setup(addr(uclib.uc_emu_start), self.clock, UcError,
+                        (StopReason.DEADLINE, StopReason.BREAK, StopReason.SLEEP,
+                         StopReason.OFF),
+                        tuple(field(n) for n in ("cycles", "deadline", "base_cycles",
+                                                 "synced_cycles", "base_ticks", "stop_flag",
+                                                 "entry_flag", "reason", "miss_addr",
+                                                 "miss_size", "in_slice", "lp_have")))
         return hook
+
+    # The run loop in C (ExcHook.run: the loop below, step for step) with
+    # the native helpers.  False: the Python loop (the reference).
+    native_loop = True
+    # the methods the C loop carries out itself (or calls by name): a
+    # subclass or an instance replacing one gets the Python loop
+    _LOOP_STEPS = ("_after_slice", "_take_pending", "_start_slice", "_rebase", "sync_time",
+                   "_idle_to_next_event", "slice_end")
+
+    def _native_loop_ok(self) -> bool:
+        h = self._exc_hook
+        if h is None or not self.native_loop or not self.native_entries:
+            return False
+        d = self.__dict__
+        cls = type(self)
+        for n, orig in _LOOP_ORIGINALS.items():
+            if n in d and n != "slice_end":
+                return False
+            if getattr(cls, n) is not orig:
+                return False
+        clock = self.clock
+        ctype = type(clock)
+        return ("run_due" not in clock.__dict__ and "next_event_time" not in clock.__dict__
+                and "_clean" not in clock.__dict__
+                and (ctype.run_due, ctype.next_event_time, ctype._clean) == _CLOCK_ORIGINALS
+                and "emu_start" not in self.uc.__dict__
+                and type(self.uc).emu_start is _EMU_START)
+
+    _py_slices = 0
+    _py_inside = 0.0
+
+    @property
+    def slices(self) -> int:
+        """``emu_start`` slices run so far (both run loops)."""
+        h = self._exc_hook
+        return self._py_slices + (h.slices if h is not None else 0)
+
+    @property
+    def slice_wall(self) -> float:
+        """Host seconds spent inside ``emu_start`` slices so far (the engine,
+        our C and the model code it calls; both run loops): the rest of a
+        run's wall time is the run loop's between them."""
+        h = self._exc_hook
+        return self._py_inside + (h.inside_ns / 1e9 if h is not None else 0.0)
 
     def _invalid_vector(self, exc: int, vec: int) -> None:
         """The vector of an exception entered in C is invalid (ExcHook calls it)."""
@@ -1911,6 +1963,8 @@ class CortexM:
         if self._loop_watch:
             cs.skip_on = self._loops_skippable()
         try:
+            if self._native_loop_ok():
+                return self._exc_hook.run(until, should_stop)
             while True:
                 clock.run_due()
                 if should_stop is not None and should_stop():
@@ -1947,11 +2001,14 @@ class CortexM:
                 self._start_slice(nxt, pc)
                 err = None
                 cs.in_slice = 1     # clock.now only moves with the cycles (see _mmio.c)
+                self._py_slices += 1
+                t0 = _perf_counter()
                 try:
                     uc.emu_start(pc | 1, 0xFFFFFFFF)
                 except UcError as e:
                     err = e
                 finally:
+                    self._py_inside += _perf_counter() - t0
                     cs.in_slice = 0
                     self.slice_end()
                 self.sync_time()
@@ -2192,6 +2249,13 @@ class CortexM:
     def slice_end() -> None:
         """Called after every slice, before any other Python runs: the bus
         replaces it with its hand-over of bytes completed in C (streams)."""
+
+
+# the methods as defined here, for CortexM._native_loop_ok (a test's
+# monkeypatch of the class replaces one: then the Python loop runs)
+_LOOP_ORIGINALS = {n: getattr(CortexM, n) for n in CortexM._LOOP_STEPS}
+_CLOCK_ORIGINALS = (Clock.run_due, Clock.next_event_time, Clock._clean)
+_EMU_START = Uc.emu_start
 
 
 def _capstone_to_uc_reg(csreg: int) -> int:

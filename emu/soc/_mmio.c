@@ -39,6 +39,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <time.h>
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
@@ -2228,7 +2229,104 @@ typedef struct {
     size_t hh;
     int on;                   /* 0: every interrupt to the Python hook */
     unsigned long long returns, handed, entries;
+    /* the run loop in C (ExcHook.run, set up by loop_setup) */
+    int loop_ready;
+    PyObject *clock, *uc_error, *reasons[4];   /* StopReason DEADLINE, BREAK, SLEEP, OFF */
+    int (*emu_start)(void *uc, uint64_t begin, uint64_t until, uint64_t timeout, size_t count);
+    volatile uint64_t *cs_cycles, *cs_deadline, *cs_base_cycles, *cs_synced;
+    volatile int64_t *cs_base_ticks;
+    volatile uint32_t *cs_stop_flag, *cs_entry_flag, *cs_reason, *cs_miss_addr, *cs_miss_size,
+                      *cs_in_slice, *cs_lp_have;
+    unsigned long long slices;
+    long long skew;            /* tests only: cycles added to every slice's budget */
+    unsigned long long inside_ns;  /* host time inside uc_emu_start (CLOCK_MONOTONIC) */
+    PyObject *cpu_dict, *clock_dict;   /* their __dict__s: plain attributes read and set there */
 } ExcHook;
+
+/* An attribute of the cpu or the clock: from its instance dict when there
+ * (what generic getattr finds for an attribute no data descriptor of the
+ * class shadows: tests/test_native_loop.py checks the names), else through
+ * getattr (a class default, a property). */
+static PyObject *dg(PyObject *d, PyObject *o, PyObject *name) {
+    if (d != NULL) {
+        PyObject *v = PyDict_GetItemWithError(d, name);
+        if (v != NULL) {
+            Py_INCREF(v);
+            return v;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_GetAttr(o, name);
+}
+
+static int ds(PyObject *d, PyObject *o, PyObject *name, PyObject *v) {
+    if (d != NULL) {
+        int c = PyDict_Contains(d, name);
+        if (c < 0)
+            return -1;
+        if (c)
+            return PyDict_SetItem(d, name, v);
+    }
+    return PyObject_SetAttr(o, name, v);
+}
+
+static int dg_ll(PyObject *d, PyObject *o, PyObject *name, long long *out) {
+    PyObject *v = dg(d, o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int dg_u64(PyObject *d, PyObject *o, PyObject *name, uint64_t *out) {
+    PyObject *v = dg(d, o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int dg_truthy(PyObject *d, PyObject *o, PyObject *name) {
+    PyObject *v = dg(d, o, name);
+    if (v == NULL)
+        return -1;
+    int t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return t;
+}
+
+static int ds_ll(PyObject *d, PyObject *o, PyObject *name, long long x) {
+    PyObject *v = PyLong_FromLongLong(x);
+    if (v == NULL)
+        return -1;
+    int r = ds(d, o, name, v);
+    Py_DECREF(v);
+    return r;
+}
+
+static int ds_u64(PyObject *d, PyObject *o, PyObject *name, uint64_t x) {
+    PyObject *v = PyLong_FromUnsignedLongLong(x);
+    if (v == NULL)
+        return -1;
+    int r = ds(d, o, name, v);
+    Py_DECREF(v);
+    return r;
+}
+
+#define hg(h, n) dg((h)->cpu_dict, (h)->cpu, n)
+#define hs(h, n, v) ds((h)->cpu_dict, (h)->cpu, n, v)
+#define hg_ll(h, n, o) dg_ll((h)->cpu_dict, (h)->cpu, n, o)
+#define hg_u64(h, n, o) dg_u64((h)->cpu_dict, (h)->cpu, n, o)
+#define hg_truthy(h, n) dg_truthy((h)->cpu_dict, (h)->cpu, n)
+#define hs_ll(h, n, x) ds_ll((h)->cpu_dict, (h)->cpu, n, x)
+#define hs_u64(h, n, x) ds_u64((h)->cpu_dict, (h)->cpu, n, x)
+#define cg(h, n) dg((h)->clock_dict, (h)->clock, n)
+#define cs_obj(h, n, v) ds((h)->clock_dict, (h)->clock, n, v)
+#define cg_ll(h, n, o) dg_ll((h)->clock_dict, (h)->clock, n, o)
+#define cs_ll(h, n, x) ds_ll((h)->clock_dict, (h)->clock, n, x)
 
 static PyObject *str_ipsr_attr, *str_fast_returns, *str_watched, *str_scr, *str_mpu,
                 *str_installed, *str_on_exception, *str_active, *str_pending, *str_irq_enabled,
@@ -2243,24 +2341,6 @@ typedef struct {
     PyObject *prio;           /* borrowed from the cpu (a list) */
 } Nvic;
 
-static int u64_attr(PyObject *o, PyObject *name, uint64_t *out) {
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (v == NULL)
-        return -1;
-    *out = PyLong_AsUnsignedLongLong(v);
-    Py_DECREF(v);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-static int set_u64(PyObject *o, PyObject *name, uint64_t v) {
-    PyObject *n = PyLong_FromUnsignedLongLong(v);
-    if (n == NULL)
-        return -1;
-    int err = PyObject_SetAttr(o, name, n);
-    Py_DECREF(n);
-    return err;
-}
-
 static int truthy_attr(PyObject *o, PyObject *name) {
     PyObject *v = PyObject_GetAttr(o, name);
     if (v == NULL)
@@ -2272,14 +2352,13 @@ static int truthy_attr(PyObject *o, PyObject *name) {
 
 /* 0, or -1 (a Python error, or state this code does not handle: *odd = 1) */
 static int nvic_load(ExcHook *h, Nvic *n, PyObject **prio_ref) {
-    PyObject *cpu = h->cpu;
-    if (u64_attr(cpu, str_pending, &n->pending) || u64_attr(cpu, str_active, &n->active)
-        || u64_attr(cpu, str_irq_level, &n->irq_level)
-        || u64_attr(cpu, str_irq_enabled, &n->irq_enabled)
-        || attr_ll(cpu, str_shcsr, &n->shcsr) || attr_ll(cpu, str_prigroup, &n->prigroup)
-        || attr_ll(cpu, str_scr, &n->scr))
+    if (hg_u64(h, str_pending, &n->pending) || hg_u64(h, str_active, &n->active)
+        || hg_u64(h, str_irq_level, &n->irq_level)
+        || hg_u64(h, str_irq_enabled, &n->irq_enabled)
+        || hg_ll(h, str_shcsr, &n->shcsr) || hg_ll(h, str_prigroup, &n->prigroup)
+        || hg_ll(h, str_scr, &n->scr))
         return -1;
-    PyObject *p = PyObject_GetAttr(cpu, str_prio);
+    PyObject *p = hg(h, str_prio);
     if (p == NULL)
         return -1;
     if (!PyList_Check(p) || n->prigroup < 0 || n->prigroup > 7) {
@@ -2404,12 +2483,12 @@ static int exc_return_here(ExcHook *h) {
     PyObject *cpu = h->cpu, *prio = NULL;
     long long cur;
     int err = 0;
-    if (attr_ll(cpu, str_ipsr_attr, &cur))
+    if (hg_ll(h, str_ipsr_attr, &cur))
         return -1;
     if (cur < 11)                                     /* SVCall and up only */
         return 0;
     int t;
-    if ((t = truthy_attr(cpu, str_fast_returns)) <= 0 || (t = truthy_attr(cpu, str_watched)) != 0)
+    if ((t = hg_truthy(h, str_fast_returns)) <= 0 || (t = hg_truthy(h, str_watched)) != 0)
         return t < 0 ? -1 : 0;
     uint32_t pc = hreg(h, h->id_pc, &err);
     if (err)
@@ -2422,7 +2501,7 @@ static int exc_return_here(ExcHook *h) {
     default:
         return 0;
     }
-    PyObject *mpu = PyObject_GetAttr(cpu, str_mpu);
+    PyObject *mpu = hg(h, str_mpu);
     if (mpu == NULL)
         return -1;
     t = mpu == Py_None ? 0 : truthy_attr(mpu, str_installed);
@@ -2456,7 +2535,7 @@ static int exc_return_here(ExcHook *h) {
     }
     /* from here on the return is ours */
     rc = -1;
-    PyObject *ls = PyObject_GetAttr(cpu, str_on_exception);
+    PyObject *ls = hg(h, str_on_exception);
     if (ls == NULL)
         goto out;
     PyObject *seq = PySequence_Fast(ls, "on_exception");
@@ -2472,7 +2551,7 @@ static int exc_return_here(ExcHook *h) {
         Py_DECREF(x);
     }
     Py_DECREF(seq);
-    if (set_u64(cpu, str_active, active) || set_u64(cpu, str_pending, pending))
+    if (hs_u64(h, str_active, active) || hs_u64(h, str_pending, pending))
         goto out;
     n.active = active;
     n.pending = pending;
@@ -2495,7 +2574,7 @@ static int exc_return_here(ExcHook *h) {
         Py_XDECREF(x);
         goto out;                                     /* (it raises CpuHalt) */
     }
-    if (set_ll(cpu, str_ipsr_attr, out))
+    if (hs_ll(h, str_ipsr_attr, out))
         goto out;
     pc = hreg(h, h->id_pc, &err);
     uint64_t thumb = pc | 1u;
@@ -2515,23 +2594,23 @@ static int exc_return_here(ExcHook *h) {
         stop = r;
     }
     if (!stop) {
-        if ((t = truthy_attr(cpu, str_sleeping_attr)) < 0)
+        if ((t = hg_truthy(h, str_sleeping_attr)) < 0)
             goto out;
         stop = t;
     }
     if (!stop) {
-        if ((t = truthy_attr(cpu, str_stop_reason)) < 0)
+        if ((t = hg_truthy(h, str_stop_reason)) < 0)
             goto out;
         stop = t;
     }
     if (stop) {
-        if (PyObject_SetAttr(cpu, str_trap, h->trap))
+        if (hs(h, str_trap, h->trap))
             goto out;
         h->emu_stop(h->uch);
     } else {
         long long nr;
-        if (attr_ll(cpu, str_returns_in_hook, &nr) || set_ll(cpu, str_returns_in_hook, nr + 1)
-            || set_ll(cpu, str_slice_pc, pc) || set_u64(cpu, str_slice_blocks, *h->blocks))
+        if (hg_ll(h, str_returns_in_hook, &nr) || hs_ll(h, str_returns_in_hook, nr + 1)
+            || hs_ll(h, str_slice_pc, pc) || hs_u64(h, str_slice_blocks, *h->blocks))
             goto out;
     }
     h->returns++;
@@ -2561,7 +2640,7 @@ static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
     /* only_irq: the block hook's entry (a fault, or IT bits live: -3) */
     PyObject *cpu = h->cpu, *prio = NULL;
     int t, err = 0;
-    PyObject *mpu = PyObject_GetAttr(cpu, str_mpu);
+    PyObject *mpu = hg(h, str_mpu);
     if (mpu == NULL)
         return -1;
     t = mpu == Py_None ? 0 : truthy_attr(mpu, str_installed);
@@ -2596,8 +2675,8 @@ static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
         }
     }
     long long ipsr, ccr, vtor;
-    if (attr_ll(cpu, str_ipsr_attr, &ipsr) || attr_ll(cpu, str_ccr, &ccr)
-        || attr_ll(cpu, str_vtor, &vtor))
+    if (hg_ll(h, str_ipsr_attr, &ipsr) || hg_ll(h, str_ccr, &ccr)
+        || hg_ll(h, str_vtor, &vtor))
         goto out;
     if (addr < 0) {
         addr = hreg(h, h->id_pc, &err);
@@ -2623,7 +2702,7 @@ static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
         goto out;
     }
     uint64_t bit = 1ULL << e;
-    if (set_u64(cpu, str_pending, n.pending & ~bit) || set_u64(cpu, str_active, n.active | bit)) {
+    if (hs_u64(h, str_pending, n.pending & ~bit) || hs_u64(h, str_active, n.active | bit)) {
         Py_DECREF(pushed);
         goto out;
     }
@@ -2640,7 +2719,7 @@ static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
     if (vec == NULL)
         goto out;
     unsigned long v = PyLong_AsUnsignedLong(vec);
-    if (set_ll(cpu, str_ipsr_attr, e)) {
+    if (hs_ll(h, str_ipsr_attr, e)) {
         Py_DECREF(vec);
         goto out;
     }
@@ -2651,9 +2730,9 @@ static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
         goto out;                                     /* raised CpuHalt */
     }
     Py_DECREF(vec);
-    if (PyObject_SetAttr(cpu, str_sleeping_prop, Py_False))
+    if (hs(h, str_sleeping_prop, Py_False))
         goto out;
-    PyObject *ls = PyObject_GetAttr(cpu, str_on_exception);
+    PyObject *ls = hg(h, str_on_exception);
     if (ls == NULL)
         goto out;
     PyObject *seq = PySequence_Fast(ls, "on_exception");
@@ -2692,9 +2771,9 @@ static PyObject *ExcHook_enter_in_hook(ExcHook *h, PyObject *arg) {
     long long address = PyLong_AsLongLong(arg), ipsr;
     if (address == -1 && PyErr_Occurred())
         return NULL;
-    int t1 = truthy_attr(cpu, str_fast_entries), t2 = truthy_attr(cpu, str_watched);
-    int t3 = truthy_attr(cpu, str_stop_reason), t4 = truthy_attr(cpu, str_powered_off);
-    if (t1 < 0 || t2 < 0 || t3 < 0 || t4 < 0 || attr_ll(cpu, str_ipsr_attr, &ipsr))
+    int t1 = hg_truthy(h, str_fast_entries), t2 = hg_truthy(h, str_watched);
+    int t3 = hg_truthy(h, str_stop_reason), t4 = hg_truthy(h, str_powered_off);
+    if (t1 < 0 || t2 < 0 || t3 < 0 || t4 < 0 || hg_ll(h, str_ipsr_attr, &ipsr))
         return NULL;
     if (!t1 || t2 || t3 || t4 || (3 <= ipsr && ipsr <= 6))
         return PyLong_FromLong(0);
@@ -2706,7 +2785,7 @@ static PyObject *ExcHook_enter_in_hook(ExcHook *h, PyObject *arg) {
             PyErr_NormalizeException(&type, &value, &tb);
             if (value != NULL && tb != NULL)
                 PyException_SetTraceback(value, tb);
-            int bad = value == NULL || PyObject_SetAttr(cpu, str_halt_in_hook, value);
+            int bad = value == NULL || hs(h, str_halt_in_hook, value);
             Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
             if (bad)
                 return NULL;
@@ -2728,8 +2807,8 @@ static PyObject *ExcHook_enter_in_hook(ExcHook *h, PyObject *arg) {
     if (err)
         return regs_err(h->regs, err), NULL;
     long long ne;
-    if (attr_ll(cpu, str_entries_in_hook, &ne) || set_ll(cpu, str_entries_in_hook, ne + 1)
-        || set_ll(cpu, str_slice_pc, pc) || set_u64(cpu, str_slice_blocks, *h->blocks))
+    if (hg_ll(h, str_entries_in_hook, &ne) || hs_ll(h, str_entries_in_hook, ne + 1)
+        || hs_ll(h, str_slice_pc, pc) || hs_u64(h, str_slice_blocks, *h->blocks))
         return NULL;
     return PyLong_FromLong(1);                        /* ENTRY_DONE */
 }
@@ -2818,6 +2897,12 @@ static PyObject *ExcHook_install(ExcHook *h, PyObject *args) {
 }
 
 static int ExcHook_traverse(ExcHook *h, visitproc visit, void *arg) {
+    Py_VISIT(h->cpu_dict);
+    Py_VISIT(h->clock_dict);
+    Py_VISIT(h->clock);
+    Py_VISIT(h->uc_error);
+    for (int i = 0; i < 4; i++)
+        Py_VISIT(h->reasons[i]);
     Py_VISIT(h->cpu);
     Py_VISIT((PyObject *)h->regs);
     Py_VISIT(h->uc);
@@ -2828,6 +2913,13 @@ static int ExcHook_traverse(ExcHook *h, visitproc visit, void *arg) {
 
 static int ExcHook_clear(ExcHook *h) {
     h->on = 0;
+    h->loop_ready = 0;
+    Py_CLEAR(h->cpu_dict);
+    Py_CLEAR(h->clock_dict);
+    Py_CLEAR(h->clock);
+    Py_CLEAR(h->uc_error);
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(h->reasons[i]);
     Py_CLEAR(h->cpu);
     Py_CLEAR(h->regs);
     Py_CLEAR(h->uc);
@@ -2842,7 +2934,16 @@ static void ExcHook_dealloc(ExcHook *h) {
     Py_TYPE(h)->tp_free((PyObject *)h);
 }
 
+static PyObject *ExcHook_run(ExcHook *h, PyObject *args);
+static PyObject *ExcHook_loop_setup(ExcHook *h, PyObject *args);
+
 static PyMethodDef ExcHook_methods[] = {
+    {"run", (PyCFunction)ExcHook_run, METH_VARARGS,
+     "run(until, should_stop) -> StopReason: CortexM.run's loop in C (see loop_setup)"},
+    {"loop_setup", (PyCFunction)ExcHook_loop_setup, METH_VARARGS,
+     "loop_setup(uc_emu_start, clock, UcError, (DEADLINE, BREAK, SLEEP, OFF), (cycles, "
+     "deadline, base_cycles, synced_cycles, base_ticks, stop_flag, entry_flag, reason, "
+     "miss_addr, miss_size, in_slice, lp_have addresses))"},
     {"take", (PyCFunction)ExcHook_take, METH_NOARGS,
      "take() -> exception entered at PC (> 0), 0 none, -2 (CortexM._take_pending's Python)"},
     {"enter_in_hook", (PyCFunction)ExcHook_enter_in_hook, METH_O,
@@ -2859,6 +2960,11 @@ static PyMemberDef ExcHook_members[] = {
     {"returns", T_ULONGLONG, offsetof(ExcHook, returns), 0, "exception returns done here"},
     {"handed", T_ULONGLONG, offsetof(ExcHook, handed), 0, "interrupts handed to Python"},
     {"entries", T_ULONGLONG, offsetof(ExcHook, entries), 0, "exception entries done here"},
+    {"slices", T_ULONGLONG, offsetof(ExcHook, slices), 0, "emu_start slices run by run()"},
+    {"inside_ns", T_ULONGLONG, offsetof(ExcHook, inside_ns), 0,
+     "host nanoseconds run() spent inside the engine (uc_emu_start)"},
+    {"skew", T_LONGLONG, offsetof(ExcHook, skew), 0,
+     "tests only: cycles added to each slice's budget by run() (a loop that differs)"},
     {NULL}
 };
 
@@ -3259,7 +3365,8 @@ typedef struct {
 
 static PyObject *str_when, *str_seq, *str_heap, *str_next_deadline, *str_on_earlier,
                 *str_suppress_k, *str_event_listeners, *str_power_watch, *str_irq,
-                *str_soc, *str_set_irq, *str_on_event, *heappush_fn;
+                *str_soc, *str_set_irq, *str_on_event, *heappush_fn,
+                *str_compact_at, *str_compact;
 
 static inline void rc_count_at(RtcCore *r, long long t, long long *k, long long *cur) {
     long long *cell = r->cells->cell;
@@ -3374,10 +3481,20 @@ static int ev_schedule_at(PyObject *clock, PyObject *ev, long long when) {
     PyObject *entry = Py_BuildValue("(LLO)", when, seq, ev);
     PyObject *res = entry ? PyObject_CallFunctionObjArgs(heappush_fn, heap, entry, NULL) : NULL;
     Py_XDECREF(entry);
+    Py_ssize_t size = PyList_Check(heap) ? PyList_GET_SIZE(heap) : 0;
     Py_DECREF(heap);
     if (res == NULL)
         return -1;
     Py_DECREF(res);
+    long long at;                                     /* Event.schedule_at's compaction */
+    if (attr_ll(clock, str_compact_at, &at))
+        return -1;
+    if (size > at) {
+        res = PyObject_CallMethodNoArgs(clock, str_compact);
+        if (res == NULL)
+            return -1;
+        Py_DECREF(res);
+    }
     if (attr_ll(clock, str_next_deadline, &nd))
         return -1;
     if (when < nd) {
@@ -4292,6 +4409,569 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
+/* ======================================================================
+ * The run loop in C (ExcHook.run): CortexM.run's ``while True`` with the
+ * same steps in the same order, for the machines that have ExcHook (the
+ * native helpers).  Each step is the Python's own, carried out here where
+ * it is arithmetic or the C above (Clock.run_due and next_event_time over
+ * the clock's heap, _take_pending's entry (exc_enter_here), _idle_to_next_event,
+ * _start_slice and _rebase, the engine's slice (uc_emu_start as the
+ * binding calls it, the GIL released), sync_time, and _after_slice's
+ * common ends: an exception return already done, a WFI, a block to cost),
+ * and a call of the CortexM's Python method for everything else (a fault
+ * handler's hang check, the wake condition, System OFF, every other trap,
+ * an engine error).  CortexM.run calls it only while none of the methods it
+ * stands for is replaced (CortexM._native_loop_ok); with it off, or without
+ * the native helpers, the Python loop runs: the reference, compared cycle
+ * for cycle in tests/test_native_loop.py.
+ * ====================================================================== */
+static PyObject *heappop_fn;
+static PyObject *s_idle_to_next, *s_take_pending, *s_check_fault_hang, *s_wake_condition,
+                *s_sleep_kind, *s_event_register, *s_fault_since, *s_fault_hang_ticks,
+                *s_mpu_dirty, *s_sync, *s_slice_end, *s_div_armed, *s_cost_block,
+                *s_after_slice, *s_loop_watch, *s_firing, *s_fn, *s_cycle_ticks, *s_wfe,
+                *s_wfi, *s_returned;
+#define LOOP_NEVER (1LL << 62)
+
+/* Clock._clean; -1 on a Python error */
+static int lc_clean(ExcHook *h, PyObject *heap) {
+    while (PyList_GET_SIZE(heap)) {
+        PyObject *item = PyList_GET_ITEM(heap, 0);
+        PyObject *ev = PyTuple_GET_ITEM(item, 2);
+        long long when = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
+        long long seq = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 1));
+        PyObject *ew = PyObject_GetAttr(ev, str_when);
+        if (ew == NULL)
+            return -1;
+        long long es, w = ew == Py_None ? -1 : PyLong_AsLongLong(ew);
+        Py_DECREF(ew);
+        if (attr_ll(ev, str_seq, &es))
+            return -1;
+        if (es != seq || w != when) {
+            PyObject *x = PyObject_CallOneArg(heappop_fn, heap);
+            if (x == NULL)
+                return -1;
+            Py_DECREF(x);
+            continue;
+        }
+        break;
+    }
+    PyObject *nd = PyList_GET_SIZE(heap) ? PyTuple_GET_ITEM(PyList_GET_ITEM(heap, 0), 0) : NULL;
+    if (nd != NULL)
+        return cs_obj(h, str_next_deadline, nd);
+    return cs_ll(h, str_next_deadline, LOOP_NEVER);
+}
+
+/* Clock.next_event_time */
+static int lc_next(ExcHook *h, long long *out) {
+    PyObject *heap = cg(h, str_heap);
+    if (heap == NULL)
+        return -1;
+    int r = PyList_Check(heap) ? lc_clean(h, heap) : -1;
+    if (r == 0 && !PyList_Check(heap))
+        r = -1;
+    Py_DECREF(heap);
+    if (r)
+        return r;
+    return cg_ll(h, str_next_deadline, out);
+}
+
+/* Clock.run_due: -1 on a Python error (an event's own, raised on) */
+static int lc_run_due(ExcHook *h) {
+    PyObject *heap = cg(h, str_heap);
+    if (heap == NULL)
+        return -1;
+    int rc = -1;
+    if (!PyList_Check(heap)) {
+        PyErr_SetString(PyExc_TypeError, "the clock's heap is not a list");
+        goto out;
+    }
+    while (PyList_GET_SIZE(heap)) {
+        PyObject *item = PyList_GET_ITEM(heap, 0);
+        PyObject *ev = PyTuple_GET_ITEM(item, 2);
+        PyObject *wobj = PyTuple_GET_ITEM(item, 0);
+        long long when = PyLong_AsLongLong(wobj);
+        long long seq = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 1));
+        PyObject *ew = PyObject_GetAttr(ev, str_when);
+        if (ew == NULL)
+            goto out;
+        long long es, w = ew == Py_None ? -1 : PyLong_AsLongLong(ew), now;
+        Py_DECREF(ew);
+        if (attr_ll(ev, str_seq, &es))
+            goto out;
+        if (es != seq || w != when) {
+            PyObject *x = PyObject_CallOneArg(heappop_fn, heap);
+            if (x == NULL)
+                goto out;
+            Py_DECREF(x);
+            continue;
+        }
+        if (cg_ll(h, str_now, &now))
+            goto out;
+        if (when > now)
+            break;
+        Py_INCREF(wobj);
+        Py_INCREF(ev);
+        PyObject *x = PyObject_CallOneArg(heappop_fn, heap);
+        int bad = x == NULL || PyObject_SetAttr(ev, str_when, Py_None)
+                  || cs_obj(h, s_firing, wobj);
+        Py_XDECREF(x);
+        Py_DECREF(wobj);
+        if (bad) {
+            Py_DECREF(ev);
+            goto out;
+        }
+        PyObject *fn = PyObject_GetAttr(ev, s_fn);
+        Py_DECREF(ev);
+        PyObject *r = fn ? PyObject_CallNoArgs(fn) : NULL;
+        Py_XDECREF(fn);
+        /* finally: firing = None (an error of the event's kept) */
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        int e2 = cs_obj(h, s_firing, Py_None);
+        if (t != NULL)
+            PyErr_Restore(t, v, tb);
+        if (r == NULL || e2)
+            goto out;
+        Py_DECREF(r);
+    }
+    PyObject *nd = PyList_GET_SIZE(heap) ? PyTuple_GET_ITEM(PyList_GET_ITEM(heap, 0), 0) : NULL;
+    if (nd != NULL ? cs_obj(h, str_next_deadline, nd)
+                   : cs_ll(h, str_next_deadline, LOOP_NEVER))
+        goto out;
+    if (nd != NULL && lc_clean(h, heap))
+        goto out;
+    rc = 0;
+out:
+    Py_DECREF(heap);
+    return rc;
+}
+
+/* CortexM.sync_time */
+static int lc_sync(ExcHook *h, long long ct) {
+    long long bt, bc, now;
+    if (attr_ll(h->cpu, str_base_ticks, &bt) || attr_ll(h->cpu, str_base_cycles, &bc)
+        || cg_ll(h, str_now, &now))
+        return -1;
+    long long t = bt + ((long long)*h->cs_cycles - bc) * ct;
+    if (t > now)
+        return cs_ll(h, str_now, t);
+    return 0;
+}
+
+/* CortexM._start_slice with _rebase */
+static int lc_start_slice(ExcHook *h, long long nxt, uint32_t pc, long long ct) {
+    long long now;
+    if (cg_ll(h, str_now, &now))
+        return -1;
+    long long span = nxt - now;
+    long long budget = span > 0 ? (span + ct - 1) / ct : 0;   /* -(-(span) // ct) */
+    if (span <= 0)
+        budget = -((-span) / ct);
+    if (budget < 1)
+        budget = 1;
+    budget += h->skew;          /* 0 but in the companion test */
+    if (budget < 1)
+        budget = 1;
+    uint64_t cycles = *h->cs_cycles;
+    if (hs_ll(h, str_base_ticks, now) || hs_u64(h, str_base_cycles, cycles))
+        return -1;
+    *h->cs_base_ticks = now;
+    *h->cs_base_cycles = cycles;
+    *h->cs_synced = cycles;
+    int lw = hg_truthy(h, s_loop_watch);
+    if (lw < 0)
+        return -1;
+    if (lw)
+        *h->cs_lp_have = 0;
+    *h->cs_deadline = cycles + (uint64_t)budget;
+    *h->cs_stop_flag = 0;
+    *h->cs_entry_flag = 0;
+    *h->cs_reason = 0;
+    if (hs_ll(h, str_slice_pc, pc) || hs_u64(h, str_slice_blocks, *h->blocks))
+        return -1;
+    return 0;
+}
+
+/* _after_slice: the common ends here, the rest by the Python (err: a UcError or NULL) */
+static int lc_after_slice(ExcHook *h, PyObject *err) {
+    PyObject *cpu = h->cpu;
+    PyObject *halt = hg(h, str_halt_in_hook);
+    if (halt == NULL)
+        return -1;
+    int odd = halt != Py_None || err != NULL;
+    Py_DECREF(halt);
+    long long ccr;
+    if (!odd) {
+        if (hg_ll(h, str_ccr, &ccr))
+            return -1;
+        if (ccr & 0x10) {
+            int armed = hg_truthy(h, s_div_armed);
+            if (armed < 0)
+                return -1;
+            odd = !armed;
+        }
+    }
+    PyObject *trap = NULL;
+    if (!odd) {
+        trap = hg(h, str_trap);
+        if (trap == NULL)
+            return -1;
+        if (trap == Py_None && *h->cs_reason == 3) {      /* REASON_MISS: cost the block */
+            Py_DECREF(trap);
+            PyObject *x = PyObject_CallMethod(cpu, "_cost_block", "kk",
+                                              (unsigned long)*h->cs_miss_addr,
+                                              (unsigned long)*h->cs_miss_size);
+            Py_XDECREF(x);
+            return x ? 0 : -1;
+        }
+        if (trap != Py_None) {
+            int ret = PyTuple_Check(trap) && PyTuple_GET_SIZE(trap) == 1
+                      && PyUnicode_Check(PyTuple_GET_ITEM(trap, 0))
+                      && PyUnicode_Compare(PyTuple_GET_ITEM(trap, 0), s_returned) == 0;
+            Py_DECREF(trap);
+            if (!ret)
+                odd = 1;
+            else
+                return hs(h, str_trap, Py_None);
+        } else {
+            Py_DECREF(trap);
+        }
+    }
+    if (odd) {
+        PyObject *x = PyObject_CallMethodOneArg(cpu, s_after_slice, err ? err : Py_None);
+        Py_XDECREF(x);
+        return x ? 0 : -1;
+    }
+    if (*h->cs_reason != 0)
+        return 0;
+    /* Unicorn returned by itself: a WFI when the halfword before PC is one */
+    int e = 0;
+    uint32_t pc = hreg(h, h->id_pc, &e);
+    if (e) {
+        regs_err(h->regs, e);
+        return -1;
+    }
+    unsigned char b[2];
+    if (h->regs->mem_rd(h->uch, (uint64_t)((pc - 2) & 0xFFFFFFFFu), b, 2) == 0
+        && (b[0] | (b[1] << 8)) == 0xBF30) {
+        if (hs(h, str_sleeping_prop, Py_True)
+            || hs(h, s_sleep_kind, s_wfi))
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *lc_reason(ExcHook *h, int i) {
+    Py_INCREF(h->reasons[i]);
+    return h->reasons[i];
+}
+
+/* CortexM._idle_to_next_event: 1 with *stop set (a new reference), 0 go on, -1 error */
+static int lc_idle(ExcHook *h, long long until, int forever, PyObject **stop) {
+    long long nxt, now;
+    if (lc_next(h, &nxt) || cg_ll(h, str_now, &now))
+        return -1;
+    if (nxt >= until) {
+        if (until >= LOOP_NEVER) {
+            *stop = lc_reason(h, forever);
+            return 1;
+        }
+        if (cs_ll(h, str_now, now > until ? now : until))
+            return -1;
+        *stop = lc_reason(h, 0);
+        return 1;
+    }
+    if (cs_ll(h, str_now, now > nxt ? now : nxt))
+        return -1;
+    return 0;
+}
+
+static PyObject *ExcHook_run(ExcHook *h, PyObject *args) {
+    long long until;
+    PyObject *should_stop;
+    if (!PyArg_ParseTuple(args, "LO", &until, &should_stop))
+        return NULL;
+    if (!h->loop_ready || h->cpu == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "ExcHook.run before loop_setup");
+        return NULL;
+    }
+    PyObject *cpu = h->cpu, *stop = NULL;
+    long long ct;
+    if (hg_ll(h, s_cycle_ticks, &ct))
+        return NULL;
+    if (ct <= 0) {
+        PyErr_SetString(PyExc_ValueError, "cycle_ticks must be positive");
+        return NULL;
+    }
+    for (;;) {
+        if (PyErr_CheckSignals())                    /* Ctrl-C, as between Python's steps */
+            return NULL;
+        if (lc_run_due(h))
+            return NULL;
+        if (should_stop != Py_None) {
+            PyObject *r = PyObject_CallNoArgs(should_stop);
+            if (r == NULL)
+                return NULL;
+            int t = PyObject_IsTrue(r);
+            Py_DECREF(r);
+            if (t < 0)
+                return NULL;
+            if (t)
+                return lc_reason(h, 1);
+        }
+        PyObject *sr = hg(h, str_stop_reason);
+        if (sr == NULL)
+            return NULL;
+        int t = PyObject_IsTrue(sr);
+        if (t) {
+            if (t < 0) {
+                Py_DECREF(sr);
+                return NULL;
+            }
+            return sr;
+        }
+        Py_DECREF(sr);
+        if ((t = hg_truthy(h, str_powered_off)) < 0)
+            return NULL;
+        if (t) {
+            PyObject *r = PyObject_CallMethod(cpu, "_idle_to_next_event", "LO", until,
+                                              h->reasons[3]);
+            if (r == NULL)
+                return NULL;
+            if (PyObject_IsTrue(r))
+                return r;
+            Py_DECREF(r);
+            continue;
+        }
+        long r = exc_enter_here(h, -1, 0);                /* _take_pending */
+        if (r == -1)
+            return NULL;
+        if (r == -2) {
+            PyObject *x = PyObject_CallMethodNoArgs(cpu, s_take_pending);
+            if (x == NULL)
+                return NULL;
+            Py_DECREF(x);
+        }
+        long long ipsr;
+        if (hg_ll(h, str_ipsr_attr, &ipsr))
+            return NULL;
+        if (3 <= ipsr && ipsr <= 6) {
+            PyObject *x = PyObject_CallMethodNoArgs(cpu, s_check_fault_hang);
+            if (x == NULL)
+                return NULL;
+            Py_DECREF(x);
+        }
+        if ((t = hg_truthy(h, str_sleeping_attr)) < 0)
+            return NULL;
+        if (t) {
+            int wake = 0, wfe = 0;
+            PyObject *w = PyObject_CallMethodNoArgs(cpu, s_wake_condition);
+            if (w == NULL)
+                return NULL;
+            wake = PyObject_IsTrue(w);
+            Py_DECREF(w);
+            if (wake < 0)
+                return NULL;
+            PyObject *sk = hg(h, s_sleep_kind);
+            if (sk == NULL)
+                return NULL;
+            wfe = PyUnicode_Check(sk) && PyUnicode_Compare(sk, s_wfe) == 0;
+            Py_DECREF(sk);
+            if (!wake && wfe && (t = hg_truthy(h, s_event_register)) != 0) {
+                if (t < 0)
+                    return NULL;
+                wake = 1;
+            }
+            if (wake) {
+                if (wfe && hs_ll(h, s_event_register, 0))
+                    return NULL;
+                if (hs(h, str_sleeping_prop, Py_False))
+                    return NULL;
+                continue;
+            }
+            int s = lc_idle(h, until, 2, &stop);
+            if (s < 0)
+                return NULL;
+            if (s)
+                return stop;
+            continue;
+        }
+        long long now, nxt;
+        if (cg_ll(h, str_now, &now))
+            return NULL;
+        if (now >= until)
+            return lc_reason(h, 0);
+        if (lc_next(h, &nxt))
+            return NULL;
+        if (nxt > until)
+            nxt = until;
+        if (3 <= ipsr && ipsr <= 6) {
+            PyObject *since = hg(h, s_fault_since);
+            if (since == NULL) {
+                if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                    return NULL;
+                PyErr_Clear();
+            } else {
+                int st = PyObject_IsTrue(since);
+                long long at = 0, fh = 0;
+                if (st > 0) {
+                    PyObject *a = PySequence_GetItem(since, 1);
+                    if (a == NULL) {
+                        Py_DECREF(since);
+                        return NULL;
+                    }
+                    at = PyLong_AsLongLong(a);
+                    Py_DECREF(a);
+                    if (hg_ll(h, s_fault_hang_ticks, &fh)) {
+                        Py_DECREF(since);
+                        return NULL;
+                    }
+                    if (at + fh < nxt)
+                        nxt = at + fh;
+                }
+                Py_DECREF(since);
+                if (st < 0 || PyErr_Occurred())
+                    return NULL;
+            }
+        }
+        if (hs(h, str_trap, Py_None))
+            return NULL;
+        if ((t = hg_truthy(h, s_mpu_dirty)) < 0)
+            return NULL;
+        if (t) {
+            PyObject *mpu = hg(h, str_mpu);
+            PyObject *x = mpu ? PyObject_CallMethodNoArgs(mpu, s_sync) : NULL;
+            Py_XDECREF(mpu);
+            if (x == NULL)
+                return NULL;
+            Py_DECREF(x);
+        }
+        int e = 0;
+        uint32_t pc = hreg(h, h->id_pc, &e);
+        if (e)
+            return regs_err(h->regs, e), NULL;
+        if (lc_start_slice(h, nxt, pc, ct))
+            return NULL;
+        *h->cs_in_slice = 1;
+        if (PyObject_SetAttr(h->uc, str_hook_exception, Py_None))
+            return NULL;
+        int st;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        Py_BEGIN_ALLOW_THREADS
+        st = h->emu_start(h->uch, (uint64_t)(pc | 1u), 0xFFFFFFFFull, 0, 0);
+        Py_END_ALLOW_THREADS
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        h->inside_ns += (unsigned long long)((t1.tv_sec - t0.tv_sec) * 1000000000LL
+                                             + (t1.tv_nsec - t0.tv_nsec));
+        h->slices++;
+        *h->cs_in_slice = 0;
+        PyObject *x = PyObject_CallMethodNoArgs(cpu, s_slice_end);   /* finally: */
+        if (x == NULL)
+            return NULL;
+        Py_DECREF(x);
+        PyObject *err = NULL;
+        if (st != 0) {
+            err = PyObject_CallFunction(h->uc_error, "i", st);
+            if (err == NULL)
+                return NULL;
+        } else {
+            PyObject *he = PyObject_GetAttr(h->uc, str_hook_exception);
+            if (he == NULL)
+                return NULL;
+            if (he != Py_None) {                          /* raised out of emu_start */
+                PyErr_SetObject((PyObject *)Py_TYPE(he), he);
+                Py_DECREF(he);
+                return NULL;
+            }
+            Py_DECREF(he);
+        }
+        if (lc_sync(h, ct) || lc_after_slice(h, err)) {
+            Py_XDECREF(err);
+            return NULL;
+        }
+        Py_XDECREF(err);
+    }
+}
+
+/* loop_setup(uc_emu_start, clock, UcError, (DEADLINE, BREAK, SLEEP, OFF),
+ *            (cycles, deadline, base_cycles, synced_cycles, base_ticks, stop_flag,
+ *             entry_flag, reason, miss_addr, miss_size, in_slice, lp_have addresses)) */
+static PyObject *ExcHook_loop_setup(ExcHook *h, PyObject *args) {
+    unsigned long long start;
+    PyObject *clock, *uc_error, *reasons, *addrs;
+    if (!PyArg_ParseTuple(args, "KOOO!O!", &start, &clock, &uc_error, &PyTuple_Type, &reasons,
+                          &PyTuple_Type, &addrs))
+        return NULL;
+    unsigned long long a[12];
+    if (PyTuple_GET_SIZE(reasons) != 4
+        || !PyArg_ParseTuple(addrs, "KKKKKKKKKKKK", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
+                             &a[6], &a[7], &a[8], &a[9], &a[10], &a[11])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "four stop reasons");
+        return NULL;
+    }
+    if (h->cpu == NULL) {
+        PyErr_SetString(PyExc_ValueError, "loop_setup after install");
+        return NULL;
+    }
+    if (heappop_fn == NULL) {
+        struct { PyObject **p; const char *s; } names[] = {
+            {&s_idle_to_next, "_idle_to_next_event"}, {&s_take_pending, "_take_pending"},
+            {&s_check_fault_hang, "_check_fault_hang"}, {&s_wake_condition, "_wake_condition"},
+            {&s_sleep_kind, "sleep_kind"}, {&s_event_register, "event_register"},
+            {&s_fault_since, "_fault_handler_since"}, {&s_fault_hang_ticks, "fault_hang_ticks"},
+            {&s_mpu_dirty, "mpu_dirty"}, {&s_sync, "sync"}, {&s_slice_end, "slice_end"},
+            {&s_div_armed, "_div_armed"}, {&s_cost_block, "_cost_block"},
+            {&s_after_slice, "_after_slice"}, {&s_loop_watch, "_loop_watch"},
+            {&s_firing, "firing"}, {&s_fn, "fn"}, {&s_cycle_ticks, "cycle_ticks"},
+            {&s_wfe, "wfe"}, {&s_wfi, "wfi"}, {&s_returned, "returned"},
+        };
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
+                return NULL;
+        PyObject *hq = PyImport_ImportModule("_heapq");
+        if (hq == NULL)
+            return NULL;
+        heappop_fn = PyObject_GetAttrString(hq, "heappop");
+        Py_DECREF(hq);
+        if (heappop_fn == NULL)
+            return NULL;
+    }
+    PyObject *cd = PyObject_GenericGetDict(clock, NULL);
+    PyObject *pd = PyObject_GenericGetDict(h->cpu, NULL);
+    if (cd == NULL || pd == NULL) {
+        Py_XDECREF(cd);
+        Py_XDECREF(pd);
+        return NULL;
+    }
+    Py_XSETREF(h->clock_dict, cd);
+    Py_XSETREF(h->cpu_dict, pd);
+    Py_INCREF(clock); Py_XSETREF(h->clock, clock);
+    Py_INCREF(uc_error); Py_XSETREF(h->uc_error, uc_error);
+    for (int i = 0; i < 4; i++) {
+        PyObject *r = PyTuple_GET_ITEM(reasons, i);
+        Py_INCREF(r);
+        Py_XSETREF(h->reasons[i], r);
+    }
+    h->emu_start = (void *)(uintptr_t)start;
+    h->cs_cycles = (volatile uint64_t *)(uintptr_t)a[0];
+    h->cs_deadline = (volatile uint64_t *)(uintptr_t)a[1];
+    h->cs_base_cycles = (volatile uint64_t *)(uintptr_t)a[2];
+    h->cs_synced = (volatile uint64_t *)(uintptr_t)a[3];
+    h->cs_base_ticks = (volatile int64_t *)(uintptr_t)a[4];
+    h->cs_stop_flag = (volatile uint32_t *)(uintptr_t)a[5];
+    h->cs_entry_flag = (volatile uint32_t *)(uintptr_t)a[6];
+    h->cs_reason = (volatile uint32_t *)(uintptr_t)a[7];
+    h->cs_miss_addr = (volatile uint32_t *)(uintptr_t)a[8];
+    h->cs_miss_size = (volatile uint32_t *)(uintptr_t)a[9];
+    h->cs_in_slice = (volatile uint32_t *)(uintptr_t)a[10];
+    h->cs_lp_have = (volatile uint32_t *)(uintptr_t)a[11];
+    h->loop_ready = 1;
+    Py_RETURN_NONE;
+}
+
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "_mmio",
     "Native uc_mmio_map callbacks for the peripheral bus.", -1, methods,
@@ -4332,7 +5012,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_on_compare, "_on_compare"}, {&str_write_m, "write"}, {&str_chen, "_chen"},
         {&str_map, "_map"}, {&str_base_attr, "base"}, {&str_running, "running"},
         {&str_paused_left, "paused_left"}, {&str_reloaded, "reloaded"},
-        {&str_deadline, "deadline"},
+        {&str_deadline, "deadline"}, {&str_compact_at, "_compact_at"},
+        {&str_compact, "_compact"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
