@@ -79,13 +79,21 @@ class Probe:
             return entry(exc, ret)
         cpu.exception_entry = exception_entry
 
+    @property
+    def slices(self) -> int:
+        return self.m.soc.cpu.slices
+
+    @property
+    def in_slice(self) -> float:
+        return self.m.soc.cpu.slice_wall
+
     def figures(self) -> dict:
         """What the machine has done so far (accesses per register, slices,
         exceptions entered in Python), for the breakdown."""
         m = self.m
         cpu = m.soc.cpu
         return dict(accesses=m.soc.bus.accesses, stats=m.soc.bus.access_stats(),
-                    slices=cpu.slices, in_slice=cpu.slice_wall,
+                    slices=self.slices, in_slice=self.in_slice,
                     entries=collections.Counter(self.entries), tail_chains=cpu.tail_chains,
                     flash=cpu.ignored_flash_writes)
 
