@@ -15,7 +15,10 @@ or PRIMASK is then taken late) and a core without FP frames (an FP frame
 is popped as a basic one): the firmware sees both.  On real firmware
 (wasp-os's tick, InfiniTime's advertising), when the images are present,
 returns and entries in C or in Python give the same cycles, accesses per
-register, screen, NOR, air and RAM."""
+register, screen, NOR, air and RAM.  While run_until's predicate watches
+every slice boundary, a return in C ends its slice as the Python hook's
+trap does: the predicate is asked at the same emulated times (the companion
+returns inside the slice and is asked fewer times)."""
 import ctypes
 
 import pytest
@@ -131,3 +134,48 @@ def test_exc_in_c_change_nothing_on_real_firmware(monkeypatch, which, switch):
     assert c.pop("in_c") > 1000 and py.pop("in_c") == 0
     for k in c:
         assert c[k] == py[k], f"{k} differs between returns in C and in Python"
+
+
+def _run_watched(path, monkeypatch, native=True, pure=False, ms=20):
+    """A run watched by a predicate (run_until): the times it is asked at."""
+    with monkeypatch.context() as mp:
+        mp.setattr(cortexm.CortexM, "native_returns", native)
+        m = Machine(path, board="nrf52832", pure_python=pure)
+        asked = []
+        assert not m.run_until(lambda: asked.append(m.clock.now) or False, timeout_ms=ms,
+                               poll_ms=ms)
+    st = {"asked": asked, "cycles": m.cpu.cycles, "now": m.clock.now,
+          "console": m.console_text(), "tail_chains": m.cpu.tail_chains,
+          "slices": m.cpu.slices, "accesses": m.soc.bus.accesses}
+    return m, st
+
+
+@pytest.mark.parametrize("name", ["cpu_fast_return", "cpu_nesting", "cpu_pendsv", "cpu_fpu"])
+def test_watched_returns_in_c_end_the_slice(fw, monkeypatch, name):
+    """While run_until's predicate watches every slice boundary, a return
+    done in C ends its slice as the Python hook's trap does: the predicate
+    is asked at the same times, with the same cycles, console and slices."""
+    c, on = _run_watched(fw(name), monkeypatch)
+    _py, off = _run_watched(fw(name), monkeypatch, native=False)
+    _pure, pure = _run_watched(fw(name), monkeypatch, pure=True)
+    assert c.cpu._exc_hook.returns > 0                    # done in C, watched
+    assert len(on["asked"]) > 20
+    assert on == off == pure
+
+
+def test_watched_return_that_does_not_end_the_slice_is_seen(fw, monkeypatch):
+    """Companion: returns done inside the slice although the run is
+    watched (the Python hook ignoring the watch) let the predicate be
+    asked at fewer boundaries."""
+    _c, on = _run_watched(fw("cpu_fast_return"), monkeypatch)
+    orig = cortexm.CortexM._return_in_hook
+
+    def ignores_watch(self, uc):
+        w, self.__dict__["_boundaries_watched"] = self._boundaries_watched, False
+        try:
+            return orig(self, uc)
+        finally:
+            self.__dict__["_boundaries_watched"] = w
+    monkeypatch.setattr(cortexm.CortexM, "_return_in_hook", ignores_watch)
+    _py, off = _run_watched(fw("cpu_fast_return"), monkeypatch, native=False)
+    assert len(off["asked"]) < len(on["asked"])

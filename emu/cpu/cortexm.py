@@ -1280,7 +1280,9 @@ class CortexM:
     # they are counted per block, and due events are still taken at the next
     # block (the block hook's deadline).  Not while a ``should_stop`` predicate
     # watches slice boundaries (run_until), nor around faults, NMI or
-    # SLEEPONEXIT: then the slice ends as before.  (on_exception listeners
+    # SLEEPONEXIT: then the slice ends as before (ExcHook in C does a watched
+    # run's return in the hook and ends the slice right after it, which is
+    # the same: the run loop has nothing else to do for it).  (on_exception listeners
     # may so be called from inside the hook: they only note state.)
     fast_returns = True   # False: every return ends the slice (the slow path, for tests)
     _boundaries_watched = False

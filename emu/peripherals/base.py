@@ -45,6 +45,11 @@ class Reg:
     (``NAME[n]``).  ``timed``: the computed read depends on the current time
     (a counter), so the bus brings the clock up to the access first; False
     for values computed from model state alone (GPIO IN), which skip that.
+    ``target``: the register a write's bits go to when not this one (GPIO
+    OUTSET/OUTCLR set and clear bits of OUT; this one's value stays).
+    ``changes_only``: ``write`` acts on the bits that changed and does
+    nothing when none did, so a bus op stands for a write that changes
+    nothing and hands the others to the model (GPIO OUT, OUTSET, OUTCLR).
     """
     offset: int
     name: str
@@ -56,6 +61,8 @@ class Reg:
     count: int = 1
     stride: int = 4
     timed: bool = True
+    target: Optional[int] = None
+    changes_only: bool = False
 
 
 class Peripheral:
@@ -303,9 +310,12 @@ class NrfPeripheral(Peripheral):
             return Op(W_EVENT, self, self._line_sink())
         r = self._regs.get(offset)
         if r is not None:
-            if r.write is not None or r.access not in _WRITE_MODES:
+            if r.access not in _WRITE_MODES or (r.write is not None and not r.changes_only):
                 return None
-            return Op(W_VALUE, self, (_WRITE_MODES[r.access],), mask=r.mask)
+            args = (_WRITE_MODES[r.access],) + (() if r.target is None else (r.target,))
+            # a write callback that acts on changes only: the op bails on any
+            return Op(W_VALUE, self, args, mask=r.mask,
+                      slow_bits=0xFFFFFFFF if r.write is not None else 0)
         if offset == 0x300 and self.HAS_INTEN:
             return Op(W_INTEN, self, self._line_sink(), slow_bits=slow_bits)
         if offset == 0x304:
@@ -363,14 +373,15 @@ class NrfPeripheral(Peripheral):
             if r.access == RO:
                 self.log_once(("ro", offset), "write %#x to read-only %s ignored", value, r.name)
                 return
-            old = self.values[offset]
+            at = offset if r.target is None else r.target
+            old = self.values[at]
             if r.access == W1S:
                 new = old | (value & r.mask)
             elif r.access == W1C:
                 new = old & ~(value & r.mask)
             else:
                 new = (old & ~r.mask) | (value & r.mask)
-            self.values[offset] = new
+            self.values[at] = new
             if r.write is not None:
                 getattr(self, r.write)(new, old)
             return

@@ -57,7 +57,7 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, W1C
+from emu.peripherals.base import W1S, NrfPeripheral, Reg, RO, RW, W1C
 from emu.soc.ops import R_ATTR, Op
 
 NUM_PINS = 32
@@ -68,9 +68,11 @@ class Gpio(NrfPeripheral):
     TASKS: dict = {}
     EVENTS: dict = {}
     REGISTERS = [
-        Reg(0x504, "OUT", 0, RW, write="_wr_out"),
-        Reg(0x508, "OUTSET", 0, RW, read="_rd_out", write="_wr_outset", timed=False),
-        Reg(0x50C, "OUTCLR", 0, RW, read="_rd_out", write="_wr_outclr", timed=False),
+        Reg(0x504, "OUT", 0, RW, write="_wr_out", changes_only=True),
+        Reg(0x508, "OUTSET", 0, W1S, read="_rd_out", write="_wr_out", timed=False,
+            target=0x504, changes_only=True),
+        Reg(0x50C, "OUTCLR", 0, W1C, read="_rd_out", write="_wr_out", timed=False,
+            target=0x504, changes_only=True),
         Reg(0x510, "IN", 0, RO, read="_rd_in", timed=False),
         Reg(0x514, "DIR", 0, RW, write="_wr_dir"),
         Reg(0x518, "DIRSET", 0, RW, read="_rd_dir", write="_wr_dirset", timed=False),
@@ -148,6 +150,15 @@ class Gpio(NrfPeripheral):
     def _rd_in(self, _off) -> int:
         return self._in
 
+    def write_op(self, offset: int):
+        # OUT, OUTSET and OUTCLR: a write that changes no pin is a bus op
+        # (micro:bit MicroPython's display scan sets and clears rows and
+        # columns already so about 11 000 times a workload); one that does
+        # goes to write() and drives the pins
+        if 0x504 <= offset <= 0x50C and self._own("write", Gpio):
+            return self._base_write_op(offset)
+        return super().write_op(offset)
+
     def read_op(self, offset: int):
         # IN is kept up to date in ``_in`` (pin changes, PIN_CNF writes,
         # reset, a snapshot): the bus reads the attribute, no Python runs
@@ -173,12 +184,6 @@ class Gpio(NrfPeripheral):
 
     def _wr_out(self, new, old) -> None:
         self._apply_changed(new ^ old)
-
-    def _wr_outset(self, new, old) -> None:
-        self._set_out(self.values[0x504] | new)
-
-    def _wr_outclr(self, new, old) -> None:
-        self._set_out(self.values[0x504] & ~new)
 
     def _set_out(self, v: int) -> None:
         old = self.values[0x504]

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from emu.peripherals.base import Reg, RO, RW, WO, W1C
 from emu.peripherals.clock_power import ClockPower
-from emu.peripherals.gpio import NUM_PINS, Gpio
+from emu.peripherals.gpio import Gpio
 from emu.peripherals.gpiote import EV_PORT, Gpiote
 from emu.peripherals.ecb import Ecb
 from emu.peripherals.radio import Radio
@@ -318,16 +318,8 @@ class Ppi51(Ppi):
 
 
 class Gpio51(Gpio):
-    REGISTERS = [
-        Reg(0x504, "OUT", 0, RW, write="_wr_out"),
-        Reg(0x508, "OUTSET", 0, RW, read="_rd_out", write="_wr_outset"),
-        Reg(0x50C, "OUTCLR", 0, RW, read="_rd_out", write="_wr_outclr"),
-        Reg(0x510, "IN", 0, RO, read="_rd_in"),
-        Reg(0x514, "DIR", 0, RW, write="_wr_dir"),
-        Reg(0x518, "DIRSET", 0, RW, read="_rd_dir", write="_wr_dirset"),
-        Reg(0x51C, "DIRCLR", 0, RW, read="_rd_dir", write="_wr_dirclr"),
-        Reg(0x700, "PIN_CNF", 2, RW, mask=0x0003070F, write="_wr_pin_cnf", count=NUM_PINS),
-    ]
+    # the nRF52's registers but LATCH and DETECTMODE (nRF51 RM v3.0 14.1)
+    REGISTERS = [r for r in Gpio.REGISTERS if r.offset not in (0x520, 0x524)]
 
     def reset(self) -> None:
         # DETECT logic shared with the nRF52 model reads LATCH/DETECTMODE:

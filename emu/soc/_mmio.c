@@ -937,6 +937,10 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
             nw = old & ~(value & m);
         else
             nw = (old & ~m) | (value & m);
+        if ((old ^ nw) & op->slow_bits) {
+            rc = 1;                         /* a change the model must see (GPIO OUT) */
+            goto out;
+        }
         PyObject *n = PyLong_FromUnsignedLongLong(nw & 0xFFFFFFFFu);
         if (n == NULL)
             goto out;
@@ -2197,13 +2201,15 @@ static PyTypeObject RegsType = {
  * updated (a line still high pends again), FAULTMASK cleared, the frame
  * popped (Regs' exc_pop), PC's Thumb bit, and the check whether the run
  * loop must act (an entry that can be taken now, a fault handler, sleep, a
- * stop): then the slice ends as in Python (``_trap = ("returned",)``),
+ * stop, a run watched by run_until's predicate, which the Python hook hands
+ * to the run loop after the slice): then the slice ends (``_trap =
+ * ("returned",)``),
  * otherwise the slice goes on, with the block hook's mask watch armed as
  * CortexM._pending_to_enter arms it.  The NVIC state stays the CortexM's
  * Python attributes (pending, active, irq_level, irq_enabled, prio,
  * prigroup, shcsr, scr), read and written here through the C API.
  * Anything else (other interrupts, a tail-chain, faults, NMI, SLEEPONEXIT,
- * the MPU, a watched run) goes to the Python hook, with nothing changed.
+ * the MPU) goes to the Python hook, with nothing changed.
  * ====================================================================== */
 static int set_ll(PyObject *o, PyObject *name, long long v);
 
@@ -2488,8 +2494,14 @@ static int exc_return_here(ExcHook *h) {
     if (cur < 11)                                     /* SVCall and up only */
         return 0;
     int t;
-    if ((t = hg_truthy(h, str_fast_returns)) <= 0 || (t = hg_truthy(h, str_watched)) != 0)
+    if ((t = hg_truthy(h, str_fast_returns)) <= 0)
         return t < 0 ? -1 : 0;
+    /* a watched run (run_until's predicate at every slice boundary): the
+     * return is done here too, and the slice ends after it as the Python
+     * hook's would (the run loop then checks the predicate) */
+    int watched = hg_truthy(h, str_watched);
+    if (watched < 0)
+        return -1;
     uint32_t pc = hreg(h, h->id_pc, &err);
     if (err)
         return regs_err(h->regs, err);
@@ -2586,7 +2598,7 @@ static int exc_return_here(ExcHook *h) {
         regs_err(h->regs, err);
         goto out;
     }
-    int stop = 3 <= out && out <= 6;
+    int stop = (3 <= out && out <= 6) || watched;
     if (!stop) {
         int r = nv_pending_to_enter(h, &n);
         if (r < 0)

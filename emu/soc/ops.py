@@ -144,7 +144,9 @@ class Op:
     line's sink, for lowering it in C); W_CALL ``(fn,)``;
     W_VALUE ``(mode[, offset])`` (``offset``: the register the bits go to,
     when not the one accessed: the PPI's CHENSET/CHENCLR set and clear bits of
-    CHEN); W_BITS ``(name, mode, shift, bail, bail_shift)``: set (W1S) or
+    CHEN; ``slow_bits`` then: bits whose change goes to the model, the op
+    bailing, as for GPIO OUT/OUTSET/OUTCLR, whose pin changes the model
+    drives); W_BITS ``(name, mode, shift, bail, bail_shift)``: set (W1S) or
     clear (W1C) the bits ``(value & mask) << shift`` of ``obj``'s integer
     attribute ``name``; the op bails when one of them is set in
     ``getattr(obj, bail) >> bail_shift`` (a negative shift shifts left;
@@ -321,15 +323,19 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
 
         def inner(off, value):
             values = p.values
+            off0 = off
             if target is not None:
                 off = target
             old = values[off]
             if mode == MODE_W1S:
-                values[off] = old | (value & mask)
+                new = old | (value & mask)
             elif mode == MODE_W1C:
-                values[off] = old & ~(value & mask)
+                new = old & ~(value & mask)
             else:
-                values[off] = (old & ~mask) | (value & mask)
+                new = (old & ~mask) | (value & mask)
+            if (old ^ new) & slow:
+                return generic(off0, value)
+            values[off] = new
     else:
         raise ValueError(f"not a write op: {op!r}")
     if op.guard is None:
