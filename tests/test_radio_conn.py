@@ -287,6 +287,7 @@ def _conn_fingerprint(fw, monkeypatch, sleep_fast, pure=False, patch=None):
     from emu.cpu import cortexm
     with monkeypatch.context() as mp:
         mp.setattr(cortexm.CortexM, "fast_sleep", sleep_fast)
+        mp.setattr(cortexm.CortexM, "native_loop", False)   # the hook is the Python loop's
         if patch is not None:
             mp.setattr(cortexm.CortexM, *patch)
         m, r, link, _gatt = _run(fw, pure_python=pure)
