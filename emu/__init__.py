@@ -5,7 +5,16 @@ imported when first used (PEP 562), so ``import emu.outputs`` and the other
 plain modules do not load Unicorn: ``twister-flash`` runs under a Python
 without the emulator's dependencies.
 """
+import os
 from typing import TYPE_CHECKING
+
+# numpy's OpenBLAS starts a thread per core at import, and they spin for a
+# while: 0.06 s of CPU on the other core of a 2-core host, which the
+# emulator pays at every start (InfiniTime's first second: 0.30 s of CPU
+# against 0.26 s with one thread).  The emulator's numpy is elementwise
+# (screen and image conversions), never BLAS: one thread, unless the user
+# chose otherwise or imported numpy first.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 __all__ = ["Machine", "RunResult", "FirmwareError", "load_firmware"]
 __version__ = "0.1.0"
