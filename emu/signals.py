@@ -108,7 +108,9 @@ class Pin:
 
     def _resolve(self, last: Optional[str] = None) -> None:
         drv = self.drivers
-        if drv:
+        if len(drv) == 1:                     # one driver (the common case)
+            (new,) = drv.values()
+        elif drv:
             levels = set(drv.values())
             if len(levels) > 1:
                 if not self._contention_logged:

@@ -15,7 +15,9 @@ or PRIMASK is then taken late) and a core without FP frames (an FP frame
 is popped as a basic one): the firmware sees both.  On real firmware
 (wasp-os's tick, InfiniTime's advertising), when the images are present,
 returns and entries in C or in Python give the same cycles, accesses per
-register, screen, NOR, air and RAM.  While run_until's predicate watches
+register, screen, NOR, air and RAM.  Tail-chains are done in C too (the
+next exception entered on the same frame): the companion's chain leaves it
+pending and the firmware never gets past it.  While run_until's predicate watches
 every slice boundary, a return in C ends its slice as the Python hook's
 trap does: the predicate is asked at the same emulated times (the companion
 returns inside the slice and is asked fewer times)."""
@@ -54,6 +56,18 @@ def test_returns_in_c_change_nothing(fw, monkeypatch, name):
         assert c.cpu._exc_hook.returns > 0                 # the C path ran
         assert c.cpu.returns_in_hook == py.cpu.returns_in_hook
         assert c.cpu.entries_in_hook == py.cpu.entries_in_hook
+    if name in ("cpu_nesting", "cpu_exceptions", "cpu_fast_return"):
+        assert c.cpu._exc_hook.chains == c.cpu.tail_chains > 0   # tail-chains in C
+
+
+def test_tail_chain_that_leaves_the_exception_pending_is_seen(fw, monkeypatch):
+    """Companion: a tail-chain in C that leaves the chained exception
+    pending enters it again and again: the firmware never gets past it."""
+    m = Machine(fw("cpu_fast_return"), board="nrf52832")
+    m.cpu._exc_hook.chain_bug = 1
+    r = m.run(ms=20)
+    assert r.reason == "deadline" and m.cpu._exc_hook.chains > 1000
+    assert "PASS X tail-chained after A" not in m.console_text()
 
 
 @pytest.mark.parametrize("name", ["cpu_fast_return", "cpu_nesting", "cpu_fpu", "cpu_it_irq"])

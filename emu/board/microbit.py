@@ -118,11 +118,11 @@ class LedMatrix:
         rows = []
         cols = self._col_pins
         for r, rp in enumerate(self._row_pins):
-            if not (rp.driven and rp.level):
+            if not (rp.drivers and rp.level):       # driven high
                 continue
             rows.append(r)
             for c, cp in enumerate(cols):
-                if cp.driven and not cp.level:
+                if cp.drivers and not cp.level:     # driven low
                     xy = self._where.get((r, c))
                     if xy is not None:
                         out.append(xy)

@@ -11,8 +11,11 @@ SLEEPONEXIT.
 
 The run loop (:meth:`CortexM.run`) lets Unicorn run until the next scheduled
 event, a WFI/WFE, an SVC/BKPT/exception return, a fault, or a flag that an
-MMIO access raised; Python then fires due events, takes pending exceptions
-and resumes.  Cycles are counted per basic block (``cycles.py``).
+MMIO access raised; the loop then fires due events, takes pending exceptions
+and resumes.  With the native helpers the loop runs in C (emu.soc._mmio.
+ExcHook.run: the same steps, calling the models' Python only for what is
+Python); the Python loop below is the reference and runs whenever one of
+its steps is replaced.  Cycles are counted per basic block (``cycles.py``).
 
 The MPU is emu/cpu/mpu.py's.  Not modelled: lazy FP state preservation (FPCCR.LSPEN is stored; FP
 context is always stacked eagerly when CONTROL.FPCA is set, which is

@@ -2196,7 +2196,7 @@ static PyTypeObject RegsType = {
  *
  * The INTR hook (UC_HOOK_INTR) is installed here in C.  An exception return
  * (intno 8) that CortexM._return_in_hook would carry out inside the slice,
- * with no tail-chain and no MPU, is done here with the same steps in the
+ * without the MPU (or in a watched run), is done here with the same steps in the
  * same order: the on_exception listeners told, ``active``/``pending``
  * updated (a line still high pends again), FAULTMASK cleared, the frame
  * popped (Regs' exc_pop), PC's Thumb bit, and the check whether the run
@@ -2208,8 +2208,11 @@ static PyTypeObject RegsType = {
  * CortexM._pending_to_enter arms it.  The NVIC state stays the CortexM's
  * Python attributes (pending, active, irq_level, irq_enabled, prio,
  * prigroup, shcsr, scr), read and written here through the C API.
- * Anything else (other interrupts, a tail-chain, faults, NMI, SLEEPONEXIT,
- * the MPU) goes to the Python hook, with nothing changed.
+ * A tail-chain (a pending exception that preempts the return's target) is
+ * done here as CortexM._exception_return does it: the next exception entered
+ * on the same frame (exc_enter with LR the same EXC_RETURN).
+ * Anything else (other interrupts, a tail-chain to a fault, faults, NMI,
+ * SLEEPONEXIT, the MPU) goes to the Python hook, with nothing changed.
  * ====================================================================== */
 static int set_ll(PyObject *o, PyObject *name, long long v);
 
@@ -2234,7 +2237,7 @@ typedef struct {
     volatile uint64_t *blocks;
     size_t hh;
     int on;                   /* 0: every interrupt to the Python hook */
-    unsigned long long returns, handed, entries;
+    unsigned long long returns, handed, entries, chains;
     /* the run loop in C (ExcHook.run, set up by loop_setup) */
     int loop_ready;
     PyObject *clock, *uc_error, *reasons[4];   /* StopReason DEADLINE, BREAK, SLEEP, OFF */
@@ -2245,6 +2248,7 @@ typedef struct {
                       *cs_in_slice, *cs_lp_have;
     unsigned long long slices;
     long long skew;            /* tests only: cycles added to every slice's budget */
+    int chain_bug;             /* tests only: 1 leaves a tail-chained exception pending */
     unsigned long long inside_ns;  /* host time inside uc_emu_start (CLOCK_MONOTONIC) */
     PyObject *cpu_dict, *clock_dict;   /* their __dict__s: plain attributes read and set there */
 } ExcHook;
@@ -2338,7 +2342,10 @@ static PyObject *str_ipsr_attr, *str_fast_returns, *str_watched, *str_scr, *str_
                 *str_installed, *str_on_exception, *str_active, *str_pending, *str_irq_enabled,
                 *str_prio, *str_prigroup, *str_shcsr, *str_sleeping_attr, *str_stop_reason,
                 *str_returns_in_hook, *str_slice_pc, *str_slice_blocks, *str_trap,
-                *str_hook_exception;
+                *str_hook_exception, *str_tail_chains;
+static PyObject *str_vtor, *str_ccr, *str_sleeping_prop,
+                *str_entries_in_hook, *str_fast_entries, *str_powered_off, *str_halt_in_hook,
+                *str_enter_in_hook;
 
 /* The NVIC's state as CortexM holds it */
 typedef struct {
@@ -2531,15 +2538,18 @@ static int exc_return_here(ExcHook *h) {
     if (cur >= 16 && ((n.irq_level >> (cur - 16)) & 1))
         pending |= bit;
     long long g;
-    int e;
-    if (nv_best(h, &n, pending, &g, &e)) {            /* a tail-chain: Python */
+    int e, chain = 0;
+    if (nv_best(h, &n, pending, &g, &e)) {            /* a tail-chain (_enter) */
         long long after = nv_exec_prio(h, &n, active, 0, &err);
         if (err) {
             rc = regs_err(h->regs, err);
             goto out;
         }
-        if (g < after)
-            goto out;
+        if (g < after) {
+            if (3 <= e && e <= 6)
+                goto out;                             /* to a fault: Python */
+            chain = 1;
+        }
     }
     if (PyErr_Occurred()) {
         rc = -1;
@@ -2575,19 +2585,90 @@ static int exc_return_here(ExcHook *h) {
             goto out;
         }
     }
-    int to_thread = (exc_return & 8) != 0, use_psp = (exc_return & 4) != 0;
-    int fp = h->m4 && !(exc_return & 0x10);
     uint32_t out;
-    int pe = exc_pop_c(h->regs, use_psp, fp, to_thread, &out);
-    if (pe < 0)
-        goto out;
-    if (pe) {                                         /* unstacking error: the lockup */
-        PyObject *x = PyObject_CallMethod(cpu, "_unstacking_error", "I", out);
-        Py_XDECREF(x);
-        goto out;                                     /* (it raises CpuHalt) */
+    if (chain) {
+        /* CortexM._exception_return's tail-chain: the next exception is
+         * entered on the same frame (_enter: exc_enter with the SPs and
+         * CONTROL as they are, LR the same EXC_RETURN) */
+        uint64_t eb = 1ULL << e;
+        active |= eb;
+        if (!h->chain_bug)                            /* tests only: left pending */
+            pending &= ~eb;
+        if (hs_u64(h, str_pending, pending) || hs_u64(h, str_active, active))
+            goto out;
+        n.active = active;
+        n.pending = pending;
+        int er = 0;
+        uint32_t msp = xr(h->regs, X_MSP, &er), psp = xr(h->regs, X_PSP, &er);
+        uint32_t control = xr(h->regs, X_CONTROL, &er);
+        if (er) {
+            regs_err(h->regs, er);
+            goto out;
+        }
+        long long tc, vtor;
+        if (hg_ll(h, str_tail_chains, &tc) || hs_ll(h, str_tail_chains, tc + 1)
+            || hg_ll(h, str_vtor, &vtor))
+            goto out;
+        PyObject *ea[7];
+        ea[0] = PyLong_FromLong(e);
+        ea[1] = PyLong_FromUnsignedLong(exc_return);
+        ea[2] = PyLong_FromUnsignedLong(msp);
+        ea[3] = PyLong_FromUnsignedLong(psp);
+        ea[4] = PyLong_FromUnsignedLong(control);
+        ea[5] = PyLong_FromLongLong((vtor + 4LL * e) & 0xFFFFFFFFLL);
+        ea[6] = PyLong_FromLong((3L << 25) | (0x3FL << 10));
+        int ok = 1;
+        for (int i = 0; i < 7; i++)
+            ok = ok && ea[i] != NULL;
+        PyObject *vec = ok ? Regs_exc_enter(h->regs, ea, 7) : NULL;
+        for (int i = 0; i < 7; i++)
+            Py_XDECREF(ea[i]);
+        if (vec == NULL)
+            goto out;
+        unsigned long v = PyLong_AsUnsignedLong(vec);
+        Py_DECREF(vec);
+        if (hs_ll(h, str_ipsr_attr, e))
+            goto out;
+        if (v == 0xFFFFFFFFul || v == 0 || !(v & 1)) {    /* HFSR.VECTTBL and the lockup */
+            PyObject *x = PyObject_CallMethod(cpu, "_invalid_vector", "ik", e, v);
+            Py_XDECREF(x);
+            goto out;                                     /* raised CpuHalt */
+        }
+        if (hs(h, str_sleeping_prop, Py_False))
+            goto out;
+        ls = hg(h, str_on_exception);
+        if (ls == NULL)
+            goto out;
+        seq = PySequence_Fast(ls, "on_exception");
+        Py_DECREF(ls);
+        if (seq == NULL)
+            goto out;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            PyObject *x = PyObject_CallFunction(PySequence_Fast_GET_ITEM(seq, i), "iO", e,
+                                                Py_True);
+            if (x == NULL) {
+                Py_DECREF(seq);
+                goto out;
+            }
+            Py_DECREF(x);
+        }
+        Py_DECREF(seq);
+        h->chains++;
+        out = (uint32_t)e;
+    } else {
+        int to_thread = (exc_return & 8) != 0, use_psp = (exc_return & 4) != 0;
+        int fp = h->m4 && !(exc_return & 0x10);
+        int pe = exc_pop_c(h->regs, use_psp, fp, to_thread, &out);
+        if (pe < 0)
+            goto out;
+        if (pe) {                                     /* unstacking error: the lockup */
+            PyObject *x = PyObject_CallMethod(cpu, "_unstacking_error", "I", out);
+            Py_XDECREF(x);
+            goto out;                                 /* (it raises CpuHalt) */
+        }
+        if (hs_ll(h, str_ipsr_attr, out))
+            goto out;
     }
-    if (hs_ll(h, str_ipsr_attr, out))
-        goto out;
     pc = hreg(h, h->id_pc, &err);
     uint64_t thumb = pc | 1u;
     if (!err) {
@@ -2644,9 +2725,6 @@ out:
  * (nothing changed: the MPU, a fault handler to enter, a stacking error),
  * -3 with only_irq when the best one is a fault (3..6: not entered),
  * -1 with a Python exception set (an invalid vector: the lockup raised). */
-static PyObject *str_vtor, *str_ccr, *str_sleeping_prop,
-                *str_entries_in_hook, *str_fast_entries, *str_powered_off, *str_halt_in_hook,
-                *str_enter_in_hook;
 
 static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
     /* only_irq: the block hook's entry (a fault, or IT bits live: -3) */
@@ -2972,9 +3050,12 @@ static PyMemberDef ExcHook_members[] = {
     {"returns", T_ULONGLONG, offsetof(ExcHook, returns), 0, "exception returns done here"},
     {"handed", T_ULONGLONG, offsetof(ExcHook, handed), 0, "interrupts handed to Python"},
     {"entries", T_ULONGLONG, offsetof(ExcHook, entries), 0, "exception entries done here"},
+    {"chains", T_ULONGLONG, offsetof(ExcHook, chains), 0, "returns tail-chained here"},
     {"slices", T_ULONGLONG, offsetof(ExcHook, slices), 0, "emu_start slices run by run()"},
     {"inside_ns", T_ULONGLONG, offsetof(ExcHook, inside_ns), 0,
      "host nanoseconds run() spent inside the engine (uc_emu_start)"},
+    {"chain_bug", T_INT, offsetof(ExcHook, chain_bug), 0,
+     "tests only: 1 leaves a tail-chained exception pending (a broken tail-chain)"},
     {"skew", T_LONGLONG, offsetof(ExcHook, skew), 0,
      "tests only: cycles added to each slice's budget by run() (a loop that differs)"},
     {NULL}
@@ -5025,6 +5106,7 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_map, "_map"}, {&str_base_attr, "base"}, {&str_running, "running"},
         {&str_paused_left, "paused_left"}, {&str_reloaded, "reloaded"},
         {&str_deadline, "deadline"}, {&str_compact_at, "_compact_at"},
+        {&str_tail_chains, "tail_chains"},
         {&str_compact, "_compact"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
