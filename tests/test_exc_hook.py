@@ -17,7 +17,10 @@ is popped as a basic one): the firmware sees both.  On real firmware
 returns and entries in C or in Python give the same cycles, accesses per
 register, screen, NOR, air and RAM.  Tail-chains are done in C too (the
 next exception entered on the same frame): the companion's chain leaves it
-pending and the firmware never gets past it.  While run_until's predicate watches
+pending and the firmware never gets past it.  Pends through ISPR and ICSR
+(PENDSVSET/PENDSTSET) are done in C as well (ExcHook.pend_write): the same
+machine as the model's write_word; the companion's pend skips
+_pending_changed's steps and a masked pend is taken late.  While run_until's predicate watches
 every slice boundary, a return in C ends its slice as the Python hook's
 trap does: the predicate is asked at the same emulated times (the companion
 returns inside the slice and is asked fewer times)."""
@@ -193,3 +196,35 @@ def test_watched_return_that_does_not_end_the_slice_is_seen(fw, monkeypatch):
     monkeypatch.setattr(cortexm.CortexM, "_return_in_hook", ignores_watch)
     _py, off = _run_watched(fw("cpu_fast_return"), monkeypatch, native=False)
     assert len(off["asked"]) < len(on["asked"])
+
+
+ISPR0, ICSR = (0xE000E000, 0x200), (0xE000E000, 0xD04)
+
+
+@pytest.mark.parametrize("name", ["cpu_fast_return", "cpu_pendsv", "cpu_exceptions",
+                                  "cpu_nesting"])
+def test_pends_in_c_change_nothing(fw, monkeypatch, name):
+    """ISPR and ICSR's PENDSVSET/PENDSTSET pends done in C (ExcHook.pend_write,
+    the SCS page's CALL op: set_pending and _pending_changed) against the
+    model's write_word (the Python hook's machine: no ExcHook) and pure
+    Python: the same cycles, time, console and tail-chains."""
+    ms = FIRMWARE[name]
+    c, rc = _run(fw(name), monkeypatch, ms=ms)
+    py, rpy = _run(fw(name), monkeypatch, native=False, ms=ms)
+    pure, rpure = _run(fw(name), monkeypatch, pure=True, ms=ms)
+    assert_firmware_passed(c, rc)
+    assert fingerprint(c, rc) == fingerprint(py, rpy) == fingerprint(pure, rpure)
+    st = c.soc.bus.access_stats()
+    in_c = sum(st.get(k, (0, 0, 0, 0))[2] for k in (ISPR0, ICSR))
+    assert in_c > 0                                    # the op carried pends out
+    assert py.soc.bus.access_stats().get(ISPR0, (0, 0, 0, 0))[2] == 0
+
+
+def test_pend_without_its_steps_is_seen(fw):
+    """Companion: a pend in C that sets the bit but neither asks for an
+    entry nor arms the mask watch (pend_bug) is taken late: the firmware's
+    masked pends are taken after the mask drops, not where it drops."""
+    m = Machine(fw("cpu_fast_return"), board="nrf52832")
+    m.cpu._exc_hook.pend_bug = 1
+    m.run(ms=20)
+    assert "FAIL X pended under BASEPRI taken where BASEPRI drops" in m.console_text()

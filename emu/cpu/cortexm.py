@@ -2268,6 +2268,19 @@ class CortexM:
 # monkeypatch of the class replaces one: then the Python loop runs)
 _LOOP_ORIGINALS = {n: getattr(CortexM, n) for n in CortexM._LOOP_STEPS}
 _CLOCK_ORIGINALS = (Clock.run_due, Clock.next_event_time, Clock._clean)
+# what ExcHook.pend_write (the SCS's ISPR/ICSR pends in C) stands for
+PEND_ORIGINALS = {n: getattr(CortexM, n) for n in (
+    "set_pending", "_pending_changed", "_pending_to_enter", "best_pending",
+    "execution_priority", "active_priority", "group_prio")}
+
+
+def pends_in_c(cpu) -> bool:
+    """The CPU's pends may be carried out in C (ExcHook.pend_write): the
+    native helpers, the native entries on, none of the steps replaced."""
+    if getattr(cpu, "_exc_hook", None) is None or not cpu.native_entries:
+        return False
+    d = vars(cpu)
+    return all(n not in d and getattr(type(cpu), n) is f for n, f in PEND_ORIGINALS.items())
 _EMU_START = Uc.emu_start
 
 

@@ -21,9 +21,9 @@ import logging
 from typing import Optional
 
 from emu.cpu.cortexm import (BUSFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK,
-                             USAGEFAULT, CortexM)
+                             USAGEFAULT, CortexM, pends_in_c)
 
-from emu.soc.ops import MODE_W1C, MODE_W1S, R_ATTR, R_CALL, R_CONST, R_CYCLES, W_BITS, Op
+from emu.soc.ops import MODE_W1C, MODE_W1S, R_ATTR, R_CALL, R_CONST, R_CYCLES, W_BITS, W_CALL, Op
 
 log = logging.getLogger("emu.cpu.scs")
 
@@ -503,7 +503,10 @@ class ScsPage(_BusPage):
     loop and model code change): FreeRTOS's tickless idle reads ISPR[0] and
     ISPR[1] after every wake (~900 reads an emulated second on InfiniTime)
     and ICSR around PendSV; its ICPR writes clear bits of ``pending`` in C
-    (a BITS op; one clearing an asserted line goes to write_word)."""
+    (a BITS op; one clearing an asserted line goes to write_word).  ISPR
+    writes and ICSR's PENDSVSET/PENDSTSET pend in C (a CALL op to
+    emu.soc._mmio.ExcHook.pend_write: set_pending and _pending_changed)
+    while those steps are CortexM's own (cortexm.pends_in_c)."""
 
     # The bus hands sub-word writes to write_lanes (NVIC_SetPriority writes
     # single IPR bytes: the other lanes must be left alone).
@@ -548,6 +551,15 @@ class ScsPage(_BusPage):
                 return Op(W_BITS, self.cpu, ("irq_enabled", MODE_W1S, 32 * n, "pending", 16),
                           mask=mask)
             return Op(W_BITS, self.cpu, ("irq_enabled", MODE_W1C, 32 * n, None, 0), mask=mask)
+        cpu = self.cpu
+        if (0x200 <= offset < 0x208 or offset == 0xD04) and pends_in_c(cpu):
+            # ISPR[n] and ICSR's PENDSVSET/PENDSTSET pend in C (ExcHook.pend_write:
+            # set_pending and _pending_changed); any other ICSR bit goes to
+            # write_word.  FreeRTOS and Zephyr pend PendSV at every yield;
+            # micro:bit MicroPython its SWI from the ticker
+            h = cpu._exc_hook
+            h.pend_fallback = self.scs.write_word
+            return Op(W_CALL, self, (h.pend_write,))
         if 0x280 <= offset < 0x288:
             # ICPR[n] clears pending bits (FreeRTOS: ~680 writes an emulated
             # second on InfiniTime); a line still asserted pends again at

@@ -2249,6 +2249,8 @@ typedef struct {
     unsigned long long slices;
     long long skew;            /* tests only: cycles added to every slice's budget */
     int chain_bug;             /* tests only: 1 leaves a tail-chained exception pending */
+    int pend_bug;              /* tests only: 1 pends without _pending_changed's steps */
+    PyObject *pend_fallback;   /* SystemControlSpace.write_word (pend_write's other writes) */
     unsigned long long inside_ns;  /* host time inside uc_emu_start (CLOCK_MONOTONIC) */
     PyObject *cpu_dict, *clock_dict;   /* their __dict__s: plain attributes read and set there */
 } ExcHook;
@@ -2730,6 +2732,13 @@ static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
     /* only_irq: the block hook's entry (a fault, or IT bits live: -3) */
     PyObject *cpu = h->cpu, *prio = NULL;
     int t, err = 0;
+    uint64_t pend;
+    if (hg_u64(h, str_pending, &pend))
+        return -1;
+    if (pend == 0) {              /* nothing pending: _pending_to_enter's None */
+        *h->mask_watch = 0;
+        return 0;
+    }
     PyObject *mpu = hg(h, str_mpu);
     if (mpu == NULL)
         return -1;
@@ -2987,6 +2996,7 @@ static PyObject *ExcHook_install(ExcHook *h, PyObject *args) {
 }
 
 static int ExcHook_traverse(ExcHook *h, visitproc visit, void *arg) {
+    Py_VISIT(h->pend_fallback);
     Py_VISIT(h->cpu_dict);
     Py_VISIT(h->clock_dict);
     Py_VISIT(h->clock);
@@ -3004,6 +3014,7 @@ static int ExcHook_traverse(ExcHook *h, visitproc visit, void *arg) {
 static int ExcHook_clear(ExcHook *h) {
     h->on = 0;
     h->loop_ready = 0;
+    Py_CLEAR(h->pend_fallback);
     Py_CLEAR(h->cpu_dict);
     Py_CLEAR(h->clock_dict);
     Py_CLEAR(h->clock);
@@ -3026,8 +3037,12 @@ static void ExcHook_dealloc(ExcHook *h) {
 
 static PyObject *ExcHook_run(ExcHook *h, PyObject *args);
 static PyObject *ExcHook_loop_setup(ExcHook *h, PyObject *args);
+static PyObject *ExcHook_pend_write(ExcHook *h, PyObject *const *a, Py_ssize_t na);
 
 static PyMethodDef ExcHook_methods[] = {
+    {"pend_write", (PyCFunction)(void (*)(void))ExcHook_pend_write, METH_FASTCALL,
+     "pend_write(offset, value): ISPR and ICSR's PENDSVSET/PENDSTSET pends in C, "
+     "anything else pend_fallback(offset, value, lanes)"},
     {"run", (PyCFunction)ExcHook_run, METH_VARARGS,
      "run(until, should_stop) -> StopReason: CortexM.run's loop in C (see loop_setup)"},
     {"loop_setup", (PyCFunction)ExcHook_loop_setup, METH_VARARGS,
@@ -3054,6 +3069,10 @@ static PyMemberDef ExcHook_members[] = {
     {"slices", T_ULONGLONG, offsetof(ExcHook, slices), 0, "emu_start slices run by run()"},
     {"inside_ns", T_ULONGLONG, offsetof(ExcHook, inside_ns), 0,
      "host nanoseconds run() spent inside the engine (uc_emu_start)"},
+    {"pend_fallback", T_OBJECT, offsetof(ExcHook, pend_fallback), 0,
+     "write_word(offset, value, lanes): the writes pend_write leaves to the model"},
+    {"pend_bug", T_INT, offsetof(ExcHook, pend_bug), 0,
+     "tests only: 1 makes pend_write set the bit without _pending_changed's steps"},
     {"chain_bug", T_INT, offsetof(ExcHook, chain_bug), 0,
      "tests only: 1 leaves a tail-chained exception pending (a broken tail-chain)"},
     {"skew", T_LONGLONG, offsetof(ExcHook, skew), 0,
@@ -4519,6 +4538,7 @@ static PyMethodDef methods[] = {
  * for cycle in tests/test_native_loop.py.
  * ====================================================================== */
 static PyObject *heappop_fn;
+static PyObject *s_fast_pends, *s_num_irq;
 static PyObject *s_idle_to_next, *s_take_pending, *s_check_fault_hang, *s_wake_condition,
                 *s_sleep_kind, *s_event_register, *s_fault_since, *s_fault_hang_ticks,
                 *s_mpu_dirty, *s_sync, *s_slice_end, *s_div_armed, *s_cost_block,
@@ -5020,6 +5040,7 @@ static PyObject *ExcHook_loop_setup(ExcHook *h, PyObject *args) {
             {&s_after_slice, "_after_slice"}, {&s_loop_watch, "_loop_watch"},
             {&s_firing, "firing"}, {&s_fn, "fn"}, {&s_cycle_ticks, "cycle_ticks"},
             {&s_wfe, "wfe"}, {&s_wfi, "wfi"}, {&s_returned, "returned"},
+            {&s_fast_pends, "fast_pends"}, {&s_num_irq, "num_irq"},
         };
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
@@ -5063,6 +5084,105 @@ static PyObject *ExcHook_loop_setup(ExcHook *h, PyObject *args) {
     h->cs_lp_have = (volatile uint32_t *)(uintptr_t)a[11];
     h->loop_ready = 1;
     Py_RETURN_NONE;
+}
+
+/* ======================================================================
+ * Pends from the NVIC's ISPR words and ICSR's PENDSVSET/PENDSTSET in C
+ * (ExcHook.pend_write, the SCS page's W_CALL op for those registers):
+ * CortexM.set_pending and _pending_changed step for step (the pending bit
+ * set; the event register set when asleep or SEVONPEND; inside a slice an
+ * entry asked of the block hook, or the mask watch armed, or the slice
+ * ended).  Any other ICSR bit, and every other register, goes to
+ * SystemControlSpace.write_word (``fallback``).  micro:bit MicroPython pends
+ * its SWI through ISPR ~170 times an emulated second; FreeRTOS and Zephyr
+ * pend PendSV through ICSR at every yield.
+ * ====================================================================== */
+
+/* CortexM._pending_changed */
+static int pend_changed(ExcHook *h) {
+    int t = hg_truthy(h, str_sleeping_attr);
+    long long scr, ipsr;
+    if (t < 0 || hg_ll(h, str_scr, &scr))
+        return -1;
+    if ((t || (scr & 0x10)) && hs_ll(h, s_event_register, 1))
+        return -1;
+    if (*h->cs_in_slice) {
+        int fp = hg_truthy(h, s_fast_pends), w = hg_truthy(h, str_watched);
+        if (fp < 0 || w < 0 || hg_ll(h, str_ipsr_attr, &ipsr))
+            return -1;
+        if (fp && !w && !(3 <= ipsr && ipsr <= 6)) {
+            Nvic n;
+            PyObject *prio = NULL;
+            if (nvic_load(h, &n, &prio))
+                return -1;
+            int r = nv_pending_to_enter(h, &n);
+            Py_XDECREF(prio);
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                return 0;
+            int fe = hg_truthy(h, str_fast_entries);
+            if (fe < 0)
+                return -1;
+            if (fe) {
+                *h->cs_entry_flag = 1;
+                return 0;
+            }
+        }
+    }
+    *h->cs_stop_flag = 1;
+    return 0;
+}
+
+/* CortexM.set_pending */
+static int pend_one(ExcHook *h, int exc) {
+    uint64_t pending;
+    if (hg_u64(h, str_pending, &pending))
+        return -1;
+    if ((pending >> exc) & 1)
+        return 0;
+    if (hs_u64(h, str_pending, pending | (1ULL << exc)))
+        return -1;
+    return h->pend_bug ? 0 : pend_changed(h);       /* pend_bug: tests only */
+}
+
+/* pend_write(offset, value): see above (``pend_fallback``: write_word) */
+static PyObject *ExcHook_pend_write(ExcHook *h, PyObject *const *a, Py_ssize_t na) {
+    if (na != 2 || h->pend_fallback == NULL) {
+        PyErr_SetString(PyExc_TypeError, "pend_write(offset, value) after pend_fallback is set");
+        return NULL;
+    }
+    long off = PyLong_AsLong(a[0]);
+    unsigned long long value = PyLong_AsUnsignedLongLongMask(a[1]) & 0xFFFFFFFFull;
+    if (PyErr_Occurred())
+        return NULL;
+    if (!h->loop_ready || h->cpu == NULL)
+        goto fallback;
+    if (off == 0xD04) {
+        if (value & ((1ull << 31) | (1ull << 27) | (1ull << 25)))
+            goto fallback;                      /* NMI, a clear: the model */
+        if ((value & (1ull << 28)) && pend_one(h, 14))
+            return NULL;
+        if ((value & (1ull << 26)) && pend_one(h, 15))
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (0x200 <= off && off < 0x280) {
+        long long nirq;
+        if (hg_ll(h, s_num_irq, &nirq))
+            return NULL;
+        int word = (int)((off - 0x200) >> 2);
+        for (int i = 0; i < 32; i++) {
+            int irq = 32 * word + i;
+            if (!((value >> i) & 1) || irq >= nirq || irq > 47)
+                continue;
+            if (pend_one(h, 16 + irq))
+                return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+fallback:
+    return PyObject_CallFunction(h->pend_fallback, "lKk", off, value, 0xFFFFFFFFul);
 }
 
 static struct PyModuleDef moduledef = {
