@@ -2271,7 +2271,7 @@ _CLOCK_ORIGINALS = (Clock.run_due, Clock.next_event_time, Clock._clean)
 # what ExcHook.pend_write (the SCS's ISPR/ICSR pends in C) stands for
 PEND_ORIGINALS = {n: getattr(CortexM, n) for n in (
     "set_pending", "_pending_changed", "_pending_to_enter", "best_pending",
-    "execution_priority", "active_priority", "group_prio")}
+    "execution_priority", "active_priority", "group_prio", "exc_enabled")}
 
 
 def pends_in_c(cpu) -> bool:

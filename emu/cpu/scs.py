@@ -580,5 +580,9 @@ class ScsPage(_BusPage):
                 return Op(R_ATTR, self.cpu, ("pending", 16 + 32 * n), mask=mask)
             return Op(R_CALL, self, (self._rd_pending,), timed=False)
         if offset == 0xD04:
+            if pends_in_c(self.cpu) and type(self.scs)._icsr is SystemControlSpace._icsr \
+                    and "_icsr" not in vars(self.scs):
+                # computed in C from the same state (ExcHook.icsr_read)
+                return Op(R_CALL, self, (self.cpu._exc_hook.icsr_read,), timed=False)
             return Op(R_CALL, self, (self._rd_icsr,), timed=False)
         return None

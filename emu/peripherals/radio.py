@@ -47,6 +47,7 @@ import bisect
 
 from emu.air import US, Packet, crc24
 from emu.peripherals.base import RO, NrfPeripheral, Reg
+from emu.soc.ops import R_ATTR, Op
 
 T_TXEN, T_RXEN, T_START, T_STOP, T_DISABLE = 0x000, 0x004, 0x008, 0x00C, 0x010
 T_RSSISTART, T_RSSISTOP, T_BCSTART, T_BCSTOP = 0x014, 0x018, 0x01C, 0x020
@@ -157,6 +158,15 @@ class Radio(NrfPeripheral):
 
     def _rd_state(self, _off) -> int:
         return self.state
+
+    def read_op(self, offset: int):
+        # STATE is the ``state`` property's ``_state``: the bus reads it in C
+        # (NimBLE reads it ~260 times an emulated second while advertising)
+        if (offset == STATE and self._own("read", NrfPeripheral)
+                and type(self)._rd_state is Radio._rd_state
+                and type(self).state is Radio.state):
+            return Op(R_ATTR, self, ("_state",), timed=False)
+        return super().read_op(offset)
 
     def _rd_rssisample(self, _off) -> int:
         return self._rssi

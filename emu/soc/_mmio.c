@@ -3038,8 +3038,11 @@ static void ExcHook_dealloc(ExcHook *h) {
 static PyObject *ExcHook_run(ExcHook *h, PyObject *args);
 static PyObject *ExcHook_loop_setup(ExcHook *h, PyObject *args);
 static PyObject *ExcHook_pend_write(ExcHook *h, PyObject *const *a, Py_ssize_t na);
+static PyObject *ExcHook_icsr_read(ExcHook *h, PyObject *arg);
 
 static PyMethodDef ExcHook_methods[] = {
+    {"icsr_read", (PyCFunction)ExcHook_icsr_read, METH_O,
+     "icsr_read(offset) -> ICSR: SystemControlSpace._icsr in C"},
     {"pend_write", (PyCFunction)(void (*)(void))ExcHook_pend_write, METH_FASTCALL,
      "pend_write(offset, value): ISPR and ICSR's PENDSVSET/PENDSTSET pends in C, "
      "anything else pend_fallback(offset, value, lanes)"},
@@ -5183,6 +5186,45 @@ static PyObject *ExcHook_pend_write(ExcHook *h, PyObject *const *a, Py_ssize_t n
     }
 fallback:
     return PyObject_CallFunction(h->pend_fallback, "lKk", off, value, 0xFFFFFFFFul);
+}
+
+/* icsr_read(offset): SystemControlSpace._icsr in C (VECTACTIVE, VECTPENDING,
+ * ISRPENDING, RETTOBASE, PENDSTSET, PENDSVSET, NMIPENDSET); FreeRTOS reads
+ * ICSR around every PendSV (InfiniTime: ~390 an emulated second). */
+static PyObject *ExcHook_icsr_read(ExcHook *h, PyObject *arg) {
+    (void)arg;
+    if (h->cpu == NULL) {
+        PyErr_SetString(PyExc_ValueError, "icsr_read before install");
+        return NULL;
+    }
+    long long ipsr;
+    if (hg_ll(h, str_ipsr_attr, &ipsr))
+        return NULL;
+    ipsr &= 0x1FF;
+    Nvic n;
+    PyObject *prio = NULL;
+    if (nvic_load(h, &n, &prio))
+        return NULL;
+    uint64_t v = (uint64_t)ipsr;
+    long long g;
+    int e;
+    if (nv_best(h, &n, n.pending, &g, &e))
+        v |= ((uint64_t)e & 0x1FF) << 12;
+    Py_XDECREF(prio);
+    if (PyErr_Occurred())
+        return NULL;
+    if (n.pending >> 16)
+        v |= 1ull << 22;
+    uint64_t others = ipsr < 64 ? n.active & ~(1ull << ipsr) : n.active;
+    if (ipsr && !others)
+        v |= 1ull << 11;                              /* RETTOBASE */
+    if ((n.pending >> 15) & 1)
+        v |= 1ull << 26;
+    if ((n.pending >> 14) & 1)
+        v |= 1ull << 28;
+    if ((n.pending >> 2) & 1)
+        v |= 1ull << 31;
+    return PyLong_FromUnsignedLongLong(v);
 }
 
 static struct PyModuleDef moduledef = {
