@@ -42,6 +42,7 @@ from unicorn import arm_const as A
 from emu.clock import CPU_TICKS, NEVER, Clock
 from emu.cpu import cycles as cyc
 from emu.cpu import fastregs
+from emu.soc.ops import unreplaced
 
 log = logging.getLogger("emu.cpu")
 
@@ -347,29 +348,18 @@ class CortexM:
     # The run loop in C (ExcHook.run: the loop below, step for step) with
     # the native helpers.  False: the Python loop (the reference).
     native_loop = True
-    # the methods the C loop carries out itself (or calls by name): a
-    # subclass or an instance replacing one gets the Python loop
+    # the methods the C loop carries out itself (the others it calls by
+    # name): a subclass or an instance replacing one gets the Python loop
     _LOOP_STEPS = ("_after_slice", "_take_pending", "_start_slice", "_rebase", "sync_time",
-                   "_idle_to_next_event", "slice_end")
+                   "_idle_to_next_event")
 
     def _native_loop_ok(self) -> bool:
         h = self._exc_hook
         if h is None or not self.native_loop or not self.native_entries:
             return False
-        d = self.__dict__
-        cls = type(self)
-        for n, orig in _LOOP_ORIGINALS.items():
-            if n in d and n != "slice_end":
-                return False
-            if getattr(cls, n) is not orig:
-                return False
-        clock = self.clock
-        ctype = type(clock)
-        return ("run_due" not in clock.__dict__ and "next_event_time" not in clock.__dict__
-                and "_clean" not in clock.__dict__
-                and (ctype.run_due, ctype.next_event_time, ctype._clean) == _CLOCK_ORIGINALS
-                and "emu_start" not in self.uc.__dict__
-                and type(self.uc).emu_start is _EMU_START)
+        return (unreplaced(self, _LOOP_ORIGINALS)
+                and unreplaced(self.clock, _CLOCK_ORIGINALS)
+                and unreplaced(self.uc, _EMU_START))
 
     _py_slices = 0
     _py_inside = 0.0
@@ -2267,7 +2257,8 @@ class CortexM:
 # the methods as defined here, for CortexM._native_loop_ok (a test's
 # monkeypatch of the class replaces one: then the Python loop runs)
 _LOOP_ORIGINALS = {n: getattr(CortexM, n) for n in CortexM._LOOP_STEPS}
-_CLOCK_ORIGINALS = (Clock.run_due, Clock.next_event_time, Clock._clean)
+_CLOCK_ORIGINALS = {n: getattr(Clock, n) for n in ("run_due", "next_event_time", "_clean")}
+_EMU_START = {"emu_start": Uc.emu_start}
 # what ExcHook.pend_write (the SCS's ISPR/ICSR pends in C) stands for
 PEND_ORIGINALS = {n: getattr(CortexM, n) for n in (
     "set_pending", "_pending_changed", "_pending_to_enter", "best_pending",
@@ -2279,9 +2270,7 @@ def pends_in_c(cpu) -> bool:
     native helpers, the native entries on, none of the steps replaced."""
     if getattr(cpu, "_exc_hook", None) is None or not cpu.native_entries:
         return False
-    d = vars(cpu)
-    return all(n not in d and getattr(type(cpu), n) is f for n, f in PEND_ORIGINALS.items())
-_EMU_START = Uc.emu_start
+    return unreplaced(cpu, PEND_ORIGINALS)
 
 
 def _capstone_to_uc_reg(csreg: int) -> int:

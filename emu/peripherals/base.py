@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from emu.soc.ops import (MODE_RW, MODE_W1C, MODE_W1S, Op, R_ATTR, R_CALL, R_CONST, R_EVENT,
-                         R_VALUE, W_EVENT, W_INTEN, W_INTENCLR, W_INTENSET, W_VALUE, new_cells)
+                         R_VALUE, W_EVENT, W_INTEN, W_INTENCLR, W_INTENSET, W_VALUE, new_cells,
+                         unreplaced)
 
 RW, RO, WO = "rw", "ro", "wo"
 W1S, W1C = "w1s", "w1c"
@@ -167,9 +168,7 @@ class NrfPeripheral(Peripheral):
         replaced on the instance."""
         if not self.native_core or type(self._cells).__module__ != "emu.soc._mmio":
             return False
-        cls = type(self)
-        return all(getattr(cls, name) is fn and name not in self.__dict__
-                   for name, fn in steps.items())
+        return unreplaced(self, steps)
 
     def __init__(self, soc, base: int, name: Optional[str] = None, irq: Optional[int] = None):
         # events, INTEN, the line and NATIVE_CELLS live in C memory (emu.soc._mmio.Cells)

@@ -185,11 +185,6 @@ class Gpio(NrfPeripheral):
     def _wr_out(self, new, old) -> None:
         self._apply_changed(new ^ old)
 
-    def _set_out(self, v: int) -> None:
-        old = self.values[0x504]
-        self.values[0x504] = v & 0xFFFFFFFF
-        self._apply_changed(old ^ v)
-
     def _wr_dir(self, new, old) -> None:
         self._set_dir(new)
 

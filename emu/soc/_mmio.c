@@ -4549,33 +4549,42 @@ static PyObject *s_idle_to_next, *s_take_pending, *s_check_fault_hang, *s_wake_c
                 *s_wfi, *s_returned;
 #define LOOP_NEVER (1LL << 62)
 
-/* Clock._clean; -1 on a Python error */
-static int lc_clean(ExcHook *h, PyObject *heap) {
+/* The heap's live top: stale entries (an event moved or cancelled since)
+ * popped off it as Clock.run_due and _clean pop them.  1 with the top's
+ * tick, its tick object and its event (borrowed), 0 when the heap is
+ * empty, -1 on a Python error. */
+static int lc_top(PyObject *heap, long long *when, PyObject **wobj, PyObject **ev) {
     while (PyList_GET_SIZE(heap)) {
         PyObject *item = PyList_GET_ITEM(heap, 0);
-        PyObject *ev = PyTuple_GET_ITEM(item, 2);
-        long long when = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
+        *ev = PyTuple_GET_ITEM(item, 2);
+        *wobj = PyTuple_GET_ITEM(item, 0);
+        *when = PyLong_AsLongLong(*wobj);
         long long seq = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 1));
-        PyObject *ew = PyObject_GetAttr(ev, str_when);
+        PyObject *ew = PyObject_GetAttr(*ev, str_when);
         if (ew == NULL)
             return -1;
         long long es, w = ew == Py_None ? -1 : PyLong_AsLongLong(ew);
         Py_DECREF(ew);
-        if (attr_ll(ev, str_seq, &es))
+        if (attr_ll(*ev, str_seq, &es))
             return -1;
-        if (es != seq || w != when) {
-            PyObject *x = PyObject_CallOneArg(heappop_fn, heap);
-            if (x == NULL)
-                return -1;
-            Py_DECREF(x);
-            continue;
-        }
-        break;
+        if (es == seq && w == *when)
+            return 1;
+        PyObject *x = PyObject_CallOneArg(heappop_fn, heap);
+        if (x == NULL)
+            return -1;
+        Py_DECREF(x);
     }
-    PyObject *nd = PyList_GET_SIZE(heap) ? PyTuple_GET_ITEM(PyList_GET_ITEM(heap, 0), 0) : NULL;
-    if (nd != NULL)
-        return cs_obj(h, str_next_deadline, nd);
-    return cs_ll(h, str_next_deadline, LOOP_NEVER);
+    return 0;
+}
+
+/* Clock._clean: the stale top popped, next_deadline set; -1 on an error */
+static int lc_clean(ExcHook *h, PyObject *heap) {
+    long long when;
+    PyObject *wobj, *ev;
+    int r = lc_top(heap, &when, &wobj, &ev);
+    if (r < 0)
+        return -1;
+    return r ? cs_obj(h, str_next_deadline, wobj) : cs_ll(h, str_next_deadline, LOOP_NEVER);
 }
 
 /* Clock.next_event_time */
@@ -4584,8 +4593,8 @@ static int lc_next(ExcHook *h, long long *out) {
     if (heap == NULL)
         return -1;
     int r = PyList_Check(heap) ? lc_clean(h, heap) : -1;
-    if (r == 0 && !PyList_Check(heap))
-        r = -1;
+    if (r < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "the clock's heap is not a list");
     Py_DECREF(heap);
     if (r)
         return r;
@@ -4602,26 +4611,14 @@ static int lc_run_due(ExcHook *h) {
         PyErr_SetString(PyExc_TypeError, "the clock's heap is not a list");
         goto out;
     }
-    while (PyList_GET_SIZE(heap)) {
-        PyObject *item = PyList_GET_ITEM(heap, 0);
-        PyObject *ev = PyTuple_GET_ITEM(item, 2);
-        PyObject *wobj = PyTuple_GET_ITEM(item, 0);
-        long long when = PyLong_AsLongLong(wobj);
-        long long seq = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 1));
-        PyObject *ew = PyObject_GetAttr(ev, str_when);
-        if (ew == NULL)
+    for (;;) {
+        long long when, now;
+        PyObject *wobj, *ev;
+        int r = lc_top(heap, &when, &wobj, &ev);
+        if (r < 0)
             goto out;
-        long long es, w = ew == Py_None ? -1 : PyLong_AsLongLong(ew), now;
-        Py_DECREF(ew);
-        if (attr_ll(ev, str_seq, &es))
-            goto out;
-        if (es != seq || w != when) {
-            PyObject *x = PyObject_CallOneArg(heappop_fn, heap);
-            if (x == NULL)
-                goto out;
-            Py_DECREF(x);
-            continue;
-        }
+        if (r == 0)
+            break;
         if (cg_ll(h, str_now, &now))
             goto out;
         if (when > now)
@@ -4639,7 +4636,7 @@ static int lc_run_due(ExcHook *h) {
         }
         PyObject *fn = PyObject_GetAttr(ev, s_fn);
         Py_DECREF(ev);
-        PyObject *r = fn ? PyObject_CallNoArgs(fn) : NULL;
+        PyObject *res = fn ? PyObject_CallNoArgs(fn) : NULL;
         Py_XDECREF(fn);
         /* finally: firing = None (an error of the event's kept) */
         PyObject *t, *v, *tb;
@@ -4647,15 +4644,12 @@ static int lc_run_due(ExcHook *h) {
         int e2 = cs_obj(h, s_firing, Py_None);
         if (t != NULL)
             PyErr_Restore(t, v, tb);
-        if (r == NULL || e2)
+        if (res == NULL || e2)
             goto out;
-        Py_DECREF(r);
+        Py_DECREF(res);
     }
-    PyObject *nd = PyList_GET_SIZE(heap) ? PyTuple_GET_ITEM(PyList_GET_ITEM(heap, 0), 0) : NULL;
-    if (nd != NULL ? cs_obj(h, str_next_deadline, nd)
-                   : cs_ll(h, str_next_deadline, LOOP_NEVER))
-        goto out;
-    if (nd != NULL && lc_clean(h, heap))
+    /* next_deadline from the top, then _clean (as Clock.run_due ends) */
+    if (lc_clean(h, heap))
         goto out;
     rc = 0;
 out:

@@ -55,6 +55,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+def unreplaced(obj, steps: dict) -> bool:
+    """Each of ``steps`` (name -> the function as its module defined it) is
+    still that function on ``obj``'s class (not a subclass's, not a test's
+    monkeypatch of the class) and not replaced on the instance: only then
+    may C code stand for those steps (the peripherals' cores, the CPU's run
+    loop and pends in C)."""
+    cls, d = type(obj), vars(obj)
+    return all(getattr(cls, n) is f and n not in d for n, f in steps.items())
+
+
 # ----------------------------------------------------------------------
 # where the hot state lives
 # ----------------------------------------------------------------------
