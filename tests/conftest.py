@@ -101,6 +101,27 @@ def parity_state(m, board: bool = False) -> dict:
     return st
 
 
+IMAGES = {"wasp-os": ("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf"),
+          "infinitime": ("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out")}
+
+
+def image_both_ways(monkeypatch, which: str, owner, switch: str, seconds: float) -> list:
+    """The cached image ``which`` (IMAGES; skipped when absent) run for
+    ``seconds`` with ``owner.switch`` True, then False, a scanner on the
+    air: the two parity_state()s with the board's screen, NOR and air."""
+    from emu import Machine
+    from emu.phone.scanner import Scanner
+    path = cached_image(*IMAGES[which])
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(owner, switch, on)
+        m = Machine(path, flash_file=None)
+        Scanner(m.air)
+        m.run(seconds=seconds)
+        runs.append(parity_state(m, board=True))
+    return runs
+
+
 def assert_same_state(a: dict, b: dict, between: str) -> None:
     """Two parity_state() dicts (a fast path and the path it stands for)
     are equal, key by key: the first that is not is named."""

@@ -46,14 +46,21 @@ def _run(path, monkeypatch, native=True, pure=False, ms=100):
     return m, r
 
 
-@pytest.mark.parametrize("name", FIRMWARE)
-def test_returns_in_c_change_nothing(fw, monkeypatch, name):
+def _three_ways(fw, monkeypatch, name):
+    """``name`` with the hook in C, with the Python hook (no ExcHook) and in
+    pure Python: it passes, and the three agree; the three machines."""
     ms = FIRMWARE[name]
     c, rc = _run(fw(name), monkeypatch, ms=ms)
     py, rpy = _run(fw(name), monkeypatch, native=False, ms=ms)
     pure, rpure = _run(fw(name), monkeypatch, pure=True, ms=ms)
     assert_firmware_passed(c, rc)
     assert fingerprint(c, rc) == fingerprint(py, rpy) == fingerprint(pure, rpure)
+    return c, py, pure
+
+
+@pytest.mark.parametrize("name", FIRMWARE)
+def test_returns_in_c_change_nothing(fw, monkeypatch, name):
+    c, py, pure = _three_ways(fw, monkeypatch, name)
     assert py.cpu._exc_hook is None and pure.cpu._exc_hook is None
     if name not in ("cpu_svc", "cpu_exceptions", "cpu_faults"):
         assert c.cpu._exc_hook.returns > 0                 # the C path ran
@@ -208,12 +215,7 @@ def test_pends_in_c_change_nothing(fw, monkeypatch, name):
     the SCS page's CALL op: set_pending and _pending_changed) against the
     model's write_word (the Python hook's machine: no ExcHook) and pure
     Python: the same cycles, time, console and tail-chains."""
-    ms = FIRMWARE[name]
-    c, rc = _run(fw(name), monkeypatch, ms=ms)
-    py, rpy = _run(fw(name), monkeypatch, native=False, ms=ms)
-    pure, rpure = _run(fw(name), monkeypatch, pure=True, ms=ms)
-    assert_firmware_passed(c, rc)
-    assert fingerprint(c, rc) == fingerprint(py, rpy) == fingerprint(pure, rpure)
+    c, py, _pure = _three_ways(fw, monkeypatch, name)
     st = c.soc.bus.access_stats()
     in_c = sum(st.get(k, (0, 0, 0, 0))[2] for k in (ISPR0, ICSR))
     assert in_c > 0                                    # the op carried pends out

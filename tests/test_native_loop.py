@@ -21,7 +21,7 @@ import inspect
 
 import pytest
 
-from conftest import assert_same_state, cached_image, parity_state
+from conftest import assert_same_state, cached_image, image_both_ways, parity_state
 from emu import Machine
 from emu.clock import NEVER, Clock
 from emu.cpu import cortexm
@@ -124,30 +124,12 @@ def test_microbit_micropython_agrees(monkeypatch):
     assert_same_state(runs[0], runs[1], "the C run loop and the Python loop")
 
 
-def test_wasp_os_agrees(monkeypatch):
-    path = cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
-    runs = []
-    for on in (True, False):
-        monkeypatch.setattr(cortexm.CortexM, "native_loop", on)
-        m = Machine(path, flash_file=None)
-        m.run(seconds=5.0)
-        runs.append(parity_state(m, board=True))
-    assert runs[0]["cycles"] > 100_000_000
-    assert_same_state(runs[0], runs[1], "the C run loop and the Python loop")
-
-
-def test_infinitime_agrees(monkeypatch):
-    from emu.phone.scanner import Scanner
-    path = cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out")
-    runs = []
-    for on in (True, False):
-        monkeypatch.setattr(cortexm.CortexM, "native_loop", on)
-        m = Machine(path, flash_file=None)
-        Scanner(m.air)
-        m.run(seconds=3.0)
-        runs.append(parity_state(m, board=True))
-    assert runs[0]["cycles"] > 60_000_000
-    assert_same_state(runs[0], runs[1], "the C run loop and the Python loop")
+@pytest.mark.parametrize("which,seconds,cycles", [("wasp-os", 5.0, 100_000_000),
+                                                    ("infinitime", 3.0, 60_000_000)])
+def test_real_firmware_agrees(monkeypatch, which, seconds, cycles):
+    on, off = image_both_ways(monkeypatch, which, cortexm.CortexM, "native_loop", seconds)
+    assert on["cycles"] > cycles
+    assert_same_state(on, off, "the C run loop and the Python loop")
 
 
 def test_heap_stays_compact_and_fires_in_order():

@@ -20,7 +20,8 @@ import os
 
 import pytest
 
-from conftest import assert_firmware_passed, assert_same_state, cached_image, parity_state
+from conftest import (assert_firmware_passed, assert_same_state, image_both_ways,
+                      parity_state)
 from emu import Machine
 from emu.peripherals import timer
 
@@ -125,15 +126,7 @@ def test_core_changes_nothing_on_infinitime(monkeypatch):
     """InfiniTime's first 3 emulated s (NimBLE's TIMER0 with its compares
     routed through PPI to the RADIO, heard by a scanner): the same with the
     core on or off."""
-    from emu.phone.scanner import Scanner
-    path = cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out")
-    runs = []
-    for on in (True, False):
-        monkeypatch.setattr(timer.Timer, "native_core", on)
-        m = Machine(path, flash_file=None)
-        Scanner(m.air)
-        m.run(seconds=3.0)
-        runs.append(parity_state(m, board=True))
+    runs = image_both_ways(monkeypatch, "infinitime", timer.Timer, "native_core", 3.0)
     assert runs[0]["cycles"] > 60_000_000
     assert_same_state(runs[0], runs[1], "the TIMER core and the model")
 

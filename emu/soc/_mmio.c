@@ -5026,30 +5026,6 @@ static PyObject *ExcHook_loop_setup(ExcHook *h, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "loop_setup after install");
         return NULL;
     }
-    if (heappop_fn == NULL) {
-        struct { PyObject **p; const char *s; } names[] = {
-            {&s_idle_to_next, "_idle_to_next_event"}, {&s_take_pending, "_take_pending"},
-            {&s_check_fault_hang, "_check_fault_hang"}, {&s_wake_condition, "_wake_condition"},
-            {&s_sleep_kind, "sleep_kind"}, {&s_event_register, "event_register"},
-            {&s_fault_since, "_fault_handler_since"}, {&s_fault_hang_ticks, "fault_hang_ticks"},
-            {&s_mpu_dirty, "mpu_dirty"}, {&s_sync, "sync"}, {&s_slice_end, "slice_end"},
-            {&s_div_armed, "_div_armed"}, {&s_cost_block, "_cost_block"},
-            {&s_after_slice, "_after_slice"}, {&s_loop_watch, "_loop_watch"},
-            {&s_firing, "firing"}, {&s_fn, "fn"}, {&s_cycle_ticks, "cycle_ticks"},
-            {&s_wfe, "wfe"}, {&s_wfi, "wfi"}, {&s_returned, "returned"},
-            {&s_fast_pends, "fast_pends"}, {&s_num_irq, "num_irq"},
-        };
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
-                return NULL;
-        PyObject *hq = PyImport_ImportModule("_heapq");
-        if (hq == NULL)
-            return NULL;
-        heappop_fn = PyObject_GetAttrString(hq, "heappop");
-        Py_DECREF(hq);
-        if (heappop_fn == NULL)
-            return NULL;
-    }
     PyObject *cd = PyObject_GenericGetDict(clock, NULL);
     PyObject *pd = PyObject_GenericGetDict(h->cpu, NULL);
     if (cd == NULL || pd == NULL) {
@@ -5263,17 +5239,29 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_paused_left, "paused_left"}, {&str_reloaded, "reloaded"},
         {&str_deadline, "deadline"}, {&str_compact_at, "_compact_at"},
         {&str_tail_chains, "tail_chains"},
+        /* the run loop's (ExcHook.run) */
+        {&s_idle_to_next, "_idle_to_next_event"}, {&s_take_pending, "_take_pending"},
+        {&s_check_fault_hang, "_check_fault_hang"}, {&s_wake_condition, "_wake_condition"},
+        {&s_sleep_kind, "sleep_kind"}, {&s_event_register, "event_register"},
+        {&s_fault_since, "_fault_handler_since"}, {&s_fault_hang_ticks, "fault_hang_ticks"},
+        {&s_mpu_dirty, "mpu_dirty"}, {&s_sync, "sync"}, {&s_slice_end, "slice_end"},
+        {&s_div_armed, "_div_armed"}, {&s_cost_block, "_cost_block"},
+        {&s_after_slice, "_after_slice"}, {&s_loop_watch, "_loop_watch"},
+        {&s_firing, "firing"}, {&s_fn, "fn"}, {&s_cycle_ticks, "cycle_ticks"},
+        {&s_wfe, "wfe"}, {&s_wfi, "wfi"}, {&s_returned, "returned"},
+        {&s_fast_pends, "fast_pends"}, {&s_num_irq, "num_irq"},
         {&str_compact, "_compact"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
             return NULL;
-    PyObject *hq = PyImport_ImportModule("_heapq");      /* emu/clock.py's heappush */
+    PyObject *hq = PyImport_ImportModule("_heapq");      /* emu/clock.py's heap */
     if (hq == NULL)
         return NULL;
     heappush_fn = PyObject_GetAttrString(hq, "heappush");
+    heappop_fn = PyObject_GetAttrString(hq, "heappop");   /* the run loop's run_due */
     Py_DECREF(hq);
-    if (heappush_fn == NULL)
+    if (heappush_fn == NULL || heappop_fn == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL)
