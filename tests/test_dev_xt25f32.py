@@ -162,3 +162,70 @@ def test_security_register_reports_no_failure():
     program(r, clock, 0x3000, b"\x12")
     assert r.xfer(b"\x2b\0")[1] & 0x60 == 0
     assert read(r, 0x3000, 1) == b"\x12"
+
+
+def _state(dev):
+    import zlib
+    return (zlib.crc32(dev.data), dev._cmd, bytes(dev._buf), dev._addr, dev.wip, dev.wel,
+            dev.deep_power_down, dev._pending_op)
+
+
+def _random_session(seed, streamed):
+    """One seeded run of commands, bytes and clock steps; ``streamed``: the
+    bytes go through stream_answers()/stream() wherever the NOR offers answers
+    (as the native SPI master sends them), else through transfer() one by one.
+    Returns the state after each session and every answer the master got."""
+    import random
+    rnd = random.Random(seed)
+    chunks = random.Random(seed + 1000)     # only the streamed run draws chunk sizes
+    clock = Clock()
+    dev = Xt25f32(clock)
+    dev.data[:] = bytes(rnd.randrange(256) for _ in range(1024)) + dev.data[1024:]
+    cmds = [0x02, 0x02, 0x03, 0x0B, 0x05, 0x06, 0x06, 0x20, 0x52, 0x2B, 0x9F, 0xB9, 0xAB, 0x04]
+    got, states = [], []
+    for _ in range(200):
+        dev.select(True)
+        out = [rnd.choice(cmds)] + [rnd.randrange(256) for _ in range(rnd.choice((0, 2, 3, 5, 40, 300)))]
+        if rnd.random() < 0.5 and len(out) > 1:
+            out[1:4] = [0, rnd.randrange(4), rnd.randrange(256)]      # near the random data
+        i = 0
+        while i < len(out):
+            answers = dev.stream_answers() if streamed else b""
+            if answers:
+                n = min(len(answers), len(out) - i, chunks.choice((1, 7, 4096)))
+                dev.stream(bytes(out[i:i + n]))
+                got.append(bytes(answers[:n]))
+                i += n
+            else:
+                got.append(bytes((dev.transfer(out[i]),)))
+                i += 1
+        dev.select(False)
+        clock.advance_to(clock.now + rnd.choice((0, 10, T_PP // 2, T_PP, T_SE)))
+        states.append(_state(dev))
+    return states, b"".join(got)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stream_is_transfer_of_each_byte(seed):
+    """What the native SPI master streams (the answers given in advance, the
+    bytes handed over in one call) leaves the NOR exactly as byte-by-byte
+    transfers do, and the master reads the same answers: programs, erases,
+    reads, status polls while busy, deep power-down."""
+    a = _random_session(seed, False)
+    b = _random_session(seed, True)
+    assert a[1] == b[1]
+    assert a[0] == b[0]
+
+
+def test_stream_that_keeps_too_much_of_a_page_is_seen(monkeypatch):
+    """Companion: a PAGE PROGRAM stream that keeps every byte instead of the
+    last 256 leaves a different NOR."""
+    orig = Xt25f32.stream
+
+    def keep_all(self, data):
+        if self._cmd == 0x02 and not self.wip and not self.deep_power_down:
+            self._buf += data
+            return
+        orig(self, data)
+    monkeypatch.setattr(Xt25f32, "stream", keep_all)
+    assert any(_random_session(s, False)[0] != _random_session(s, True)[0] for s in range(6))

@@ -261,21 +261,54 @@ class Xt25f32:
     STREAM_CHUNK = 4096
 
     def stream_answers(self) -> bytes:
-        """During READ/FAST_READ's data phase the answers are the array's next
-        bytes, whatever is sent: up to STREAM_CHUNK of them (not past the end,
-        where the address wraps), for a master that streams (buses.SpiBus).
-        Empty in any other state."""
+        """The answers to the next bytes, whatever is sent, for a master that
+        streams (buses.SpiBus): up to STREAM_CHUNK of them, empty when they
+        depend on what is sent (the command byte, READ's address, RDID's
+        position).  READ/FAST_READ's data phase answers the array's next
+        bytes (not past the end, where the address wraps); PAGE PROGRAM's and
+        the erases' address and data 0xFF; RDSR the status (WIP changes only
+        at a clock event, which ends a stream first); RDSCUR 0x00; any
+        command but RDSR while WIP 0xFF (ignored)."""
         c = self._cmd
-        if ((c != READ and c != FAST_READ) or self.deep_power_down or self.wip
-                or len(self._buf) < (3 if c == READ else 4)):
+        if c is None or self.deep_power_down:
             return b""
-        a = self._addr
-        return bytes(self.data[a:a + self.STREAM_CHUNK])
+        n = self.STREAM_CHUNK
+        if c == RDSR:
+            return bytes((self.status,)) * n
+        if self.wip:
+            return b"\xff" * n
+        if c == READ or c == FAST_READ:
+            if len(self._buf) < (3 if c == READ else 4):
+                return b""
+            a = self._addr
+            return bytes(self.data[a:a + n])
+        if c == PP or c == SE or c == BE32 or c == BE64:
+            return b"\xff" * n
+        if c == RDSCUR:
+            return b"\x00" * n
+        return b""
 
     def stream(self, data: bytes) -> None:
         """transfer() of each byte, for bytes sent while stream_answers() gave
-        at least that many: the read address moves on."""
-        self._addr = (self._addr + len(data)) % SIZE
+        at least that many (the same state changes, in one call)."""
+        c = self._cmd
+        if c is None or self.deep_power_down or c == RDSR or c == RDSCUR or self.wip:
+            if c is None or self.deep_power_down:
+                for b in data:          # (not streamed: stream_answers gave none)
+                    self.transfer(b)
+            return
+        if c == READ or c == FAST_READ:
+            self._addr = (self._addr + len(data)) % SIZE
+        elif c == PP:
+            buf = self._buf
+            buf += data
+            if len(buf) > 3 + PAGE:
+                del buf[3:len(buf) - PAGE]          # only the last 256 bytes are kept
+        elif c == SE or c == BE32 or c == BE64:
+            self._buf += data
+        else:
+            for b in data:
+                self.transfer(b)
 
     # ------------------------------------------------------------- private
     def _execute_on_cs_high(self) -> None:
