@@ -198,11 +198,21 @@ def _flash_run(fw, pure, tmp_path):
     return m, r
 
 
-def test_spi_streams_nor_reads_exactly(fw, native_bus, tmp_path):
-    """NOR reads stream in C (the XT25F32 answers the next bytes of its array
-    in advance, up to a chunk): the firmware's long read checks its data, and
-    the run ends exactly as on the pure-Python path."""
+def test_spi_streams_nor_reads_exactly(fw, native_bus, tmp_path, monkeypatch):
+    """NOR reads, page programs and status polls stream in C (the XT25F32
+    answers the next bytes in advance: its array, 0xFF, the status): the
+    firmware's programs and long read check their data, and the run ends
+    exactly as on the pure-Python path."""
+    from emu.devices.xt25f32 import Xt25f32
+    streamed = {}
+    orig = Xt25f32.stream
+
+    def counted(self, data):
+        streamed[self._cmd] = streamed.get(self._cmd, 0) + len(data)
+        return orig(self, data)
+    monkeypatch.setattr(Xt25f32, "stream", counted)
     m1, r1 = _flash_run(fw, False, tmp_path)
+    assert streamed.get(0x02, 0) >= 256 + 8 and streamed.get(0x03, 0) > 4500
     m2, r2 = _flash_run(fw, True, tmp_path)
     assert_firmware_passed(m1, r1, min_passes=7)
     rxd = m1.soc.bus.access_stats()[(0x40003000, 0x518)]
