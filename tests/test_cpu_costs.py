@@ -75,3 +75,47 @@ def test_cost_table_grows_and_keeps_every_block(force_python):
     assert counter.cost(0x7FFFF, 2) is None
     counter.clear()
     assert all(counter.cost(a, s) is None for (a, s) in list(blocks)[:2000])
+
+
+def _text_blocks(path, seed=0):
+    """(code, address) of runs of 1-23 halfwords over a firmware's code."""
+    import random
+    rnd = random.Random(f"{path} {seed}")
+    elf = ELFFile(io.BytesIO(open(path, "rb").read()))
+    for sec in elf.iter_sections():
+        if sec["sh_type"] != "SHT_PROGBITS" or not sec["sh_flags"] & 4:
+            continue
+        data, base, off = sec.data(), sec["sh_addr"], 0
+        while off < len(data):
+            n = rnd.randrange(2, 48, 2)
+            yield data[off:off + n], base + off
+            off += n
+
+
+@pytest.mark.parametrize("profile,name", [("m4", "pinetime_demo"), ("m4", "cpu_fpu"),
+                                          ("m4", "sd_nus"), ("m0", "nrf51/cpu_m0")])
+def test_instruction_memo_gives_the_costs_worked_out_afresh(fw, profile, name):
+    """Block costs with the per-instruction memo (emu/cpu/cycles.py) equal
+    those worked out instruction by instruction, cycles and purity, over
+    every instruction of a firmware, on both cores' cost tables."""
+    fresh, memo = cycles.CostModel(profile), cycles.CostModel(profile)
+    fresh.memo = False
+    n = 0
+    for seed in range(3):              # other block boundaries each time
+        for code, addr in _text_blocks(fw(name), seed):
+            assert memo.block_cost_pure(code, addr) == fresh.block_cost_pure(code, addr), \
+                hex(addr)
+            n += 1
+    assert n > 100 and memo._memo and not fresh._memo
+
+
+def test_memo_without_the_load_store_pairing_is_seen(fw):
+    """Companion: a memo keeping one cost per instruction whatever came
+    before it (the pipelined load/store pairing lost) gives other costs."""
+    class OneCost(cycles.CostModel):
+        def insn_cost(self, insn, prev):
+            return super().insn_cost(insn, False)
+    fresh, wrong = cycles.CostModel("m4"), OneCost("m4")
+    fresh.memo = False
+    assert any(wrong.block_cost_pure(c, a) != fresh.block_cost_pure(c, a)
+               for c, a in _text_blocks(fw("pinetime_demo")))

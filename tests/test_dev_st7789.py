@@ -167,3 +167,61 @@ def test_swreset_restores_defaults(rig):
     rig.lcd(0x36, b"\x60")
     rig.lcd(0x01)
     assert rig.dev.madctl == 0 and rig.dev.sleeping and not rig.dev.display_on
+
+
+def _random_lcd_session(seed, streamed):
+    """Seeded commands and parameters (windows, MADCTL, COLMOD, scrolling,
+    RDDID, pixels) sent byte by byte, or, where the ST7789 is
+    stream_ready(), handed over in chunks with stream() as the native SPI
+    master does.  Returns the answers read and the panel's state."""
+    import random
+    rnd, chunks = random.Random(seed), random.Random(seed + 1000)
+    r = SpiRig(lambda s: St7789(s.dc, s.rst))
+    r.rst.drive("host", True)
+    got = []
+    cmds = [0x2A, 0x2B, 0x2C, 0x2C, 0x3C, 0x36, 0x3A, 0x33, 0x37, 0x04, 0x11, 0x29, 0x21]
+    for _ in range(120):
+        c = rnd.choice(cmds)
+        params = bytes(rnd.randrange(256) for _ in range(rnd.choice((0, 1, 2, 4, 6, 37, 600))))
+        if c in (0x2A, 0x2B) and rnd.random() < 0.7:
+            a = rnd.randrange(200)
+            params = bytes([0, a, 0, a + rnd.randrange(40)])
+        r.cs.drive("host", False)
+        r.dc.drive("host", False)
+        got.append(r.bus.transfer(c))
+        r.dc.drive("host", True)
+        i = 0
+        while i < len(params):
+            if streamed and r.bus.streamable() is True:
+                n = min(len(params) - i, chunks.choice((1, 3, 4096)))
+                r.bus.stream(params[i:i + n])
+                got.extend([0xFF] * n)
+                i += n
+            else:
+                got.append(r.bus.transfer(params[i]))
+                i += 1
+        r.cs.drive("host", True)
+    d = r.dev
+    return bytes(got), (d.screen().tobytes(), d.mem.tobytes(), d.xs, d.xe, d.ys, d.ye,
+                        d.madctl, d.colmod, d.ssa, d.scrolling, d.tfa, d.vsa, d.commands)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stream_is_transfer_of_each_byte(seed):
+    """What the native SPI master streams to the display (parameters and
+    pixels, whenever D/C is high and nothing is to be read back) leaves it
+    exactly as byte-by-byte transfers do, with the same answers."""
+    assert _random_lcd_session(seed, True) == _random_lcd_session(seed, False)
+
+
+def test_stream_that_drops_parameters_is_seen(monkeypatch):
+    """Companion: a stream that loses a command's parameters (pixels kept)
+    leaves the panel in another state."""
+    from emu.devices import st7789
+    orig = St7789.stream
+
+    def pixels_only(self, data):
+        if self._cmd in (st7789.RAMWR, st7789.RAMWRC):
+            orig(self, data)
+    monkeypatch.setattr(St7789, "stream", pixels_only)
+    assert any(_random_lcd_session(s, True) != _random_lcd_session(s, False) for s in range(4))

@@ -131,16 +131,21 @@ class St7789:
         return out
 
     def stream_ready(self) -> bool:
-        """Bytes now are pixel data answered 0xFF (RAMWR/RAMWRC, D/C high, not
-        in reset, nothing to read back): ``stream`` may take them in bulk."""
-        return (not self.in_reset and bool(self.dc_pin.level) and not self._read
-                and (self._cmd == RAMWR or self._cmd == RAMWRC))
+        """Bytes now are data answered 0xFF (D/C high, not in reset, nothing
+        to read back): pixels in RAMWR/RAMWRC, a command's parameters
+        otherwise; ``stream`` may take them in bulk.  (D/C is a GPIO pin:
+        changing it ends a stream first.)"""
+        return not self.in_reset and bool(self.dc_pin.level) and not self._read
 
     def stream(self, data: bytes) -> None:
         """transfer() of each byte, for bytes sent while stream_ready()."""
-        self._pend += data
-        if len(self._pend) >= 1 << 17:
-            self._flush()
+        if self._cmd == RAMWR or self._cmd == RAMWRC:
+            self._pend += data
+            if len(self._pend) >= 1 << 17:
+                self._flush()
+        elif self._cmd is not None:
+            for b in data:
+                self._param(b)
 
     # ------------------------------------------------------------ commands
     def _command(self, c: int) -> None:
