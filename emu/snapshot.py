@@ -137,7 +137,7 @@ SKIP_ATTRS = {
                                 "returns_in_hook", "wfe_in_hook", "entries_in_hook",
                                 "costed_in_hook", "stalls", "stalled_ticks",
                                 "_py_slices", "_py_inside",   # slices run, host time in them
-                                "_c_loop",                   # which run loop is running
+                                "_c_loop", "_wfe_in_c",      # which run loop, WFE hook run
                                 "_costed_pages",       # follows the cost table (not saved)
                                 "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
                                 "_flash_guard", "_mem_hooks", "pagemap", "_fast_ram_range",

@@ -209,8 +209,11 @@ class CortexM:
         self._mem_hooks: list = []    # (kind, handle): "uc" (the binding's) or "c"
         self._add_mem_hooks(((1, 0),))
         self.pagemap = None           # the TLB filled from the memory map (_fast_ram)
-        self._raw_hook(UC_HOOK_INSN_INVALID, "HOOK_INSN_INVALID_CFUNC", self._hook_insn_invalid,
-                       False)
+        if self._exc_hook is not None:    # the WFEs in C (ExcHook.install_insn)
+            self._native_insn_hook()
+        else:
+            self._raw_hook(UC_HOOK_INSN_INVALID, "HOOK_INSN_INVALID_CFUNC",
+                           self._hook_insn_invalid, False)
         self.systick = SysTick(self)
         from emu.cpu.mpu import Mpu
         self.mpu_dirty = False        # MPU registers written: re-applied at the next boundary
@@ -345,13 +348,44 @@ class CortexM:
                                                  "miss_size", "in_slice", "lp_have")))
         return hook
 
+    def _native_insn_hook(self) -> None:
+        """The invalid-instruction hook in C (ExcHook.install_insn): the WFEs
+        _hook_insn_invalid would carry out for a cached WFE_AT (see
+        ``native_wfe``); anything else calls _hook_insn_invalid as
+        _raw_hook's callback does."""
+        from unicorn.unicorn_py3.unicorn import uclib
+        uc = self.uc
+        hook = self._hook_insn_invalid
+
+        def fallback():
+            try:
+                return bool(hook(uc, None))
+            except BaseException as e:
+                if uc._hook_exception is None:
+                    uc._hook_exception = e
+                uc.emu_stop()
+                return False
+        err = self._exc_hook.install_insn(ctypes.cast(uclib.uc_hook_add, ctypes.c_void_p).value,
+                                          UC_HOOK_INSN_INVALID, fallback)
+        if err:
+            raise UcError(err)
+
+    # The WFEs of _hook_insn_invalid at a PC cached as WFE_AT, with no SEV in
+    # the block (the one that clears the event register, and the one that
+    # sleeps under the C run loop) carried out in C by ExcHook's hook
+    # (InfiniTime idle: ~440 an emulated second).  False: the Python hook.
+    # Used while ``run`` runs and none of those steps is replaced.
+    native_wfe = True
+    _wfe_in_c = False
+
     # The run loop in C (ExcHook.run: the loop below, step for step) with
     # the native helpers.  False: the Python loop (the reference).
     native_loop = True
     # the methods the C loop carries out itself (the others it calls by
     # name): a subclass or an instance replacing one gets the Python loop
     _LOOP_STEPS = ("_after_slice", "_take_pending", "_start_slice", "_rebase", "sync_time",
-                   "_idle_to_next_event")
+                   "_idle_to_next_event", "_wake_condition", "best_pending",
+                   "execution_priority", "active_priority", "group_prio", "exc_enabled")
 
     def _native_loop_ok(self) -> bool:
         h = self._exc_hook
@@ -1961,6 +1995,8 @@ class CortexM:
             self.arm_div_trap()
         if self._loop_watch:
             cs.skip_on = self._loops_skippable()
+        self._wfe_in_c = (self.native_wfe and self._exc_hook is not None
+                          and unreplaced(self, _WFE_ORIGINALS))
         try:
             if self._native_loop_ok():
                 self._c_loop = True
@@ -2020,6 +2056,7 @@ class CortexM:
             return self.stop_reason or StopReason.LOCKUP
         finally:
             self._running = False
+            self._wfe_in_c = False
             if self._loop_watch:
                 cs.skip_on = 0
             self.sync_time()
@@ -2259,6 +2296,9 @@ class CortexM:
 _LOOP_ORIGINALS = {n: getattr(CortexM, n) for n in CortexM._LOOP_STEPS}
 _CLOCK_ORIGINALS = {n: getattr(Clock, n) for n in ("run_due", "next_event_time", "_clean")}
 _EMU_START = {"emu_start": Uc.emu_start}
+# what ExcHook's invalid-instruction hook (the WFEs in C) stands for
+_WFE_ORIGINALS = {n: getattr(CortexM, n) for n in (
+    "_hook_insn_invalid", "_wfe_in_hook", "_sleep_in_hook", "_wfe_kind_at", "_wfe_before")}
 # what ExcHook.pend_write (the SCS's ISPR/ICSR pends in C) stands for
 PEND_ORIGINALS = {n: getattr(CortexM, n) for n in (
     "set_pending", "_pending_changed", "_pending_to_enter", "best_pending",

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <structmember.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <string.h>
 
 typedef uint64_t (*mmio_read_cb)(void *uc, uint64_t offset, unsigned size, void *user_data);
@@ -2253,6 +2254,11 @@ typedef struct {
     PyObject *pend_fallback;   /* SystemControlSpace.write_word (pend_write's other writes) */
     unsigned long long inside_ns;  /* host time inside uc_emu_start (CLOCK_MONOTONIC) */
     PyObject *cpu_dict, *clock_dict;   /* their __dict__s: plain attributes read and set there */
+    /* the invalid-instruction hook (install_insn): the WFEs in C */
+    PyObject *insn_fallback;   /* fallback() -> bool: CortexM._hook_insn_invalid */
+    size_t hh_insn;
+    unsigned long long wfes, wfes_handed;
+    int wfe_bug;               /* tests only: 1 leaves a sleeping WFE's trap out */
 } ExcHook;
 
 /* An attribute of the cpu or the clock: from its instance dict when there
@@ -2952,6 +2958,154 @@ done:
     PyGILState_Release(g);
 }
 
+/* -------------------------------------------------------------------------
+ * WFE in C.  Unicorn has no WFE: it is an invalid instruction, and
+ * CortexM._hook_insn_invalid decides from the PC (InfiniTime's idle, ~440
+ * times an emulated second).  Done here, with the same steps, for a WFE at
+ * a PC whose kind the CPU has cached (WFE_AT) when no SEV ran in the block:
+ * the WFE that only clears the event register (_wfe_in_hook), and, under the
+ * C run loop (where _sleep_in_hook declines), the WFE that sleeps (the trap
+ * ("wfe", pc), the slice ends; lc_after_slice puts the core to sleep).
+ * Anything else calls the Python hook, with nothing changed.  The CPU's
+ * ``_wfe_in_c`` (set at each run: the switch on, none of the steps
+ * replaced) turns it on.
+ * ------------------------------------------------------------------------- */
+static PyObject *s_wfe_in_c, *s_sev_block, *s_wfe_kinds, *s_fast_wfe, *s_wfe_in_hook,
+                *s_c_loop;
+static PyObject *s_wfe, *s_event_register, *s_sleep_kind;     /* (the run loop's, below) */
+#define WFE_AT 1                 /* CortexM.WFE_AT, WFE_BEFORE */
+#define WFE_BEFORE 2
+
+/* 1 done (the hook answers true), 0 the Python hook decides, -1 error */
+static int wfe_here(ExcHook *h) {
+    int t = hg_truthy(h, s_wfe_in_c);
+    if (t <= 0)
+        return t;
+    long long sev;
+    if (hg_ll(h, s_sev_block, &sev))
+        return -1;
+    if ((uint64_t)sev == *h->blocks)
+        return 0;                                     /* a SEV ran in this block */
+    int e = 0;
+    uint32_t pc = hreg(h, h->id_pc, &e);
+    if (e)
+        return regs_err(h->regs, e);
+    PyObject *kinds = hg(h, s_wfe_kinds);
+    if (kinds == NULL)
+        return -1;
+    long kind = -1;
+    if (PyDict_Check(kinds)) {
+        PyObject *key = PyLong_FromUnsignedLong(pc);
+        if (key == NULL) {
+            Py_DECREF(kinds);
+            return -1;
+        }
+        PyObject *k = PyDict_GetItemWithError(kinds, key);      /* borrowed */
+        Py_DECREF(key);
+        if (k != NULL && PyLong_CheckExact(k))
+            kind = PyLong_AsLong(k);
+    }
+    Py_DECREF(kinds);
+    if (PyErr_Occurred())
+        return -1;
+    uint32_t resume, at;                /* where the core goes on; the WFE's address */
+    if (kind == WFE_AT) {
+        resume = pc + 2;
+        at = pc;
+    } else if (kind == WFE_BEFORE) {    /* a code hook in the block: PC is past it */
+        long long spc, sblocks;
+        if (hg_ll(h, str_slice_pc, &spc) || hg_ll(h, str_slice_blocks, &sblocks))
+            return -1;
+        if ((long long)pc == spc && (long long)*h->blocks - sblocks <= 1)
+            return 0;                   /* the slice's first block: an undefined one */
+        resume = pc;
+        at = pc - 2;
+    } else {
+        return 0;
+    }
+    /* _wfe_in_hook(uc, resume) */
+    long long ipsr;
+    int ev = hg_truthy(h, s_event_register), fast = hg_truthy(h, s_fast_wfe),
+        watched = hg_truthy(h, str_watched);
+    if (ev < 0 || fast < 0 || watched < 0 || hg_ll(h, str_ipsr_attr, &ipsr))
+        return -1;
+    if (ev && fast && !watched && !(3 <= ipsr && ipsr <= 6)) {
+        long long n;
+        if (hs_ll(h, s_event_register, 0))
+            return -1;
+        e = h->regs->wr(h->uch, h->id_pc, &(uint64_t){resume | 1});
+        if (e)
+            return regs_err(h->regs, e);
+        if (hg_ll(h, s_wfe_in_hook, &n) || hs_ll(h, s_wfe_in_hook, n + 1)
+            || hs_ll(h, str_slice_pc, resume) || hs_u64(h, str_slice_blocks, *h->blocks))
+            return -1;
+        h->wfes++;
+        return 1;
+    }
+    /* _sleep_in_hook declines under the C run loop: the trap */
+    int cl = hg_truthy(h, s_c_loop);
+    if (cl <= 0)
+        return cl;
+    PyObject *trap = h->wfe_bug ? Py_NewRef(Py_None)
+                                : Py_BuildValue("(Ok)", s_wfe, (unsigned long)at);
+    if (trap == NULL)
+        return -1;
+    int r = hs(h, str_trap, trap);
+    Py_DECREF(trap);
+    if (r)
+        return -1;
+    if (kind == WFE_AT) {
+        e = h->regs->wr(h->uch, h->id_pc, &(uint64_t){resume});
+        if (e)
+            return regs_err(h->regs, e);
+    }
+    h->emu_stop(h->uch);
+    h->wfes++;
+    return 1;
+}
+
+static bool exc_insn_hook(void *uc, void *user_data) {
+    ExcHook *h = (ExcHook *)user_data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    bool answer = false;
+    int r = wfe_here(h);
+    if (r > 0) {
+        answer = true;
+    } else if (r < 0) {
+        hook_keep_exception(h);                       /* the hook answers false */
+    } else {
+        h->wfes_handed++;
+        PyObject *x = PyObject_CallNoArgs(h->insn_fallback);
+        if (x == NULL) {
+            hook_keep_exception(h);
+        } else {
+            answer = PyObject_IsTrue(x) == 1;
+            Py_DECREF(x);
+        }
+    }
+    PyGILState_Release(g);
+    return answer;
+}
+
+/* install_insn(uc_hook_add, UC_HOOK_INSN_INVALID, fallback) -> uc error code:
+ * the invalid-instruction hook in C (after install) */
+static PyObject *ExcHook_install_insn(ExcHook *h, PyObject *args) {
+    unsigned long long hook_add;
+    int htype;
+    PyObject *fallback;
+    if (!PyArg_ParseTuple(args, "KiO", &hook_add, &htype, &fallback))
+        return NULL;
+    if (!h->on) {
+        PyErr_SetString(PyExc_RuntimeError, "install_insn before install");
+        return NULL;
+    }
+    Py_INCREF(fallback);
+    Py_XSETREF(h->insn_fallback, fallback);
+    int err = ((uc_hook_add_fn2)(uintptr_t)hook_add)(h->uch, &h->hh_insn, htype,
+                                                     (void *)&exc_insn_hook, h, 1, 0);
+    return PyLong_FromLong(err);
+}
+
 /* install(uc_hook_add, uc_handle, UC_HOOK_INTR, uc_emu_stop, cpu, regs, uc, fallback,
  *         m4, prio_mask, (primask, basepri, faultmask, pc ids),
  *         (mask_watch, pend_prio, active_prio, prigroup_mask, blocks addresses)) */
@@ -3008,6 +3162,7 @@ static int ExcHook_traverse(ExcHook *h, visitproc visit, void *arg) {
     Py_VISIT(h->uc);
     Py_VISIT(h->fallback);
     Py_VISIT(h->trap);
+    Py_VISIT(h->insn_fallback);
     return 0;
 }
 
@@ -3026,6 +3181,7 @@ static int ExcHook_clear(ExcHook *h) {
     Py_CLEAR(h->uc);
     Py_CLEAR(h->fallback);
     Py_CLEAR(h->trap);
+    Py_CLEAR(h->insn_fallback);
     return 0;
 }
 
@@ -3056,6 +3212,9 @@ static PyMethodDef ExcHook_methods[] = {
      "take() -> exception entered at PC (> 0), 0 none, -2 (CortexM._take_pending's Python)"},
     {"enter_in_hook", (PyCFunction)ExcHook_enter_in_hook, METH_O,
      "enter_in_hook(address) -> ENTRY_*: CortexM._enter_in_hook (the block hook's entry_cb)"},
+    {"install_insn", (PyCFunction)ExcHook_install_insn, METH_VARARGS,
+     "install_insn(uc_hook_add, UC_HOOK_INSN_INVALID, fallback() -> bool): the "
+     "invalid-instruction hook in C (the WFEs; anything else to fallback)"},
     {"install", (PyCFunction)ExcHook_install, METH_VARARGS,
      "install(uc_hook_add, uc, UC_HOOK_INTR, uc_emu_stop, cpu, regs, Uc, fallback(intno), m4, "
      "prio_mask, (primask, basepri, faultmask, pc ids), (mask_watch, pend_prio, active_prio, "
@@ -3078,6 +3237,11 @@ static PyMemberDef ExcHook_members[] = {
      "tests only: 1 makes pend_write set the bit without _pending_changed's steps"},
     {"chain_bug", T_INT, offsetof(ExcHook, chain_bug), 0,
      "tests only: 1 leaves a tail-chained exception pending (a broken tail-chain)"},
+    {"wfes", T_ULONGLONG, offsetof(ExcHook, wfes), 0, "WFEs carried out by the C hook"},
+    {"wfes_handed", T_ULONGLONG, offsetof(ExcHook, wfes_handed), 0,
+     "invalid-instruction stops handed to the Python hook"},
+    {"wfe_bug", T_INT, offsetof(ExcHook, wfe_bug), 0,
+     "tests only: 1 makes a WFE that sleeps end its slice awake (the trap left out)"},
     {"skew", T_LONGLONG, offsetof(ExcHook, skew), 0,
      "tests only: cycles added to each slice's budget by run() (a loop that differs)"},
     {NULL}
@@ -4739,11 +4903,25 @@ static int lc_after_slice(ExcHook *h, PyObject *err) {
             int ret = PyTuple_Check(trap) && PyTuple_GET_SIZE(trap) == 1
                       && PyUnicode_Check(PyTuple_GET_ITEM(trap, 0))
                       && PyUnicode_Compare(PyTuple_GET_ITEM(trap, 0), s_returned) == 0;
+            int wfe = !ret && PyTuple_Check(trap) && PyTuple_GET_SIZE(trap) == 2
+                      && PyUnicode_Check(PyTuple_GET_ITEM(trap, 0))
+                      && PyUnicode_Compare(PyTuple_GET_ITEM(trap, 0), s_wfe) == 0;
             Py_DECREF(trap);
-            if (!ret)
-                odd = 1;
-            else
+            if (ret)
                 return hs(h, str_trap, Py_None);
+            if (wfe) {                       /* _after_slice's "wfe": asleep, or not */
+                if (hs(h, str_trap, Py_None))
+                    return -1;
+                int ev = hg_truthy(h, s_event_register);
+                if (ev < 0)
+                    return -1;
+                if (ev)
+                    return hs_ll(h, s_event_register, 0);
+                if (hs(h, str_sleeping_prop, Py_True))
+                    return -1;
+                return hs(h, s_sleep_kind, s_wfe);
+            }
+            odd = 1;
         } else {
             Py_DECREF(trap);
         }
@@ -4770,6 +4948,38 @@ static int lc_after_slice(ExcHook *h, PyObject *err) {
             return -1;
     }
     return 0;
+}
+
+/* CortexM._wake_condition: WFE (``wfe``) wakes when a pending exception
+ * would be taken (PRIMASK, BASEPRI, FAULTMASK included), WFI when one would
+ * preempt the active ones and BASEPRI; 1, 0, or -1 error */
+static int lc_wake_condition(ExcHook *h, int wfe) {
+    Nvic n;
+    PyObject *prio_ref = NULL;
+    if (nvic_load(h, &n, &prio_ref)) {
+        Py_XDECREF(prio_ref);
+        return -1;
+    }
+    long long g;
+    int e, err = 0, wake = 0;
+    if (nv_best(h, &n, n.pending, &g, &e)) {
+        long long p;
+        if (wfe) {
+            p = nv_exec_prio(h, &n, n.active, 1, &err);
+        } else {
+            p = nv_active_prio(h, &n, n.active);
+            if (h->m4) {
+                uint32_t bp = hreg(h, h->id_basepri, &err) & h->prio_mask;
+                if (bp && nv_group(h, &n, bp) < p)
+                    p = nv_group(h, &n, bp);
+            }
+        }
+        wake = g < p;
+    }
+    Py_DECREF(prio_ref);
+    if (err)
+        return regs_err(h->regs, err);
+    return PyErr_Occurred() ? -1 : wake;
 }
 
 static PyObject *lc_reason(ExcHook *h, int i) {
@@ -4876,18 +5086,14 @@ static PyObject *ExcHook_run(ExcHook *h, PyObject *args) {
             return NULL;
         if (t) {
             int wake = 0, wfe = 0;
-            PyObject *w = PyObject_CallMethodNoArgs(cpu, s_wake_condition);
-            if (w == NULL)
-                return NULL;
-            wake = PyObject_IsTrue(w);
-            Py_DECREF(w);
-            if (wake < 0)
-                return NULL;
             PyObject *sk = hg(h, s_sleep_kind);
             if (sk == NULL)
                 return NULL;
             wfe = PyUnicode_Check(sk) && PyUnicode_Compare(sk, s_wfe) == 0;
             Py_DECREF(sk);
+            wake = lc_wake_condition(h, wfe);             /* _wake_condition */
+            if (wake < 0)
+                return NULL;
             if (!wake && wfe && (t = hg_truthy(h, s_event_register)) != 0) {
                 if (t < 0)
                     return NULL;
@@ -5251,6 +5457,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&s_wfe, "wfe"}, {&s_wfi, "wfi"}, {&s_returned, "returned"},
         {&s_fast_pends, "fast_pends"}, {&s_num_irq, "num_irq"},
         {&str_compact, "_compact"},
+        {&s_wfe_in_c, "_wfe_in_c"}, {&s_sev_block, "_sev_block"}, {&s_wfe_kinds, "_wfe_kinds"},
+        {&s_fast_wfe, "fast_wfe"}, {&s_wfe_in_hook, "wfe_in_hook"}, {&s_c_loop, "_c_loop"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
