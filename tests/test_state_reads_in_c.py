@@ -76,8 +76,10 @@ def test_radio_state_firmware(fw, pure):
     assert_firmware_passed(m, r, min_passes=20)
     reads = m.soc.bus.access_stats()[STATE]
     assert reads[0] + reads[1] >= 4
+    shorts = m.soc.bus.access_stats()[(0x40001000, 0x200)]      # SHORTS: a W_BITS op
+    assert shorts[2] + shorts[3] >= 6
     if not pure:
-        assert reads[1] == 0                       # none through the model's Python
+        assert reads[1] == 0 and shorts[3] == 0    # none through the model's Python
 
 
 def test_radio_state_native_and_python_agree(fw):
@@ -88,3 +90,28 @@ def test_radio_state_native_and_python_agree(fw):
         st["air"] = [tuple(p) for p in m.air.log]
         runs.append(st)
     assert_same_state(runs[0], runs[1], "the STATE op and the model")
+
+
+def test_shorts_op_that_never_clears_is_seen(fw, monkeypatch):
+    """Companion: SHORTS as an op that only sets bits (W1S instead of a
+    write) keeps shortcuts the firmware turned off: the radio run differs
+    from the model's."""
+    from emu.peripherals import base
+    from emu.soc.ops import MODE_W1S, W_BITS, Op
+    orig = base.NrfPeripheral._base_write_op
+
+    def sticky(self, offset, slow_bits=0):
+        if offset == 0x200:
+            return Op(W_BITS, self, ("shorts", MODE_W1S, 0, None, 0))
+        return orig(self, offset, slow_bits)
+    runs = []
+    for pure in (False, True):
+        if not pure:
+            monkeypatch.setattr(base.NrfPeripheral, "_base_write_op", sticky)
+        m, _r, _sc = radio_run(fw, pure_python=pure)
+        monkeypatch.setattr(base.NrfPeripheral, "_base_write_op", orig)
+        st = parity_state(m)
+        st["air"] = [tuple(p) for p in m.air.log]
+        runs.append(st)
+    with pytest.raises(AssertionError):
+        assert_same_state(runs[0], runs[1], "a sticky SHORTS op and the model")

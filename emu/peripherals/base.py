@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from emu.soc.ops import (MODE_RW, MODE_W1C, MODE_W1S, Op, R_ATTR, R_CALL, R_CONST, R_EVENT,
-                         R_VALUE, W_EVENT, W_INTEN, W_INTENCLR, W_INTENSET, W_VALUE, new_cells,
+                         R_VALUE, W_BITS, W_EVENT, W_INTEN, W_INTENCLR, W_INTENSET, W_VALUE, new_cells,
                          unreplaced)
 
 RW, RO, WO = "rw", "ro", "wo"
@@ -315,6 +315,8 @@ class NrfPeripheral(Peripheral):
             # a write callback that acts on changes only: the op bails on any
             return Op(W_VALUE, self, args, mask=r.mask,
                       slow_bits=0xFFFFFFFF if r.write is not None else 0)
+        if offset == 0x200:                     # SHORTS: the attribute fire() reads
+            return Op(W_BITS, self, ("shorts", MODE_RW, 0, None, 0))
         if offset == 0x300 and self.HAS_INTEN:
             return Op(W_INTEN, self, self._line_sink(), slow_bits=slow_bits)
         if offset == 0x304:

@@ -966,7 +966,9 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
         if (op->bits_cells != NULL) {        /* a cell: cell_property's int() */
             long long *cell = &op->bits_cells->cell[op->bits_cell];
             uint64_t cur = (uint64_t)*cell;
-            *cell = (long long)(op->mode == MODE_W1S ? (cur | bits) : (cur & ~bits));
+            *cell = (long long)(op->mode == MODE_W1S ? (cur | bits)
+                                : op->mode == MODE_W1C ? (cur & ~bits)
+                                : ((cur & ~((uint64_t)op->mask << op->shift)) | bits));
             return 0;
         }
         x = PyObject_GetAttr(obj, op->a[0]);
@@ -976,7 +978,9 @@ static int exec_write(Slot *s, COp *op, uint64_t value) {
         Py_DECREF(x);
         if (PyErr_Occurred())
             return -1;
-        uint64_t nw = op->mode == MODE_W1S ? (cur | bits) : (cur & ~bits);
+        uint64_t nw = op->mode == MODE_W1S ? (cur | bits)
+                      : op->mode == MODE_W1C ? (cur & ~bits)
+                      : ((cur & ~((uint64_t)op->mask << op->shift)) | bits);
         if (nw == cur)
             return 0;
         PyObject *n = PyLong_FromUnsignedLongLong(nw);

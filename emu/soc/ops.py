@@ -156,9 +156,10 @@ class Op:
     when not the one accessed: the PPI's CHENSET/CHENCLR set and clear bits of
     CHEN; ``slow_bits`` then: bits whose change goes to the model, the op
     bailing, as for GPIO OUT/OUTSET/OUTCLR, whose pin changes the model
-    drives); W_BITS ``(name, mode, shift, bail, bail_shift)``: set (W1S) or
-    clear (W1C) the bits ``(value & mask) << shift`` of ``obj``'s integer
-    attribute ``name``; the op bails when one of them is set in
+    drives); W_BITS ``(name, mode, shift, bail, bail_shift)``: set (W1S),
+    clear (W1C) or write (RW: the field ``mask << shift`` becomes them) the
+    bits ``(value & mask) << shift`` of ``obj``'s integer attribute ``name``
+    (SHORTS: ``shorts``); the op bails when one of them is set in
     ``getattr(obj, bail) >> bail_shift`` (a negative shift shifts left;
     ``bail`` None: never; the NVIC's ISER/ICER on ``irq_enabled``, ISER
     bailing when a pending interrupt is enabled: the model asks for the run
@@ -320,8 +321,10 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
                     return generic(off, value)
             if mode == MODE_W1S:
                 setattr(p, name, getattr(p, name) | bits)
-            else:
+            elif mode == MODE_W1C:
                 setattr(p, name, getattr(p, name) & ~bits)
+            else:
+                setattr(p, name, (getattr(p, name) & ~(mask << shift)) | bits)
     elif kind == W_TXD:
         def inner(off, value):       # only the native bus streams: here, the model
             return generic(off, value)
