@@ -247,3 +247,15 @@ def test_lfclkstat_cell_not_updated_is_detected(fw, native_bus):
     assert "PASS LFCLKSTAT polled until the LFCLK runs" not in m.console_text()
     stats = m.soc.bus.access_stats()
     assert stats[(0x40000000, 0x418)][0] > 1000 and stats[(0x40000000, 0x418)][1] == 0
+
+
+def test_spi_guard_on_the_wrong_cell_is_seen(fw, native_bus, tmp_path, monkeypatch):
+    """Companion: the SPI ops' guard (a byte shifting and due, read in C
+    from its two cells) pointed at the TXD buffer's cell instead of the
+    shift register's never bails: bytes the firmware polls for are not
+    completed, and its NOR checks fail."""
+    from emu.peripherals.spi import Spi
+    monkeypatch.setattr(Spi, "_GUARD", ("_shifting", "_due", 1, 2))
+    m = Machine(fw("pinetime_flash"), board="pinetime", flash_file=None)
+    m.run(ms=20)
+    assert "FAIL nor_jedec_id" in m.console_text()

@@ -84,6 +84,8 @@ class Spi(SpiPins, NrfPeripheral):
     NATIVE_CELLS = ("_shifting", "_tx_buf", "_due", "_rx_n", "_rx0", "_rx1", "_streaming",
                     "_byte_ticks")
     _shifting = _opt_cell(0, "byte in the shift register, or None")
+    # the ops' guard: a byte shifting and due (its two cells, read in C)
+    _GUARD = ("_shifting", "_due", 0, 2)
     _tx_buf = _opt_cell(1, "byte waiting in TXD, or None")
     _due = cell_property(2, "completion tick of the byte shifting")
     _rx_n = cell_property(3, "bytes in the RXD FIFO (0-2)")
@@ -201,7 +203,7 @@ class Spi(SpiPins, NrfPeripheral):
             return None
         op = self._base_read_op(offset)
         stream = offset in (EVENTS_READY, RXD)
-        return op.with_guard(("_shifting", "_due"), stream) if op is not None else None
+        return op.with_guard(self._GUARD, stream) if op is not None else None
 
     def write_op(self, offset: int):
         if offset == 0x304 or offset == 0x524 or not self._own("write", Spi):
@@ -210,7 +212,7 @@ class Spi(SpiPins, NrfPeripheral):
             return Op(W_TXD, self, timed=True, stream=True)
         op = self._base_write_op(offset)
         stream = offset == EVENTS_READY
-        return op.with_guard(("_shifting", "_due"), stream) if op is not None else None
+        return op.with_guard(self._GUARD, stream) if op is not None else None
 
     # -- registers -------------------------------------------------------
     def _write_txd(self, value: int, old: int) -> None:

@@ -379,6 +379,8 @@ typedef struct {
     PyObject *key;           /* the offset as an int (dictionary key, CALL argument) */
     PyObject *a[4];          /* CALL: fn; ATTR: name; COUNTER: attribute names */
     PyObject *g_busy, *g_due;
+    Cells *g_cells;          /* the guard's attributes are these cells (g_ci), or NULL */
+    int g_ci[2];
     Cells *cells;            /* obj's Cells, when the op works on them */
     int nogil;               /* ... and can run without the GIL (no guard) */
     int bit;                 /* event index (offset - 0x100) / 4 */
@@ -559,6 +561,7 @@ static void op_clear(COp *op) {
         Py_CLEAR(op->a[i]);
     Py_CLEAR(op->g_busy);
     Py_CLEAR(op->g_due);
+    Py_CLEAR(op->g_cells);
     Py_CLEAR(op->cells);
     Py_CLEAR(op->bits_cells);
     Py_CLEAR(op->slow);
@@ -757,12 +760,29 @@ static int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         if (kind == R_CONST) op->cval = v; else op->mode = v;
     }
     if (guard != Py_None) {
-        if (!PyTuple_Check(guard) || PyTuple_GET_SIZE(guard) != 2)
+        if (!PyTuple_Check(guard) || (PyTuple_GET_SIZE(guard) != 2 && PyTuple_GET_SIZE(guard) != 4))
             goto bad;
         op->g_busy = PyTuple_GET_ITEM(guard, 0);
         op->g_due = PyTuple_GET_ITEM(guard, 1);
         Py_INCREF(op->g_busy);
         Py_INCREF(op->g_due);
+        if (PyTuple_GET_SIZE(guard) == 4) {     /* (busy, due, busy cell, due cell) */
+            PyObject *c = PyObject_GetAttr(op->obj, str_cells_attr);
+            if (c == NULL)
+                goto fail;
+            long b = PyLong_AsLong(PyTuple_GET_ITEM(guard, 2)),
+                 d = PyLong_AsLong(PyTuple_GET_ITEM(guard, 3));
+            if (PyErr_Occurred() || !PyObject_TypeCheck(c, &CellsType)
+                || b < 0 || b >= NCELLS || d < 0 || d >= NCELLS) {
+                Py_DECREF(c);
+                if (PyErr_Occurred())
+                    goto fail;
+                goto bad;
+            }
+            op->g_cells = (Cells *)c;
+            op->g_ci[0] = (int)b;
+            op->g_ci[1] = (int)d;
+        }
     }
     switch (kind) {
     case R_CALL: case R_VALUE: case R_EVENT: case R_ATTR: case R_CONST: case R_COUNTER:
@@ -829,6 +849,14 @@ static int op_sync(Slot *s) {
 static int guard_hit(Slot *s, COp *op) {
     if (op->g_busy == NULL)
         return 0;
+    if (op->g_cells != NULL) {            /* busy: a cell, -1 standing for None */
+        long long now;
+        if (op->g_cells->cell[op->g_ci[0]] < 0)
+            return 0;
+        if (clock_now(s, &now))
+            return -1;
+        return now >= op->g_cells->cell[op->g_ci[1]];
+    }
     PyObject *busy = PyObject_GetAttr(op->obj, op->g_busy);
     if (busy == NULL)
         return -1;

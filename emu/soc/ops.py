@@ -207,6 +207,11 @@ class Op:
         return False
 
     def with_guard(self, guard: tuple, stream: bool = False) -> "Op":
+        """This op, timed, bailing to the model while ``guard`` holds:
+        ``(busy, due[, busy_cell, due_cell])`` - the attribute ``busy`` is
+        not None and the access is at or after the tick ``due``; with the
+        cell numbers both are cells of ``obj._cells`` (busy an ``_opt_cell``:
+        -1 stands for None), which the native bus reads directly."""
         return Op(self.kind, self.obj, self.args, timed=True, mask=self.mask,
                   slow_bits=self.slow_bits, guard=guard, stream=stream, slow=self.slow)
 
