@@ -182,7 +182,12 @@ class Timer(NrfPeripheral):
 
     def _rearm(self, at: int = -1) -> None:
         """Arm the event for the next CC match after the count at ``at``
-        (default: now)."""
+        (default: now).  With the core, its C (the same steps: the tasks
+        and a compare handed to _on_compare re-arm through it)."""
+        core = self._core
+        if core is not None:
+            core.rearm(at)
+            return
         if not self.running or (self.values[0x504] & 3) != 0:
             self._ev.cancel()
             return

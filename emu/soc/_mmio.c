@@ -4322,11 +4322,18 @@ static int tc_rearm(TimerCore *r, PyObject *values, long long at) {
     return ev_schedule_at(r->clock, r->ev, due);
 }
 
-static PyObject *TimerCore_rearm(TimerCore *r, PyObject *noargs) {
+static PyObject *TimerCore_rearm(TimerCore *r, PyObject *const *args, Py_ssize_t nargs) {
+    long long at = -1;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "rearm([at])");
+        return NULL;
+    }
+    if (nargs == 1 && ((at = PyLong_AsLongLong(args[0])) == -1 && PyErr_Occurred()))
+        return NULL;
     PyObject *values = model_values(r->model);
     if (values == NULL)
         return NULL;
-    int err = tc_rearm(r, values, -1);
+    int err = tc_rearm(r, values, at < 0 ? -1 : at);
     Py_DECREF(values);
     if (err)
         return NULL;
@@ -4534,7 +4541,8 @@ static PyMethodDef TimerCore_methods[] = {
     {"fire", (PyCFunction)TimerCore_fire, METH_NOARGS,
      "fire(): the TIMER's clock event (Timer._on_compare), or the model's own when a "
      "shortcut, a listener or a watcher is involved"},
-    {"rearm", (PyCFunction)TimerCore_rearm, METH_NOARGS, "rearm(): Timer._rearm()"},
+    {"rearm", (PyCFunction)(void (*)(void))TimerCore_rearm, METH_FASTCALL,
+     "rearm([at]): Timer._rearm(at)"},
     {"write_cc", (PyCFunction)(void (*)(void))TimerCore_write_cc, METH_FASTCALL,
      "write_cc(offset, value): a CPU write of CC[n]"},
     {"capture", (PyCFunction)(void (*)(void))TimerCore_capture, METH_FASTCALL,
