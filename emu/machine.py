@@ -346,15 +346,15 @@ class Machine:
         cpu = self.cpu
         scs = self.soc.scs
         while True:
-            def should_stop():
-                if scs.reset_requested or self.board.reset_pending or self.halt_requested:
-                    return True
-                return stop is not None and stop()
+            # a reset or halt asked for ends the run at the next boundary (the
+            # loop reads these flags itself, in C too), then stop()
+            flags = ((scs, "reset_requested"), (self.board, "reset_pending"),
+                     (self, "halt_requested"))
             # a stop() predicate is checked at every slice boundary: then the
             # CPU keeps all of them (no exception return inside a slice)
             cpu._boundaries_watched = stop is not None
             try:
-                reason = cpu.run(until_tick, should_stop)
+                reason = cpu.run(until_tick, stop, flags)
             finally:
                 cpu._boundaries_watched = False
             if scs.reset_requested:

@@ -1590,6 +1590,7 @@ class CortexM:
     _c_loop = False
     _run_until = 0
     _run_should_stop: Optional[Callable[[], bool]] = None
+    _run_flags: tuple = ()
 
     def _sleep_in_hook(self, uc, resume: int) -> bool:
         if (self.event_register or not self.fast_sleep or not self.fast_wfe or self._c_loop
@@ -1601,6 +1602,7 @@ class CortexM:
         clock = self.clock
         until = self._run_until
         should_stop = self._run_should_stop
+        flags = self._run_flags
         uc.reg_write(A.UC_ARM_REG_PC, resume | 1)
         cs.in_slice = 0
         self.slice_end()
@@ -1612,6 +1614,7 @@ class CortexM:
             while True:                       # CortexM.run's loop, asleep
                 clock.run_due()
                 if (self.stop_reason or self.powered_off
+                        or any(getattr(obj, name) for obj, name in flags)
                         or (should_stop is not None and should_stop())):
                     return self._sleep_to_loop(uc)
                 best = self._pending_to_enter()
@@ -1983,14 +1986,18 @@ class CortexM:
                 prio = self.group_prio(bp)
         return best[0] < prio
 
-    def run(self, until: int, should_stop: Optional[Callable[[], bool]] = None) -> str:
-        """Run until clock.now >= ``until`` (ticks) or a halt; returns a StopReason."""
+    def run(self, until: int, should_stop: Optional[Callable[[], bool]] = None,
+            flags: tuple = ()) -> str:
+        """Run until clock.now >= ``until`` (ticks) or a halt; returns a
+        StopReason.  At every boundary of the loop (after the due events)
+        the run stops with BREAK when one of ``flags``, ``(object, attribute
+        name)`` pairs, is true, then when ``should_stop()`` is."""
         clock = self.clock
         cs = self.cs
         uc = self.uc
         self.stop_reason = None
         self._running = True
-        self._run_until, self._run_should_stop = until, should_stop
+        self._run_until, self._run_should_stop, self._run_flags = until, should_stop, flags
         if self.ccr & 0x10 and not self._div_armed:
             self.arm_div_trap()
         if self._loop_watch:
@@ -2001,11 +2008,14 @@ class CortexM:
             if self._native_loop_ok():
                 self._c_loop = True
                 try:
-                    return self._exc_hook.run(until, should_stop)
+                    return self._exc_hook.run(until, should_stop, flags)
                 finally:
                     self._c_loop = False
             while True:
                 clock.run_due()
+                for obj, name in flags:
+                    if getattr(obj, name):
+                        return StopReason.BREAK
                 if should_stop is not None and should_stop():
                     return StopReason.BREAK
                 if self.stop_reason:

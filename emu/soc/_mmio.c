@@ -3235,7 +3235,7 @@ static PyMethodDef ExcHook_methods[] = {
      "pend_write(offset, value): ISPR and ICSR's PENDSVSET/PENDSTSET pends in C, "
      "anything else pend_fallback(offset, value, lanes)"},
     {"run", (PyCFunction)ExcHook_run, METH_VARARGS,
-     "run(until, should_stop) -> StopReason: CortexM.run's loop in C (see loop_setup)"},
+     "run(until, should_stop[, flags]) -> StopReason: CortexM.run's loop in C (see loop_setup)"},
     {"loop_setup", (PyCFunction)ExcHook_loop_setup, METH_VARARGS,
      "loop_setup(uc_emu_start, clock, UcError, (DEADLINE, BREAK, SLEEP, OFF), (cycles, "
      "deadline, base_cycles, synced_cycles, base_ticks, stop_flag, entry_flag, reason, "
@@ -5049,9 +5049,18 @@ static int lc_idle(ExcHook *h, long long until, int forever, PyObject **stop) {
 
 static PyObject *ExcHook_run(ExcHook *h, PyObject *args) {
     long long until;
-    PyObject *should_stop;
-    if (!PyArg_ParseTuple(args, "LO", &until, &should_stop))
+    PyObject *should_stop, *flags = NULL;
+    if (!PyArg_ParseTuple(args, "LO|O!", &until, &should_stop, &PyTuple_Type, &flags))
         return NULL;
+    Py_ssize_t nflags = flags != NULL ? PyTuple_GET_SIZE(flags) : 0;
+    for (Py_ssize_t i = 0; i < nflags; i++) {
+        PyObject *f = PyTuple_GET_ITEM(flags, i);
+        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 2
+            || !PyUnicode_Check(PyTuple_GET_ITEM(f, 1))) {
+            PyErr_SetString(PyExc_TypeError, "flags: (object, attribute name) pairs");
+            return NULL;
+        }
+    }
     if (!h->loop_ready || h->cpu == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "ExcHook.run before loop_setup");
         return NULL;
@@ -5069,6 +5078,14 @@ static PyObject *ExcHook_run(ExcHook *h, PyObject *args) {
             return NULL;
         if (lc_run_due(h))
             return NULL;
+        for (Py_ssize_t i = 0; i < nflags; i++) {    /* a reset or a halt asked for */
+            PyObject *f = PyTuple_GET_ITEM(flags, i);
+            int t = truthy_attr(PyTuple_GET_ITEM(f, 0), PyTuple_GET_ITEM(f, 1));
+            if (t < 0)
+                return NULL;
+            if (t)
+                return lc_reason(h, 1);
+        }
         if (should_stop != Py_None) {
             PyObject *r = PyObject_CallNoArgs(should_stop);
             if (r == NULL)
