@@ -97,10 +97,6 @@ class CostModel:
         self.md = capstone.Cs(capstone.CS_ARCH_ARM, mode)
         self.md.detail = True
         self.profile = m_profile
-        self._memo: dict = {}     # (mnemonic, op_str) -> (cost after no load/store, after one, pure)
-
-    # False: work every instruction's cost out again (the slow path, for tests)
-    memo = True
 
     def block_cost(self, code: bytes, address: int) -> int:
         return self.block_cost_pure(code, address)[0]
@@ -111,28 +107,17 @@ class CostModel:
         # disasm_lite (mnemonic and operand text, no detail structures) is
         # about 6x cheaper than disasm: a first boot of wasp-os costs 4 000
         # blocks.  The few operand facts the costs need come from the text.
-        # An instruction's cost depends only on its text and on whether a
-        # single load/store came before it: both answers are kept per text
-        # (wasp-os's first boot costs ~4 800 blocks of ~20 000 instructions,
-        # most of them texts seen before).
         total = 0
         prev_ldst = False
         n = 0
         pure = True
-        memo = self._memo
         for _a, _s, mnemonic, op_str in self.md.disasm_lite(code, address):
-            e = memo.get((mnemonic, op_str)) if self.memo else None
-            if e is None:
-                insn = _Insn(mnemonic, op_str)
-                e = (self.insn_cost(insn, False), self.insn_cost(insn, True),
-                     _insn_pure(mnemonic, op_str))
-                if self.memo:
-                    memo[(mnemonic, op_str)] = e
-            c, ldst = e[1] if prev_ldst else e[0]
+            c, ldst = self.insn_cost(_Insn(mnemonic, op_str), prev_ldst)
             total += c
             prev_ldst = ldst
             n += 1
-            pure = pure and e[2]
+            if pure:
+                pure = _insn_pure(mnemonic, op_str)
         if n == 0:
             total = 1
         return max(total, 1), pure and n > 0
