@@ -15,7 +15,10 @@ MMIO access raised; the loop then fires due events, takes pending exceptions
 and resumes.  With the native helpers the loop runs in C (emu.soc._mmio.
 ExcHook.run: the same steps, calling the models' Python only for what is
 Python); the Python loop below is the reference and runs whenever one of
-its steps is replaced.  Cycles are counted per basic block (``cycles.py``).
+its steps is replaced.  ExcHook also carries out, in its hooks, exception
+returns and tail-chains (UC_HOOK_INTR) and the WFEs at known addresses
+(UC_HOOK_INSN_INVALID: Unicorn has no WFE), handing anything else to this
+file's hooks.  Cycles are counted per basic block (``cycles.py``).
 
 The MPU is emu/cpu/mpu.py's.  Not modelled: lazy FP state preservation (FPCCR.LSPEN is stored; FP
 context is always stacked eagerly when CONTROL.FPCA is set, which is
