@@ -113,6 +113,6 @@ def test_load_firmware_uses_intelhex_for_a_declined_file(tmp_path, monkeypatch):
 
 
 def test_end_of_file_stops_reading(tmp_path):
-    text = "\n".join([_record(0, 0, b"\1\2"), _record(1, 0, b""), _record(0, 0, b"\9")]) + "\n"
+    text = "\n".join([_record(0, 0, b"\1\2"), _record(1, 0, b""), _record(0, 0, b"\\9")]) + "\n"
     fast, ref = _both(tmp_path, text)
     assert fast == ref == ([(0, b"\1\2")], None)
