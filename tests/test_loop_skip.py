@@ -257,3 +257,75 @@ def test_loop_skips_can_be_logged(fw):
     assert sum(n for _h, n, _c, _cy, _r in seen) == m.cpu.loops_skipped[1]
     assert any("EVENTS_COMPARE[0]" in r for *_x, reads in seen for r in reads), seen
     m.cpu.log_loop_skips(None)
+
+
+SPIN = "cpu_idle_spin"
+
+
+def _spin_run(fw, mode, heads=None):
+    m = Machine(fw(SPIN), board="nrf52832", pure_python=mode == "python")
+    m.cpu.loop_skip = mode == "skip"
+    if heads is not None:
+        from unicorn import arm_const as A
+        m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(
+            (head, m.cpu.uc.reg_read(A.UC_ARM_REG_IPSR), reads)))
+    r = m.run(ms=100)
+    return m, r
+
+
+def test_loops_calling_a_leaf_are_counted_and_agree(fw):
+    """FreeRTOS's idle spin (a BL to a leaf that reads RAM, its BX LR, a
+    compare; no MMIO read): counted ahead to each SysTick in Thread mode,
+    run in Handler mode, and a loop whose leaf stores always runs; the
+    same cycles, console and registers skipping, running and in pure
+    Python."""
+    runs, heads = {}, []
+    for mode in ("skip", "noskip", "python"):
+        m, r = _spin_run(fw, mode, heads if mode == "skip" else None)
+        assert_firmware_passed(m, r, min_passes=4)
+        runs[mode] = _state(m)
+        if mode == "skip":
+            assert m.cpu.loops_skipped[1] > 20_000
+    stats = {k: v.pop("stats") for k, v in runs.items()}
+    assert runs["skip"] == runs["noskip"] == runs["python"]
+    assert stats["skip"] == stats["noskip"]
+    assert heads and all(ipsr == 0 and reads == () for _h, ipsr, reads in heads)
+
+
+def test_a_leaf_that_stores_taken_as_pure_is_seen(fw, monkeypatch):
+    """Companion: with stores taken as pure, the loop whose leaf bumps a
+    RAM counter is counted ahead too: the count it prints differs."""
+    from emu.cpu import cycles
+    orig = cycles._insn_pure
+    monkeypatch.setattr(cycles, "_insn_pure",
+                        lambda mn, ops: orig(mn, ops) or cycles._strip(mn).startswith("str"))
+    bad, _ = _spin_run(fw, "skip")
+    monkeypatch.setattr(cycles, "_insn_pure", orig)
+    good, _ = _spin_run(fw, "noskip")
+    assert bad.console_text() != good.console_text()
+
+
+def test_infinitime_idle_spin_skipped_changes_nothing():
+    """InfiniTime's first 3 emulated s, to its watch face and into the idle
+    task's spin (prvIdleTask calling prvGetExpectedIdleTime while the next
+    wake-up is too near to sleep): the same cycles, accesses, screen, air
+    and RAM with and without skipping, and loops without an MMIO read were
+    counted."""
+    from emu.phone.scanner import Scanner
+    path = cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out")
+    runs, heads = [], []
+    for skip in (True, False):
+        m = Machine(path, flash_file=None)
+        m.cpu.loop_skip = skip
+        if skip:
+            m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(reads))
+        Scanner(m.air)
+        m.run(seconds=3.0)
+        st = _state(m)
+        st.update(screen=m.board.screen().tobytes(), air=[tuple(p) for p in m.air.log],
+                  ram=m.cpu.read_mem(0x20000000, 0x10000))
+        runs.append(st)
+    assert sum(1 for reads in heads if reads == ()) > 100
+    on, off = runs
+    for k in on:
+        assert on[k] == off[k], f"{k} differs with loops skipped"

@@ -96,9 +96,16 @@ typedef struct {
     /* skip_cb(head, iterations, cycles_per_iteration, cycles, ((slot, offset), ...)) after
      * each skip (with the GIL), or NULL: a diagnostic (CortexM.log_loop_skips) */
     PyObject *skip_cb;
+    /* a loop may also call a leaf through BL and come back with BX LR
+     * (FreeRTOS's idle task spinning on prvGetExpectedIdleTime): those
+     * blocks are marked BLOCK_CALL; such an iteration is taken only in
+     * Thread mode (IPSR 0 at the head: no exception return or tail-chain in
+     * it; an entry inside one resets the watch) */
+    int32_t loop_ipsr;       /* index of IPSR in loop_regs, -1: none */
+    uint32_t lp_calls;       /* the iteration ran a BLOCK_CALL block */
 } bh_state;
 
-enum { BLOCK_PURE = 1 };
+enum { BLOCK_PURE = 1, BLOCK_CALL = 2 };
 
 enum { ENTRY_STOP = 0, ENTRY_DONE = 1, ENTRY_NONE = 2 };
 
@@ -247,13 +254,14 @@ typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n);
  * deadline exactly where it would have (the block start at or after it).
  * Returns 1 when it stopped the emulation. */
 static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t address,
-                                               uint32_t cost) {
+                                               uint32_t cost, uint32_t flags) {
     if (s->lp_armed && address == s->lp_head) {
         /* an iteration without an MMIO read is not polling anything (and a
          * counting loop's registers differ each time: after a mismatch the
          * registers are read again only after a growing number of
          * iterations, so a busy loop pays one read in hundreds) */
-        int stable = !s->loop_unstable && s->lp_blocks > 0 && s->loop_nreads > 0;
+        int stable = !s->loop_unstable && s->lp_blocks > 0
+                     && (s->loop_nreads > 0 || s->lp_calls);
         if (stable && s->lp_wait) {
             s->lp_wait--;
             stable = 0;
@@ -264,6 +272,9 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
             for (uint32_t i = 0; i < n; i++) { vals[i] = 0; ptrs[i] = &vals[i]; }
             if (((uc_reg_read_batch_fn)s->reg_read_batch)(uc, s->loop_regs, ptrs, (int)n) != 0)
                 stable = 0;
+            else if (s->lp_calls && (s->loop_ipsr < 0 || (uint32_t)s->loop_ipsr >= n
+                                     || vals[s->loop_ipsr] != 0))
+                stable = 0;                  /* calls in handler mode: not taken */
             else if (s->lp_have && s->lp_cycles == s->lp_prev_cycles
                      && s->lp_blocks == s->lp_prev_blocks
                      && memcmp(vals, s->lp_vals, n * sizeof(uint32_t)) == 0
@@ -314,7 +325,10 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
     }
     s->loop_unstable = 0;        /* a new iteration from the head */
     s->loop_nreads = 0;
+    s->lp_calls = 0;
 count:
+    if (flags & BLOCK_CALL)
+        s->lp_calls = 1;
     s->lp_cycles += cost;
     s->lp_blocks++;
     return 0;
@@ -359,8 +373,11 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         s->entry_flag = 0;
         if (s->entry_cb)
             r = bh_call_entry(s, address);
-        if (r == ENTRY_DONE)
+        if (r == ENTRY_DONE) {
+            s->lp_armed = 0;    /* an iteration never spans an entry */
+            s->loop_nreads = 0;
             return;             /* the handler's first block comes next (counted then) */
+        }
         if (r != ENTRY_NONE) {
             s->reason = want;
             ((uc_emu_stop_fn)s->emu_stop)(uc);
@@ -397,8 +414,9 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         if (!(flags & BLOCK_PURE)) {
             s->lp_armed = 0;
             s->loop_nreads = 0;
-        } else if ((s->lp_armed || s->loop_nreads)   /* pure code polling nothing: no cost */
-                   && loop_step(s, uc, address, (uint32_t)cost)) {
+        } else if ((s->lp_armed || s->loop_nreads || (flags & BLOCK_CALL))
+                   /* pure code polling nothing and calling nothing: no cost */
+                   && loop_step(s, uc, address, (uint32_t)cost, flags)) {
             return;
         }
     }

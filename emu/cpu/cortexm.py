@@ -1685,7 +1685,7 @@ class CortexM:
                   A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_IPSR])
         if self.profile == "m4":
             ids += [A.UC_ARM_REG_BASEPRI, A.UC_ARM_REG_FAULTMASK]
-        self.counter.set_loop_watch(ids, replay_address)
+        self.counter.set_loop_watch(ids, replay_address, A.UC_ARM_REG_IPSR)
         self._loop_watch = True
         self._own_hooks = len(self.uc._callbacks)
 

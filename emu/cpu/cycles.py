@@ -83,6 +83,14 @@ def _insn_pure(mnemonic: str, op_str: str) -> bool:
     return base in _PURE_ALU and ops[0] not in ("pc", "sp")
 
 
+def _insn_call(mnemonic: str, op_str: str) -> bool:
+    """A direct call (``bl #imm``: writes LR, no memory) or the return
+    through LR (``bx lr``) a leaf ends with."""
+    base = _strip(mnemonic)
+    ops = op_str.replace(" ", "")
+    return (base == "bl" and ops.startswith("#")) or (base == "bx" and ops == "lr")
+
+
 def _strip(mn: str) -> str:
     """Mnemonic without condition code / width / type suffixes."""
     mn = mn.split(".")[0]
@@ -111,23 +119,29 @@ class CostModel:
         prev_ldst = False
         n = 0
         pure = True
+        call = False
         for _a, _s, mnemonic, op_str in self.md.disasm_lite(code, address):
             c, ldst = self.insn_cost(_Insn(mnemonic, op_str), prev_ldst)
             total += c
             prev_ldst = ldst
             n += 1
-            if pure:
-                pure = _insn_pure(mnemonic, op_str)
+            if pure and not _insn_pure(mnemonic, op_str):
+                if _insn_call(mnemonic, op_str):
+                    call = True
+                else:
+                    pure = False
         if n == 0:
             total = 1
-        return max(total, 1), pure and n > 0
+        return max(total, 1), ((BLOCK_PURE | (BLOCK_CALL if call else 0))
+                               if pure and n > 0 else 0)
 
     def block_pure(self, code: bytes, address: int) -> bool:
         """The block only loads, computes, compares and branches directly
-        (no store, call, stack or PC write, IT, division, FP, system or
-        exclusive instruction): a loop of such blocks whose registers and
-        reads repeat repeats identically (_blockhook.c, loop_step)."""
-        return self.block_cost_pure(code, address)[1]
+        (no store, stack or PC write other than a direct call's LR and a
+        return through LR, no IT, division, FP, system or exclusive
+        instruction): a loop of such blocks whose registers and reads
+        repeat repeats identically (_blockhook.c, loop_step)."""
+        return bool(self.block_cost_pure(code, address)[1] & BLOCK_PURE)
 
     def insn_cost(self, insn, prev_ldst: bool) -> tuple[int, bool]:
         mn = insn.mnemonic
@@ -302,7 +316,14 @@ class BhState(ctypes.Structure):
         # fn(head, iterations, cycles an iteration, cycles after, ((slot, offset), ...))
         # after each skip, or None (a diagnostic: CortexM.log_loop_skips)
         ("skip_cb", ctypes.py_object),
+        ("loop_ipsr", ctypes.c_int32),       # IPSR's index in loop_regs (-1: none)
+        ("lp_calls", ctypes.c_uint32),       # the iteration called a leaf (BLOCK_CALL)
     ]
+
+# block flags in the native cost table (_blockhook.c): only loads,
+# arithmetic, compares and direct branches (BLOCK_PURE), and among them a
+# direct call or a return through LR (BLOCK_CALL)
+BLOCK_PURE, BLOCK_CALL = 1, 2
 
 
 ENTRY_STOP, ENTRY_DONE, ENTRY_NONE = range(3)
@@ -370,17 +391,20 @@ class NativeBlockCounter:
             raise RuntimeError(f"uc_hook_add for the native block hook failed: {err}")
         self._hook = hh.value
 
-    def insert(self, addr: int, size: int, cost: int, pure: bool = False) -> None:
-        if self.lib.bh_insert_flags(self._ptr, addr, size, cost, 1 if pure else 0) != 0:
+    def insert(self, addr: int, size: int, cost: int, pure: int = 0) -> None:
+        """``pure``: the block's flags (BLOCK_PURE, BLOCK_CALL; True: BLOCK_PURE)."""
+        if self.lib.bh_insert_flags(self._ptr, addr, size, cost, int(pure)) != 0:
             raise MemoryError("block cost table")
 
-    def set_loop_watch(self, reg_ids, replay: int) -> None:
+    def set_loop_watch(self, reg_ids, replay: int, ipsr: int = -1) -> None:
         """The registers a polling loop must leave unchanged, and _mmio.c's
-        slot_replay (see _blockhook.c, loop_step)."""
+        slot_replay (see _blockhook.c, loop_step); ``ipsr``: IPSR's register
+        id (a loop that calls is taken in Thread mode only)."""
         ids = list(reg_ids)[:32]
         for i, r in enumerate(ids):
             self.s.loop_regs[i] = r
         self.s.loop_nregs = len(ids)
+        self.s.loop_ipsr = ids.index(ipsr) if ipsr in ids else -1
         self.s.replay = replay
 
     @property
