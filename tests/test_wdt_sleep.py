@@ -1,6 +1,7 @@
 """WDT CONFIG.SLEEP / CONFIG.HALT (PS v1.4 25.3): the watchdog pauses while the
 CPU sleeps (SLEEP=0) or the debugger halts it (HALT=0), and resumes with the
 ticks it had left."""
+import pytest
 from conftest import assert_firmware_passed
 
 from emu import Machine
@@ -128,13 +129,23 @@ def test_halt1_runs_while_debugger_halts():
     assert wdt.read(TIMEOUT) == 1
 
 
-def test_wfi_in_firmware_pauses_watchdog(fw):
+@pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
+def test_wfi_in_firmware_pauses_watchdog(fw, pure):
     """periph_wdt_sleep: a 10 ms watchdog with SLEEP=0 survives 50 ms of WFI,
-    then bites during a 30 ms busy wait (RESETREAS.DOG on the next boot)."""
-    m = Machine(fw("periph_wdt_sleep"), board="nrf52832")
-    r = m.run(ms=300)
-    assert_firmware_passed(m, r, min_passes=5)
-    assert m.resets == 1
+    then bites during a 30 ms busy wait (RESETREAS.DOG on the next boot);
+    natively the CPU's sleep reaches the WDT through WdtCore.cpu_sleep (C),
+    in pure Python through Wdt._cpu_sleep: the same cycles."""
+    runs = []
+    for p in (pure, not pure):
+        m = Machine(fw("periph_wdt_sleep"), board="nrf52832", pure_python=p)
+        wdt = m.soc.peripherals["wdt"]
+        listener = wdt._core.cpu_sleep if not p else wdt._cpu_sleep
+        assert listener in m.cpu.on_sleep
+        r = m.run(ms=300)
+        assert_firmware_passed(m, r, min_passes=5)
+        assert m.resets == 1
+        runs.append((m.cpu.cycles, m.clock.now, m.console_text()))
+    assert runs[0] == runs[1]
 
 
 def test_without_pause_the_sleeping_firmware_is_reset(fw, monkeypatch):

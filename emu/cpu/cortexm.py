@@ -387,7 +387,7 @@ class CortexM:
     # the methods the C loop carries out itself (the others it calls by
     # name): a subclass or an instance replacing one gets the Python loop
     _LOOP_STEPS = ("_after_slice", "_take_pending", "_start_slice", "_rebase", "sync_time",
-                   "_idle_to_next_event", "_wake_condition", "best_pending",
+                   "_idle_to_next_event", "_wake_condition", "sleeping", "best_pending",
                    "execution_priority", "active_priority", "group_prio", "exc_enabled")
 
     def _native_loop_ok(self) -> bool:

@@ -69,11 +69,18 @@ class Wdt(NrfPeripheral):
         self.debug_halted = False
         self.cpu_sleeping = False
         super().__init__(soc, base, name, irq)
-        soc.cpu.on_sleep.append(self._cpu_sleep)
         self._core = None
         if self._core_allowed({}):
             from emu.soc import _mmio
             self._core = _mmio.WdtCore(self, self._ev_timeout, self.clock, LFCLK_TICKS)
+        # the CPU's sleep and wake-up (~1 400 an emulated second under
+        # InfiniTime's idle): the core's cpu_sleep (the same steps; the
+        # model's _update_pause only when the count pauses or resumes)
+        # unless those steps are replaced
+        if self._core is not None and self._core_allowed(_SLEEP_STEPS):
+            soc.cpu.on_sleep.append(self._core.cpu_sleep)
+        else:
+            soc.cpu.on_sleep.append(self._cpu_sleep)
 
     #: the common reload carried out in C (emu.soc._mmio.WdtCore) when the
     #: Cells are native; False: every RR write through write() (for tests)
@@ -232,3 +239,5 @@ class Wdt(NrfPeripheral):
 
 #: the write() whose reload branch WdtCore writes again
 _CORE_STEPS = {"write": Wdt.write}
+#: what WdtCore.cpu_sleep stands for
+_SLEEP_STEPS = {"_cpu_sleep": Wdt._cpu_sleep, "_update_pause": Wdt._update_pause}

@@ -3005,6 +3005,7 @@ done:
 static PyObject *s_wfe_in_c, *s_sev_block, *s_wfe_kinds, *s_fast_wfe, *s_wfe_in_hook,
                 *s_c_loop;
 static PyObject *s_wfe, *s_event_register, *s_sleep_kind;     /* (the run loop's, below) */
+static PyObject *s_on_sleep;
 #define WFE_AT 1                 /* CortexM.WFE_AT, WFE_BEFORE */
 #define WFE_BEFORE 2
 
@@ -4678,9 +4679,48 @@ static void WdtCore_dealloc(WdtCore *r) {
     Py_TYPE(r)->tp_free((PyObject *)r);
 }
 
+static PyObject *s_cpu_sleeping, *s_debug_halted, *s_update_pause;
+
+/* Wdt._cpu_sleep: the CPU's on_sleep listener (InfiniTime idle: ~1 400
+ * changes an emulated second).  cpu_sleeping set, then _update_pause's
+ * decision made here: the model's _update_pause only when the count must
+ * pause or resume (CONFIG.SLEEP clear, or a debug halt), else nothing. */
+static PyObject *WdtCore_cpu_sleep(WdtCore *r, PyObject *arg) {
+    int asleep = PyObject_IsTrue(arg);
+    if (asleep < 0 || PyObject_SetAttr(r->model, s_cpu_sleeping, asleep ? Py_True : Py_False))
+        return NULL;
+    PyObject *values = model_values(r->model);
+    if (values == NULL)
+        return NULL;
+    long long config;
+    int err = values_ll(values, 0x50C, &config);
+    Py_DECREF(values);
+    if (err)
+        return NULL;
+    int running = truthy_attr(r->model, str_running),
+        halted = truthy_attr(r->model, s_debug_halted);
+    if (running < 0 || halted < 0)
+        return NULL;
+    int pause = running && ((asleep && !(config & 1)) || (halted && !(config & 8)));
+    PyObject *left = PyObject_GetAttr(r->model, str_paused_left),
+             *deadline = left ? PyObject_GetAttr(r->model, str_deadline) : NULL;
+    if (deadline == NULL) {
+        Py_XDECREF(left);
+        return NULL;
+    }
+    int act = pause ? (left == Py_None && deadline != Py_None) : left != Py_None;
+    Py_DECREF(left);
+    Py_DECREF(deadline);
+    if (act)
+        return PyObject_CallMethodNoArgs(r->model, s_update_pause);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef WdtCore_methods[] = {
     {"write_rr", (PyCFunction)(void (*)(void))WdtCore_write_rr, METH_FASTCALL,
      "write_rr(offset, value): a CPU write of RR[n] (the reload in C, else the model's write)"},
+    {"cpu_sleep", (PyCFunction)WdtCore_cpu_sleep, METH_O,
+     "cpu_sleep(asleep): Wdt._cpu_sleep (the model's _update_pause only when it acts)"},
     {NULL}
 };
 
@@ -4908,6 +4948,8 @@ static int lc_start_slice(ExcHook *h, long long nxt, uint32_t pc, long long ct) 
 }
 
 /* _after_slice: the common ends here, the rest by the Python (err: a UcError or NULL) */
+static int lc_set_sleeping(ExcHook *h, int asleep);
+
 static int lc_after_slice(ExcHook *h, PyObject *err) {
     PyObject *cpu = h->cpu;
     PyObject *halt = hg(h, str_halt_in_hook);
@@ -4957,7 +4999,7 @@ static int lc_after_slice(ExcHook *h, PyObject *err) {
                     return -1;
                 if (ev)
                     return hs_ll(h, s_event_register, 0);
-                if (hs(h, str_sleeping_prop, Py_True))
+                if (lc_set_sleeping(h, 1))
                     return -1;
                 return hs(h, s_sleep_kind, s_wfe);
             }
@@ -4987,6 +5029,36 @@ static int lc_after_slice(ExcHook *h, PyObject *err) {
             || hs(h, s_sleep_kind, s_wfi))
             return -1;
     }
+    return 0;
+}
+
+/* CortexM.sleeping's setter (the C loop runs only while it is the class's):
+ * ``_sleeping`` set, every on_sleep listener told of a change; 0 or -1 */
+static int lc_set_sleeping(ExcHook *h, int asleep) {
+    int cur = hg_truthy(h, str_sleeping_attr);
+    if (cur < 0)
+        return -1;
+    if (cur == asleep)
+        return 0;
+    PyObject *v = asleep ? Py_True : Py_False;
+    if (hs(h, str_sleeping_attr, v))
+        return -1;
+    PyObject *ls = hg(h, s_on_sleep);
+    if (ls == NULL)
+        return -1;
+    PyObject *seq = PySequence_Fast(ls, "on_sleep");
+    Py_DECREF(ls);
+    if (seq == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *x = PyObject_CallOneArg(PySequence_Fast_GET_ITEM(seq, i), v);
+        if (x == NULL) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        Py_DECREF(x);
+    }
+    Py_DECREF(seq);
     return 0;
 }
 
@@ -5159,7 +5231,7 @@ static PyObject *ExcHook_run(ExcHook *h, PyObject *args) {
             if (wake) {
                 if (wfe && hs_ll(h, s_event_register, 0))
                     return NULL;
-                if (hs(h, str_sleeping_prop, Py_False))
+                if (lc_set_sleeping(h, 0))
                     return NULL;
                 continue;
             }
@@ -5516,6 +5588,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_compact, "_compact"},
         {&s_wfe_in_c, "_wfe_in_c"}, {&s_sev_block, "_sev_block"}, {&s_wfe_kinds, "_wfe_kinds"},
         {&s_fast_wfe, "fast_wfe"}, {&s_wfe_in_hook, "wfe_in_hook"}, {&s_c_loop, "_c_loop"},
+        {&s_cpu_sleeping, "cpu_sleeping"}, {&s_debug_halted, "debug_halted"},
+        {&s_update_pause, "_update_pause"}, {&s_on_sleep, "on_sleep"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].p = PyUnicode_InternFromString(names[i].s)) == NULL)
