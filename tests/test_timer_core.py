@@ -2,7 +2,8 @@
 CAPTURE tasks in C (emu.soc._mmio.TimerCore, used by
 emu.peripherals.timer.Timer when its Cells are native): the same steps as
 Timer._on_compare, _rearm, the CC write and task_CAPTURE; a compare with a
-shortcut, a PPI task or the energy model watching goes to the model.
+shortcut, a PPI task or the energy model watching calls the model's fire()
+(counted as handed).
 
 firmware/tests/periph_timer_core.c (a periodic compare re-armed from its
 handler with a CAPTURE there, two CCs on one edge, COMPARE0_CLEAR, a

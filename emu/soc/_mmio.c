@@ -4393,9 +4393,36 @@ static PyObject *TimerCore_fire(TimerCore *r, PyObject *noargs) {
         Py_DECREF(pw);
     }
     if (hand) {
-        Py_DECREF(values);
+        /* Timer._on_compare with the model's fire() for the events (its
+         * PPI, shortcuts and watchers in Python): the count folded at t, each
+         * CC compared again just before its event (a task fired from an
+         * earlier one may have written it), re-armed from t */
         r->handed++;
-        return PyObject_CallMethodNoArgs(r->model, str_on_compare);
+        c->cell[r->ci[2]] = cur;
+        c->cell[r->ci[1]] = t;
+        for (int n = 0; n < r->num_cc; n++) {
+            Py_DECREF(values);
+            values = model_values(r->model);
+            if (values == NULL)
+                return NULL;
+            long long cc;
+            if (values_ll(values, 0x540 + 4 * n, &cc))
+                goto fail;
+            if ((cc & cfg.mask) != cur)
+                continue;
+            PyObject *x = PyObject_CallMethod(r->model, "fire", "i", 0x140 + 4 * n);
+            if (x == NULL)
+                goto fail;
+            Py_DECREF(x);
+        }
+        Py_DECREF(values);
+        values = model_values(r->model);
+        if (values == NULL)
+            return NULL;
+        if (tc_rearm(r, values, t))
+            goto fail;
+        Py_DECREF(values);
+        Py_RETURN_NONE;
     }
     c->cell[r->ci[2]] = cur;                 /* fold the count into the base */
     c->cell[r->ci[1]] = t;
