@@ -103,9 +103,20 @@ typedef struct {
      * it; an entry inside one resets the watch) */
     int32_t loop_ipsr;       /* index of IPSR in loop_regs, -1: none */
     uint32_t lp_calls;       /* the iteration ran a BLOCK_CALL block */
+    /* the last iteration's cycles and blocks, kept at every head: an
+     * iteration that polls nothing reads the registers only after two in a
+     * row cost the same (an interpreter's calls cost no register reads) */
+    uint64_t lp_last_cycles;
+    uint32_t lp_last_blocks, lp_pad;
+    /* a watch starts on a call only when the same block ending with a BL
+     * comes twice with no other such block between (a loop calling one
+     * leaf), so that an interpreter's many calls cost nothing */
+    uint64_t lp_bl;
+    uint32_t lp_callwatch;    /* 1: the watch started on such a call */
+    uint32_t lp_bl_clean;     /* no block but pure ones since lp_bl */
 } bh_state;
 
-enum { BLOCK_PURE = 1, BLOCK_CALL = 2 };
+enum { BLOCK_PURE = 1, BLOCK_CALL = 2, BLOCK_BL = 4 };
 
 enum { ENTRY_STOP = 0, ENTRY_DONE = 1, ENTRY_NONE = 2 };
 
@@ -262,6 +273,11 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
          * iterations, so a busy loop pays one read in hundreds) */
         int stable = !s->loop_unstable && s->lp_blocks > 0
                      && (s->loop_nreads > 0 || s->lp_calls);
+        if (stable && !s->loop_nreads
+            && (s->lp_cycles != s->lp_last_cycles || s->lp_blocks != s->lp_last_blocks))
+            stable = 0;              /* calls only: the same cost twice before a read */
+        s->lp_last_cycles = s->lp_cycles;
+        s->lp_last_blocks = s->lp_blocks;
         if (stable && s->lp_wait) {
             s->lp_wait--;
             stable = 0;
@@ -411,13 +427,26 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         return;
     }
     if (s->skip_on) {
-        if (!(flags & BLOCK_PURE)) {
+        if (!(flags & BLOCK_PURE) || ((flags & BLOCK_CALL) && !s->lp_callwatch)) {
+            /* not in a watched loop (a call only in a watch started on one) */
             s->lp_armed = 0;
             s->loop_nreads = 0;
-        } else if ((s->lp_armed || s->loop_nreads || (flags & BLOCK_CALL))
-                   /* pure code polling nothing and calling nothing: no cost */
-                   && loop_step(s, uc, address, (uint32_t)cost, flags)) {
-            return;
+            s->lp_callwatch = 0;
+            if (!(flags & BLOCK_PURE)) {
+                s->lp_bl_clean = 0;
+            } else if (flags & BLOCK_BL) {   /* a call: watched if it comes round again */
+                if (address != s->lp_bl || !s->lp_bl_clean) {
+                    s->lp_bl = address;
+                    s->lp_bl_clean = 1;
+                } else {
+                    s->lp_callwatch = 1;
+                    if (loop_step(s, uc, address, (uint32_t)cost, flags))
+                        return;
+                }
+            }
+        } else if (s->lp_armed || s->loop_nreads) {   /* pure code polling nothing: no cost */
+            if (loop_step(s, uc, address, (uint32_t)cost, flags))
+                return;
         }
     }
     s->cycles += (uint32_t)cost;

@@ -120,20 +120,25 @@ class CostModel:
         n = 0
         pure = True
         call = False
+        last_bl = False
         for _a, _s, mnemonic, op_str in self.md.disasm_lite(code, address):
             c, ldst = self.insn_cost(_Insn(mnemonic, op_str), prev_ldst)
             total += c
             prev_ldst = ldst
             n += 1
+            last_bl = False
             if pure and not _insn_pure(mnemonic, op_str):
                 if _insn_call(mnemonic, op_str):
                     call = True
+                    last_bl = _strip(mnemonic) == "bl"
                 else:
                     pure = False
         if n == 0:
             total = 1
-        return max(total, 1), ((BLOCK_PURE | (BLOCK_CALL if call else 0))
-                               if pure and n > 0 else 0)
+        flags = 0
+        if pure and n > 0:
+            flags = BLOCK_PURE | (BLOCK_CALL if call else 0) | (BLOCK_BL if last_bl else 0)
+        return max(total, 1), flags
 
     def block_pure(self, code: bytes, address: int) -> bool:
         """The block only loads, computes, compares and branches directly
@@ -318,12 +323,18 @@ class BhState(ctypes.Structure):
         ("skip_cb", ctypes.py_object),
         ("loop_ipsr", ctypes.c_int32),       # IPSR's index in loop_regs (-1: none)
         ("lp_calls", ctypes.c_uint32),       # the iteration called a leaf (BLOCK_CALL)
+        ("lp_last_cycles", ctypes.c_uint64),  # the last iteration's cost (calls only:
+        ("lp_last_blocks", ctypes.c_uint32),  # the same twice before the registers are read)
+        ("lp_pad", ctypes.c_uint32),
+        ("lp_bl", ctypes.c_uint64),          # the last block ending with a BL (a candidate head)
+        ("lp_callwatch", ctypes.c_uint32),   # 1: the watch started on such a call
+        ("lp_bl_clean", ctypes.c_uint32),    # only pure blocks since lp_bl
     ]
 
 # block flags in the native cost table (_blockhook.c): only loads,
 # arithmetic, compares and direct branches (BLOCK_PURE), and among them a
-# direct call or a return through LR (BLOCK_CALL)
-BLOCK_PURE, BLOCK_CALL = 1, 2
+# direct call or a return through LR (BLOCK_CALL), ending with the call
+BLOCK_PURE, BLOCK_CALL, BLOCK_BL = 1, 2, 4    # BLOCK_BL: it ends with the BL
 
 
 ENTRY_STOP, ENTRY_DONE, ENTRY_NONE = range(3)
