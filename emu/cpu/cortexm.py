@@ -1665,6 +1665,9 @@ class CortexM:
     # with its CYCCNT timeout) are counted instead of run up to the next
     # clock event when an iteration provably repeats (_blockhook.c,
     # loop_step): InfiniTime's first second polls LFCLKSTAT 3.2 M times.
+    # So are loops that call a leaf (a BL and the leaf's BX LR) in Thread
+    # mode without polling anything: FreeRTOS's idle task spinning on
+    # prvGetExpectedIdleTime, 80 % of InfiniTime's blocks with the screen on.
     # Only with the native block hook and bus (which note the MMIO reads),
     # and only while nothing else watches the code: no hook but the CPU's
     # own (a debugger's breakpoint, a trace, a test's code hook), no MPU
