@@ -4201,7 +4201,7 @@ typedef struct {
     unsigned long long fired, handed, captures;
 } TimerCore;
 
-static PyObject *str_base_attr, *str_due, *str_shorts, *str_on_compare, *str_write_m, *str_chen, *str_map;
+static PyObject *str_base_attr, *str_due, *str_shorts, *str_write_m, *str_chen, *str_map;
 
 /* Would the listener ``l`` do anything with the events in ``fire`` (bit 16 + n:
  * COMPARE[n])?  1 for anything but the PPI's own Ppi._on_event finding no
@@ -4813,7 +4813,7 @@ static PyMethodDef methods[] = {
  * ====================================================================== */
 static PyObject *heappop_fn;
 static PyObject *s_fast_pends, *s_num_irq;
-static PyObject *s_idle_to_next, *s_take_pending, *s_check_fault_hang, *s_wake_condition,
+static PyObject *s_idle_to_next, *s_take_pending, *s_check_fault_hang,
                 *s_sleep_kind, *s_event_register, *s_fault_since, *s_fault_hang_ticks,
                 *s_mpu_dirty, *s_sync, *s_slice_end, *s_div_armed, *s_cost_block,
                 *s_after_slice, *s_loop_watch, *s_firing, *s_fn, *s_cycle_ticks, *s_wfe,
@@ -5596,14 +5596,14 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_entries_in_hook, "entries_in_hook"}, {&str_fast_entries, "fast_entries"},
         {&str_powered_off, "powered_off"}, {&str_halt_in_hook, "_halt_in_hook"},
         {&str_enter_in_hook, "_enter_in_hook"}, {&str_due, "_due"}, {&str_shorts, "shorts"},
-        {&str_on_compare, "_on_compare"}, {&str_write_m, "write"}, {&str_chen, "_chen"},
+        {&str_write_m, "write"}, {&str_chen, "_chen"},
         {&str_map, "_map"}, {&str_base_attr, "base"}, {&str_running, "running"},
         {&str_paused_left, "paused_left"}, {&str_reloaded, "reloaded"},
         {&str_deadline, "deadline"}, {&str_compact_at, "_compact_at"},
         {&str_tail_chains, "tail_chains"},
         /* the run loop's (ExcHook.run) */
         {&s_idle_to_next, "_idle_to_next_event"}, {&s_take_pending, "_take_pending"},
-        {&s_check_fault_hang, "_check_fault_hang"}, {&s_wake_condition, "_wake_condition"},
+        {&s_check_fault_hang, "_check_fault_hang"},
         {&s_sleep_kind, "sleep_kind"}, {&s_event_register, "event_register"},
         {&s_fault_since, "_fault_handler_since"}, {&s_fault_hang_ticks, "fault_hang_ticks"},
         {&s_mpu_dirty, "mpu_dirty"}, {&s_sync, "sync"}, {&s_slice_end, "slice_end"},
