@@ -109,8 +109,8 @@ typedef struct {
     uint64_t lp_last_cycles;
     uint32_t lp_last_blocks, lp_pad;
     /* a watch starts on a call only when the same block ending with a BL
-     * comes twice with no other such block between (a loop calling one
-     * leaf), so that an interpreter's many calls cost nothing */
+     * comes round again with nothing but pure blocks between (a loop
+     * calling one leaf), so that an interpreter's many calls cost nothing */
     uint64_t lp_bl;
     uint32_t lp_callwatch;    /* 1: the watch started on such a call */
     uint32_t lp_bl_clean;     /* no block but pure ones since lp_bl */
@@ -248,8 +248,8 @@ typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n);
 
 /* Polling loops.  A loop of at most 8 blocks, each one "pure" (the cycle
  * model marks them: loads, arithmetic, compares, direct branches; no store,
- * no call, no SP/PC write, no IT, no division, no system instruction) whose
- * MMIO reads are all stable (events, plain registers, constants, cells: a
+ * no SP/PC write but a direct call's LR and a return through LR, no IT, no
+ * division, no system instruction) whose MMIO reads, if any, are all stable (events, plain registers, constants, cells: a
  * value only a clock event or Python can change) and which comes back to
  * its first block with every register (loop_regs) as it was one iteration
  * before, repeats identically until the next clock event: no store means
@@ -267,8 +267,9 @@ typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n);
 static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t address,
                                                uint32_t cost, uint32_t flags) {
     if (s->lp_armed && address == s->lp_head) {
-        /* an iteration without an MMIO read is not polling anything (and a
-         * counting loop's registers differ each time: after a mismatch the
+        /* an iteration without an MMIO read or a call is not polling
+         * anything (and a counting loop's registers differ each time: after
+         * a mismatch the
          * registers are read again only after a growing number of
          * iterations, so a busy loop pays one read in hundreds) */
         int stable = !s->loop_unstable && s->lp_blocks > 0

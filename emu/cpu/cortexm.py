@@ -353,7 +353,7 @@ class CortexM:
 
     def _native_insn_hook(self) -> None:
         """The invalid-instruction hook in C (ExcHook.install_insn): the WFEs
-        _hook_insn_invalid would carry out for a cached WFE_AT (see
+        _hook_insn_invalid would carry out for a cached WFE_AT or WFE_BEFORE (see
         ``native_wfe``); anything else calls _hook_insn_invalid as
         _raw_hook's callback does."""
         from unicorn.unicorn_py3.unicorn import uclib
@@ -373,8 +373,8 @@ class CortexM:
         if err:
             raise UcError(err)
 
-    # The WFEs of _hook_insn_invalid at a PC cached as WFE_AT, with no SEV in
-    # the block (the one that clears the event register, and the one that
+    # The WFEs of _hook_insn_invalid at a PC cached as WFE_AT or WFE_BEFORE
+    # (a code hook left PC past the WFE), with no SEV in the block (the one that clears the event register, and the one that
     # sleeps under the C run loop) carried out in C by ExcHook's hook
     # (InfiniTime idle: ~440 an emulated second).  False: the Python hook.
     # Used while ``run`` runs and none of those steps is replaced.

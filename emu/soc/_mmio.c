@@ -2993,8 +2993,9 @@ done:
 /* -------------------------------------------------------------------------
  * WFE in C.  Unicorn has no WFE: it is an invalid instruction, and
  * CortexM._hook_insn_invalid decides from the PC (InfiniTime's idle, ~440
- * times an emulated second).  Done here, with the same steps, for a WFE at
- * a PC whose kind the CPU has cached (WFE_AT) when no SEV ran in the block:
+ * times an emulated second).  Done here, with the same steps, for a PC
+ * whose kind the CPU has cached (WFE_AT, or WFE_BEFORE when a code hook left
+ * PC past the WFE) when no SEV ran in the block:
  * the WFE that only clears the event register (_wfe_in_hook), and, under the
  * C run loop (where _sleep_in_hook declines), the WFE that sleeps (the trap
  * ("wfe", pc), the slice ends; lc_after_slice puts the core to sleep).
@@ -4334,7 +4335,7 @@ static PyObject *TimerCore_rearm(TimerCore *r, PyObject *const *args, Py_ssize_t
     PyObject *values = model_values(r->model);
     if (values == NULL)
         return NULL;
-    int err = tc_rearm(r, values, at < 0 ? -1 : at);
+    int err = tc_rearm(r, values, at);
     Py_DECREF(values);
     if (err)
         return NULL;
@@ -4362,7 +4363,7 @@ static PyObject *TimerCore_fire(TimerCore *r, PyObject *noargs) {
         if ((cc & cfg.mask) == cur)
             fire |= 1u << (16 + n);
     }
-    /* a shortcut, a listener (PPI) or a watcher: the model does it all */
+    /* a shortcut, a listener (PPI) or a watcher: the model's fire() */
     int hand = 0;
     if (fire) {
         /* SHORTS bit n: COMPARE[n]_CLEAR, bit 8 + n: COMPARE[n]_STOP */
@@ -4392,14 +4393,14 @@ static PyObject *TimerCore_fire(TimerCore *r, PyObject *noargs) {
             hand = 1;
         Py_DECREF(pw);
     }
+    c->cell[r->ci[2]] = cur;                 /* fold the count into the base */
+    c->cell[r->ci[1]] = t;
     if (hand) {
         /* Timer._on_compare with the model's fire() for the events (its
-         * PPI, shortcuts and watchers in Python): the count folded at t, each
-         * CC compared again just before its event (a task fired from an
-         * earlier one may have written it), re-armed from t */
+         * PPI, shortcuts and watchers in Python): each CC compared again
+         * just before its event (a task fired from an earlier one may have
+         * written it), re-armed from t */
         r->handed++;
-        c->cell[r->ci[2]] = cur;
-        c->cell[r->ci[1]] = t;
         for (int n = 0; n < r->num_cc; n++) {
             Py_DECREF(values);
             values = model_values(r->model);
@@ -4424,8 +4425,6 @@ static PyObject *TimerCore_fire(TimerCore *r, PyObject *noargs) {
         Py_DECREF(values);
         Py_RETURN_NONE;
     }
-    c->cell[r->ci[2]] = cur;                 /* fold the count into the base */
-    c->cell[r->ci[1]] = t;
     for (int i = 16; i < 32; i++) {          /* Timer.fire each COMPARE[n] */
         if (!(fire & (1u << i)))
             continue;
@@ -4567,8 +4566,8 @@ static void TimerCore_dealloc(TimerCore *r) {
 
 static PyMethodDef TimerCore_methods[] = {
     {"fire", (PyCFunction)TimerCore_fire, METH_NOARGS,
-     "fire(): the TIMER's clock event (Timer._on_compare), or the model's own when a "
-     "shortcut, a listener or a watcher is involved"},
+     "fire(): the TIMER's clock event (Timer._on_compare), calling the model's fire() "
+     "when a shortcut, a listener or a watcher is involved"},
     {"rearm", (PyCFunction)(void (*)(void))TimerCore_rearm, METH_FASTCALL,
      "rearm([at]): Timer._rearm(at)"},
     {"write_cc", (PyCFunction)(void (*)(void))TimerCore_write_cc, METH_FASTCALL,
