@@ -3,10 +3,11 @@
 
 firmware/tests/cpu_poll_loops.c polls TIMER events in one and in three
 blocks (with a timeout on the DWT's stopped CYCCNT), RTC COUNTER (a value
-time alone changes: never skipped) and counts iterations while polling; it
-passes natively with and without skipping and in pure Python, in the same
-cycles, accesses, console and registers.  The companion trusts every read
-(COUNTER too) and sees the COUNTER loop skipped past its value.
+time alone changes: counted ahead only up to its next tick, the loop's
+horizon) and counts iterations while polling; it passes natively with and
+without skipping and in pure Python, in the same cycles, accesses, console
+and registers.  The companion trusts every read (COUNTER too, without its
+horizon) and sees the COUNTER loop skipped past its value.
 firmware/tests/cpu_poll_loop_boundary.c polls an event that fires a few
 cycles after another clock event (the slice between them one or two
 iterations long), in the same three ways; its companion keeps the loop's
@@ -55,8 +56,9 @@ def test_poll_loops_pass_and_agree(fw, name, passes, skipped):
 
 
 def test_trusting_a_changing_read_is_seen(fw):
-    """Companion: with every MMIO read taken as stable, the COUNTER loop is
-    counted ahead to the end of the run: it never sees its value."""
+    """Companion: with every MMIO read taken as stable (COUNTER without its
+    horizon, the next tick), the COUNTER loop is counted ahead to the end of
+    the run: it never sees its value."""
     m = Machine(fw(FW), board="nrf52832")
     m.cpu.loop_skip = True
     m.cpu.cs.loop_trust_all = 1
@@ -329,3 +331,90 @@ def test_infinitime_idle_spin_skipped_changes_nothing():
     on, off = runs
     for k in on:
         assert on[k] == off[k], f"{k} differs with loops skipped"
+
+
+STORES = "cpu_loop_stores"
+
+
+def _stores_run(fw, mode, trust=0, heads=None):
+    m = Machine(fw(STORES), board="nrf52832", pure_python=mode == "python")
+    m.cpu.loop_skip = mode == "skip"
+    if trust:
+        m.cpu.cs.loop_trust_all = trust
+    if heads is not None:
+        m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(
+            [m.soc.bus.slot_register(s, off) for s, off in reads]))
+    r = m.run(ms=100)
+    return m, r
+
+
+def test_loops_that_store_are_counted_and_agree(fw):
+    """MicroPython's delay loop (a BL to mp_hal_ticks_us, which pushes,
+    writes RTC INTENCLR, reads COUNTER and EVENTS_OVRFLW, writes INTENSET
+    and pops PC): counted ahead up to each COUNTER tick; the same loop with
+    a TASKS_COUNT write, with a RAM store, and a loop whose count lives on
+    the stack always run; the same cycles, console, registers and accesses
+    per register skipping, running and in pure Python."""
+    runs, heads = {}, []
+    for mode in ("skip", "noskip", "python"):
+        m, r = _stores_run(fw, mode, heads=heads if mode == "skip" else None)
+        assert_firmware_passed(m, r, min_passes=10)
+        runs[mode] = _state(m)
+        if mode == "skip":
+            assert m.cpu.loops_skipped[1] > 10_000
+    stats = {k: v.pop("stats") for k, v in runs.items()}
+    assert runs["skip"] == runs["noskip"] == runs["python"]
+    assert stats["skip"] == stats["noskip"]
+    assert any("rtc1.INTENCLR (write)" in r and "rtc1.INTENSET (write)" in r
+               and "rtc1.COUNTER" in r for r in heads), heads[:3]
+
+
+@pytest.mark.parametrize("trust,line", [
+    (2, "TASKS_COUNT writes:"),          # every MMIO write taken as repeatable
+    (8, "RAM bumps:"),                   # stores not counted against the MMIO writes
+    (4, "stack-counted iterations:"),    # the SP allowed above the head's
+])
+def test_a_loop_that_stores_taken_as_repeating_is_seen(fw, trust, line):
+    """Companions: with one of loop_step's checks on stores off
+    (_blockhook.c, loop_trust_all), the loop it guards is counted ahead
+    and the count it prints differs from the run's."""
+    bad, _ = _stores_run(fw, "skip", trust)
+    good, _ = _stores_run(fw, "noskip")
+
+    def value(m):
+        text = m.console_text()
+        return text[text.index(line):].splitlines()[0] if line in text else None
+    assert value(good) is not None
+    assert value(bad) != value(good)
+
+
+def test_store_blocks_are_classified():
+    """The cycle model's flags for the stores a loop may hold: pushes and
+    pops (the SP's change and rise in words), stores through a register
+    other than SP (counted); stores through SP, pairs and SP writebacks of
+    a load are not pure."""
+    from emu.cpu.cycles import (BLOCK_CALL, BLOCK_PURE, BLOCK_STORE, CostModel)
+    cm = CostModel()
+
+    def flags(hexcode):
+        return cm.block_cost_pure(bytes.fromhex(hexcode), 0x1000)[1]
+
+    def fig(f):
+        return (f >> 8 & 0xFF, (f >> 16 & 0xFF) - (256 if f >> 23 & 1 else 0), f >> 24)
+    f = flags("10b5")                                   # push {r4, lr}
+    assert f & (BLOCK_PURE | BLOCK_STORE | BLOCK_CALL) == BLOCK_PURE | BLOCK_STORE
+    assert fig(f) == (0, -2, 0)
+    f = flags("10bd")                                   # pop {r4, pc}: a return
+    assert f & BLOCK_CALL and fig(f) == (0, 2, 2)
+    f = flags("10b5" "8870" "10bd")                    # push; strb r0, [r1, #2]; pop
+    assert f & BLOCK_STORE and fig(f) == (1, 0, 0)
+    assert flags("5df8044b")                            # ldr r4, [sp], #4: a pop of one
+    assert fig(flags("5df8044b")) == (0, 1, 1)
+    assert fig(flags("4df8044d")) == (0, -1, 0)        # str r4, [sp, #-4]!: a push of one
+    assert fig(flags("2de9f04f")) == (0, -9, 0)        # push.w {r4-r11, lr}
+    for impure in ("0190",          # str r0, [sp, #4]
+                   "c2e90001",      # strd r0, r1, [r2]
+                   "5df8080b"):     # ldr r0, [sp], #8 (an SP writeback, not a pop)
+        assert not flags(impure) & BLOCK_PURE, impure
+    assert cm.block_pure(bytes.fromhex("0868"), 0)      # ldr r0, [r1]: pure, no store
+    assert not cm.block_pure(bytes.fromhex("10b5"), 0)

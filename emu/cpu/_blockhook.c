@@ -80,10 +80,16 @@ typedef struct {
     uint32_t loop_unstable;
     uint32_t loop_nreads;
     uint32_t loop_nregs;     /* registers compared from one iteration to the next */
-    uint32_t loop_trust_all; /* 1: every MMIO read counts as stable (companion tests only) */
-    uint32_t loop_pad;
+    /* companion tests only: 1 every MMIO read counts as stable (a counter
+     * without its horizon), 2 every MMIO write as repeatable, 4 the SP
+     * check off, 8 the stores not counted against the writes */
+    uint32_t loop_trust_all;
+    uint32_t loop_nwrites;   /* of the accesses noted, repeatable writes (roff | 1 << 31) */
     void *loop_rslot[8];
     uint32_t loop_roff[8];
+    /* the first cycle at which a counter the iteration read (the RTC's
+     * COUNTER) reads another value: iterations are counted up to it only */
+    uint64_t loop_horizon;
     void *replay;            /* void slot_replay(void *slot, uint32_t offset, uint64_t n) */
     void *reg_read_batch;    /* uc_reg_read_batch */
     int32_t loop_regs[32];
@@ -114,9 +120,18 @@ typedef struct {
     uint64_t lp_bl;
     uint32_t lp_callwatch;    /* 1: the watch started on such a call */
     uint32_t lp_bl_clean;     /* no block but pure ones since lp_bl */
+    /* an iteration that stores (BLOCK_STORE blocks: pushes, pops, stores
+     * not through SP): its stores, which must all be repeatable MMIO writes
+     * (loop_nwrites); its SP against the head's (words), which must never
+     * rise above it (pushes then write only below the head's SP, memory
+     * the iteration itself writes before it reads it back) */
+    uint32_t lp_stores;
+    int32_t lp_spoff;
+    uint32_t lp_spbad;
+    uint32_t lp_pad2;
 } bh_state;
 
-enum { BLOCK_PURE = 1, BLOCK_CALL = 2, BLOCK_BL = 4 };
+enum { BLOCK_PURE = 1, BLOCK_CALL = 2, BLOCK_BL = 4, BLOCK_STORE = 8 };
 
 enum { ENTRY_STOP = 0, ENTRY_DONE = 1, ENTRY_NONE = 2 };
 
@@ -247,25 +262,43 @@ typedef int (*uc_reg_read_batch_fn)(void *uc, int *regs, void **vals, int count)
 typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n);
 
 /* Polling loops.  A loop of at most 8 blocks, each one "pure" (the cycle
- * model marks them: loads, arithmetic, compares, direct branches; no store,
- * no SP/PC write but a direct call's LR and a return through LR, no IT, no
- * division, no system instruction) whose MMIO reads, if any, are all stable (events, plain registers, constants, cells: a
- * value only a clock event or Python can change) and which comes back to
- * its first block with every register (loop_regs) as it was one iteration
- * before, repeats identically until the next clock event: no store means
- * no memory changes, no event means no read changes, and nothing else runs
- * inside a slice.  The iteration compared must have run inside the current
+ * model marks them: loads, arithmetic, compares, direct branches; no SP/PC
+ * write but a direct call's LR and a return through LR, no IT, no
+ * division, no system instruction) whose MMIO reads, if any, are all
+ * stable (events, plain registers, constants, cells: a value only a clock
+ * event or Python can change) and which comes back to its first block with
+ * every register (loop_regs) as it was one iteration before, repeats
+ * identically until the next clock event: nothing changes memory, no event
+ * means no read changes, and nothing else runs inside a slice.
+ * Stores too (BLOCK_STORE, MicroPython's delay loop calling
+ * mp_hal_ticks_us): pushes, pops and stores not through SP, when every
+ * store of the iteration was an MMIO write that only sets state (an event,
+ * INTEN*: loop_nwrites, noted by _mmio.c; the same writes again leave the
+ * same state, and a store to RAM is no MMIO write, so the counts differ)
+ * and the SP never rose above the head's (pushes then land below it, in
+ * memory the iteration writes before it reads it back: pops only; a head
+ * inside a callee, whose pop rises above it, moves on to the next block).
+ * And a COUNTER read (the RTC's), whose value holds up to its next tick:
+ * the iterations are counted up to that cycle (loop_horizon) only.
+ * The iteration compared must have run inside the current
  * slice: the run loop's events at a slice boundary may change what it read
  * (CortexM._rebase clears lp_have at every slice start and after a stall:
  * an iteration that read an event as 0 before the event fired at the
- * boundary proves nothing).  So the iterations up to the slice's deadline are counted
+ * boundary proves nothing).  So the iterations up to the slice's deadline
+ * (or the horizon) are counted
  * instead of run: whole iterations only (the registers are known only at
  * the loop's head), cycles and blocks as the hook would have counted them,
- * the MMIO reads added to their slots' counts, and the hook stops at the
+ * the MMIO accesses added to their slots' counts, and the hook stops at the
  * deadline exactly where it would have (the block start at or after it).
  * Returns 1 when it stopped the emulation. */
 static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t address,
                                                uint32_t cost, uint32_t flags) {
+    if (s->lp_armed && address == s->lp_head && s->lp_spbad && !(s->loop_trust_all & 4)) {
+        /* a head inside a callee (its SP rose above the head's when the
+         * callee returned): the next block is tried as the head */
+        s->lp_armed = 0;
+        return 0;
+    }
     if (s->lp_armed && address == s->lp_head) {
         /* an iteration without an MMIO read or a call is not polling
          * anything (and a counting loop's registers differ each time: after
@@ -273,6 +306,8 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
          * registers are read again only after a growing number of
          * iterations, so a busy loop pays one read in hundreds) */
         int stable = !s->loop_unstable && s->lp_blocks > 0
+                     && (!s->lp_spbad || (s->loop_trust_all & 4))
+                     && (s->loop_nwrites == s->lp_stores || (s->loop_trust_all & 8))
                      && (s->loop_nreads > 0 || s->lp_calls);
         if (stable && !s->loop_nreads
             && (s->lp_cycles != s->lp_last_cycles || s->lp_blocks != s->lp_last_blocks))
@@ -295,9 +330,15 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
             else if (s->lp_have && s->lp_cycles == s->lp_prev_cycles
                      && s->lp_blocks == s->lp_prev_blocks
                      && memcmp(vals, s->lp_vals, n * sizeof(uint32_t)) == 0
-                     && !s->stop_flag && !s->entry_flag && s->deadline > s->cycles) {
+                     && !s->stop_flag && !s->entry_flag
+                     && (s->loop_horizon <= s->deadline ? s->loop_horizon - 1 : s->deadline)
+                        > s->cycles) {
+                /* every read of the iterations counted happens before the
+                 * horizon (a read sees at most its iteration's end) */
+                uint64_t lim = s->loop_horizon <= s->deadline ? s->loop_horizon - 1
+                                                               : s->deadline;
                 uint64_t c = s->lp_cycles;
-                uint64_t m = (s->deadline - s->cycles) / c;
+                uint64_t m = (lim - s->cycles) / c;
                 if (m) {
                     s->cycles += m * c;
                     s->blocks += m * s->lp_blocks;
@@ -309,13 +350,19 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
                     if (s->skip_cb != NULL && s->skip_cb != Py_None)
                         bh_call_skip(s, m, c);
                 }
-                s->lp_armed = 0;             /* watched afresh after the skip */
                 if (s->cycles >= s->deadline) {
+                    s->lp_armed = 0;
                     s->reason = REASON_DEADLINE;
                     ((uc_emu_stop_fn)s->emu_stop)(uc);
                     return 1;
                 }
-                return 0;
+                /* watched afresh after the skip, from the same head (a
+                 * counter's horizon ends a skip in the middle of a slice) */
+                s->lp_have = 0;
+                s->lp_wait = s->lp_backoff = 0;
+                s->lp_cycles = 0;
+                s->lp_blocks = 0;
+                goto fresh;
             }
             if (stable) {
                 if (s->lp_have) {            /* compared and different: back off */
@@ -340,12 +387,24 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
     } else {
         goto count;
     }
+fresh:
     s->loop_unstable = 0;        /* a new iteration from the head */
     s->loop_nreads = 0;
+    s->loop_nwrites = 0;
+    s->loop_horizon = UINT64_MAX;
     s->lp_calls = 0;
+    s->lp_stores = 0;
+    s->lp_spoff = 0;
+    s->lp_spbad = 0;
 count:
     if (flags & BLOCK_CALL)
         s->lp_calls = 1;
+    if (flags & BLOCK_STORE) {
+        s->lp_stores += (flags >> 8) & 0xFF;
+        if (s->lp_spoff + (int32_t)(flags >> 24) > 0)
+            s->lp_spbad = 1;
+        s->lp_spoff += (int8_t)((flags >> 16) & 0xFF);
+    }
     s->lp_cycles += cost;
     s->lp_blocks++;
     return 0;
@@ -393,6 +452,7 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         if (r == ENTRY_DONE) {
             s->lp_armed = 0;    /* an iteration never spans an entry */
             s->loop_nreads = 0;
+            s->loop_nwrites = 0;
             return;             /* the handler's first block comes next (counted then) */
         }
         if (r != ENTRY_NONE) {
@@ -432,6 +492,7 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
             /* not in a watched loop (a call only in a watch started on one) */
             s->lp_armed = 0;
             s->loop_nreads = 0;
+            s->loop_nwrites = 0;
             s->lp_callwatch = 0;
             if (!(flags & BLOCK_PURE)) {
                 s->lp_bl_clean = 0;

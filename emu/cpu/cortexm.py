@@ -1668,6 +1668,10 @@ class CortexM:
     # So are loops that call a leaf (a BL and the leaf's BX LR) in Thread
     # mode without polling anything: FreeRTOS's idle task spinning on
     # prvGetExpectedIdleTime, 80 % of InfiniTime's blocks with the screen on.
+    # And loops that store only state-setting MMIO writes and push and pop,
+    # reading the RTC's COUNTER up to its next tick: MicroPython's delay
+    # loop (mp_hal_ticks_us masks and unmasks the RTC's overflow interrupt
+    # around its read), 2 M iterations of wasp-os's first boot.
     # Only with the native block hook and bus (which note the MMIO reads),
     # and only while nothing else watches the code: no hook but the CPU's
     # own (a debugger's breakpoint, a trace, a test's code hook), no MPU

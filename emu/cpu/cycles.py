@@ -70,7 +70,8 @@ _PURE_ALU = {"mov", "movs", "movw", "movt", "mvn", "mvns", "add", "adds", "adc",
              "sub", "subs", "sbc", "sbcs", "rsb", "rsbs", "and", "ands", "orr", "orrs", "orn",
              "orns", "eor", "eors", "bic", "bics", "lsl", "lsls", "lsr", "lsrs", "asr", "asrs",
              "ror", "rors", "tst", "teq", "cmp", "cmn", "ubfx", "sbfx", "bfi", "bfc", "uxtb",
-             "uxth", "sxtb", "sxth", "mul", "muls", "clz", "rbit", "rev", "rev16", "nop"}
+             "uxth", "sxtb", "sxth", "mul", "muls", "mla", "mls", "umull", "smull", "umlal",
+             "smlal", "clz", "rbit", "rev", "rev16", "nop"}
 
 
 def _insn_pure(mnemonic: str, op_str: str) -> bool:
@@ -89,6 +90,31 @@ def _insn_call(mnemonic: str, op_str: str) -> bool:
     base = _strip(mnemonic)
     ops = op_str.replace(" ", "")
     return (base == "bl" and ops.startswith("#")) or (base == "bx" and ops == "lr")
+
+
+_STORES = {"str", "strb", "strh"}
+_LIST_REGS = {f"r{i}" for i in range(13)} | {"sb", "sl", "fp", "ip", "lr"}   # (capstone's names)
+
+
+def _insn_stack(mnemonic: str, op_str: str):
+    """A push, a pop or a single store not through SP, as a loop that
+    stores may hold them (BLOCK_STORE): ("push", words), ("pop", words,
+    pops PC) or ("store",); None for anything else."""
+    base = _strip(mnemonic)
+    ops = op_str.replace(" ", "")
+    if base in ("push", "pop") or (base == "ldm" and ops.startswith("sp!,{")):
+        regs = ops[ops.index("{") + 1:-1].split(",") if ops.endswith("}") else []
+        pc = base != "push" and regs[-1:] == ["pc"]
+        if not regs or not set(regs[:-1] if pc else regs) <= _LIST_REGS:
+            return None
+        return ("push", len(regs)) if base == "push" else ("pop", len(regs), pc)
+    if base == "ldr" and ops.endswith(",[sp],#4") and ops.split(",")[0] in _LIST_REGS:
+        return ("pop", 1, False)
+    if base == "str" and ops.endswith(",[sp,#-0x4]!") and ops.split(",")[0] in _LIST_REGS:
+        return ("push", 1)
+    if base in _STORES and "sp" not in ops and "pc" not in ops and ops.count("[") == 1:
+        return ("store",)
+    return None
 
 
 def _strip(mn: str) -> str:
@@ -121,23 +147,44 @@ class CostModel:
         pure = True
         call = False
         last_bl = False
+        stores = sp = sp_top = 0       # BLOCK_STORE's figures (words for the SP)
+        stack = False
         for _a, _s, mnemonic, op_str in self.md.disasm_lite(code, address):
             c, ldst = self.insn_cost(_Insn(mnemonic, op_str), prev_ldst)
             total += c
             prev_ldst = ldst
             n += 1
             last_bl = False
-            if pure and not _insn_pure(mnemonic, op_str):
+            if pure and not (_insn_pure(mnemonic, op_str) and not (
+                    "[sp" in op_str and ("!" in op_str or "]," in op_str))):
+                # (a load writing SP back is a pop of one or not pure)
                 if _insn_call(mnemonic, op_str):
                     call = True
                     last_bl = _strip(mnemonic) == "bl"
-                else:
+                    continue
+                st = _insn_stack(mnemonic, op_str)
+                if st is None:
                     pure = False
+                    continue
+                stack = True
+                if st[0] == "store":
+                    stores += 1
+                elif st[0] == "push":
+                    sp -= st[1]
+                else:
+                    sp += st[1]
+                    sp_top = max(sp_top, sp)
+                    call = call or st[2]
         if n == 0:
             total = 1
         flags = 0
         if pure and n > 0:
             flags = BLOCK_PURE | (BLOCK_CALL if call else 0) | (BLOCK_BL if last_bl else 0)
+            if stack:
+                if stores > 255 or not -128 <= sp < 128 or sp_top > 255:
+                    flags = 0
+                else:
+                    flags |= BLOCK_STORE | stores << 8 | (sp & 0xFF) << 16 | sp_top << 24
         return max(total, 1), flags
 
     def block_pure(self, code: bytes, address: int) -> bool:
@@ -145,8 +192,10 @@ class CostModel:
         (no store, stack or PC write other than a direct call's LR and a
         return through LR, no IT, division, FP, system or exclusive
         instruction): a loop of such blocks whose registers and reads
-        repeat repeats identically (_blockhook.c, loop_step)."""
-        return bool(self.block_cost_pure(code, address)[1] & BLOCK_PURE)
+        repeat repeats identically (_blockhook.c, loop_step).  Blocks that
+        also push, pop or store (BLOCK_STORE) are not pure here; the loop
+        watch takes them with the checks block_cost_pure's flags allow."""
+        return self.block_cost_pure(code, address)[1] & (BLOCK_PURE | BLOCK_STORE) == BLOCK_PURE
 
     def insn_cost(self, insn, prev_ldst: bool) -> tuple[int, bool]:
         mn = insn.mnemonic
@@ -298,10 +347,11 @@ class BhState(ctypes.Structure):
         ("loop_unstable", ctypes.c_uint32),   # set by the MMIO callbacks
         ("loop_nreads", ctypes.c_uint32),
         ("loop_nregs", ctypes.c_uint32),
-        ("loop_trust_all", ctypes.c_uint32),  # companion tests: every read "stable"
-        ("loop_pad", ctypes.c_uint32),
+        ("loop_trust_all", ctypes.c_uint32),  # companion tests (_blockhook.c: 1, 2, 4, 8)
+        ("loop_nwrites", ctypes.c_uint32),   # of the accesses noted, writes (repeatable)
         ("loop_rslot", ctypes.c_void_p * 8),
-        ("loop_roff", ctypes.c_uint32 * 8),
+        ("loop_roff", ctypes.c_uint32 * 8),   # | 1 << 31: a write
+        ("loop_horizon", ctypes.c_uint64),    # the cycle at which a counter read changes
         ("replay", ctypes.c_void_p),
         ("reg_read_batch", ctypes.c_void_p),
         ("loop_regs", ctypes.c_int32 * 32),
@@ -329,12 +379,21 @@ class BhState(ctypes.Structure):
         ("lp_bl", ctypes.c_uint64),          # the last block ending with a BL (a candidate head)
         ("lp_callwatch", ctypes.c_uint32),   # 1: the watch started on such a call
         ("lp_bl_clean", ctypes.c_uint32),    # only pure blocks since lp_bl
+        ("lp_stores", ctypes.c_uint32),      # the iteration's stores (BLOCK_STORE blocks)
+        ("lp_spoff", ctypes.c_int32),        # its SP against the head's, in words
+        ("lp_spbad", ctypes.c_uint32),       # 1: its SP rose above the head's
+        ("lp_pad2", ctypes.c_uint32),
     ]
 
 # block flags in the native cost table (_blockhook.c): only loads,
 # arithmetic, compares and direct branches (BLOCK_PURE), and among them a
 # direct call or a return through LR (BLOCK_CALL), ending with the call
-BLOCK_PURE, BLOCK_CALL, BLOCK_BL = 1, 2, 4    # BLOCK_BL: it ends with the BL
+# (BLOCK_BL); BLOCK_STORE: it also pushes, pops (a pop of PC is a return:
+# BLOCK_CALL) or stores through a register other than SP, with bits 8-15
+# the stores, 16-23 the SP's change in words (signed) and 24-31 the most it
+# rises above its value at the block's start, in words (_blockhook.c,
+# loop_step)
+BLOCK_PURE, BLOCK_CALL, BLOCK_BL, BLOCK_STORE = 1, 2, 4, 8
 
 
 ENTRY_STOP, ENTRY_DONE, ENTRY_NONE = range(3)

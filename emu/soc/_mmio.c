@@ -404,10 +404,12 @@ typedef struct {
 /* The block hook's polling-loop fields (bh_state in emu/cpu/_blockhook.c,
  * from skip_on on): a loop iteration's MMIO accesses are noted here. */
 typedef struct {
-    uint32_t skip_on, unstable, nreads, nregs, trust_all, pad;
+    uint32_t skip_on, unstable, nreads, nregs, trust_all, nwrites;
     void *rslot[8];
-    uint32_t roff[8];
+    uint32_t roff[8];        /* | LOOP_WRITE: a write */
+    uint64_t horizon;        /* a counter read's next change, in cycles */
 } LoopCells;
+#define LOOP_WRITE 0x80000000u
 
 typedef struct {
     PyObject_HEAD
@@ -444,7 +446,7 @@ static inline void loop_note(Slot *s, uint64_t offset, int stable) {
     volatile LoopCells *l = s->loop;
     if (l == NULL || !l->skip_on)
         return;
-    if (l->trust_all)
+    if (l->trust_all & 1)
         stable = 1;
     if (!stable || l->nreads >= 8) {
         l->unstable = 1;
@@ -455,6 +457,65 @@ static inline void loop_note(Slot *s, uint64_t offset, int stable) {
     l->nreads++;
 }
 
+/* A write a loop may repeat: carried out on the Cells without the GIL and
+ * without moving the interrupt line (an event, INTENSET/INTENCLR/INTEN):
+ * state only, so the same writes again leave the same state (loop_step
+ * counts it against the iteration's stores). */
+static inline void loop_note_write(Slot *s, uint64_t offset) {
+    volatile LoopCells *l = s->loop;
+    if (l == NULL || !l->skip_on)
+        return;
+    if (l->nreads >= 8) {
+        l->unstable = 1;
+        return;
+    }
+    l->rslot[l->nreads] = s;
+    l->roff[l->nreads] = (uint32_t)offset | LOOP_WRITE;
+    l->nreads++;
+    l->nwrites++;
+}
+
+/* Any other write: unstable (trust_all & 2, companion tests only: taken
+ * as repeatable too). */
+static inline void loop_note_other_write(Slot *s, uint64_t offset) {
+    volatile LoopCells *l = s->loop;
+    if (l != NULL && (l->trust_all & 2))
+        loop_note_write(s, offset);
+    else
+        loop_note(s, offset, 0);
+}
+
+static inline int in_slice(Slot *s);
+static inline long long slice_now(Slot *s);
+
+/* A COUNTER read (the RTC's) inside a slice: its value holds until the
+ * next period boundary, so the iterations up to that cycle may be counted
+ * (the horizon); outside a slice, unstable. */
+static inline void loop_note_counter(Slot *s, uint64_t offset, COp *op) {
+    volatile LoopCells *l = s->loop;
+    if (l == NULL || !l->skip_on)
+        return;
+    if (!in_slice(s) || s->cycle_ticks <= 0) {
+        l->unstable = 1;
+        return;
+    }
+    Cells *c = op->cells;
+    long long running = c->cell[op->ci[0]], base_time = c->cell[op->ci[1]],
+              period = c->cell[op->ci[2]];
+    if (running && period > 0 && !(l->trust_all & 1)) {   /* (trust_all: companions) */
+        long long now = slice_now(s);
+        long long next = now < base_time + period ? base_time + period
+                         : base_time + ((now - base_time) / period + 1) * period;
+        const volatile SyncCells *sc = s->cells;
+        long long dt = next - sc->base_ticks;
+        uint64_t h = dt <= 0 ? 0 : sc->base_cycles
+                     + (uint64_t)((dt + s->cycle_ticks - 1) / s->cycle_ticks);
+        if (h < l->horizon)
+            l->horizon = h;
+    }
+    loop_note(s, offset, 1);
+}
+
 static inline int op_stable_read(COp *op) {
     return op->steady;           /* declared once, in Python: emu/soc/ops.py Op.steady */
 }
@@ -463,7 +524,7 @@ static inline int op_stable_read(COp *op) {
 static void slot_replay(void *slot, uint32_t offset, uint64_t n) {
     Slot *s = (Slot *)slot;
     s->count += n;
-    s->stat[(offset >> 2) * 4] += n;
+    s->stat[((offset & ~LOOP_WRITE) >> 2) * 4 + (offset & LOOP_WRITE ? 2 : 0)] += n;
 }
 
 static PyObject *str_base_ticks, *str_base_cycles, *str_now, *str_values, *str_kind,
@@ -1385,7 +1446,10 @@ static uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_d
         } else if (op->nogil && cells_read(s, op, &v, 0) == 0) {
             s->count++;
             s->stat[(offset >> 2) * 4]++;
-            loop_note(s, offset, op_stable_read(op));
+            if (op->kind == R_COUNTER)
+                loop_note_counter(s, offset, op);
+            else
+                loop_note(s, offset, op_stable_read(op));
             return v;
         }
     }
@@ -1446,7 +1510,6 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
                        void *user_data) {
     Slot *s = (Slot *)user_data;
     int bailed = 0;
-    loop_note(s, offset, 0);
     if (size == 4 && !(offset & 3) && offset < 4 * NOFF) {
         COp *op = &s->wops[offset >> 2];
         if (op->stream && op->cells != NULL) {
@@ -1454,6 +1517,7 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
             if (stream_access(s, op, 1, value, &unused) == 0) {
                 s->count++;
                 s->stat[(offset >> 2) * 4 + 2]++;
+                loop_note_other_write(s, offset);
                 return;
             }
         } else if (op->nogil) {
@@ -1461,6 +1525,10 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
             if (r == 0) {
                 s->count++;
                 s->stat[(offset >> 2) * 4 + 2]++;
+                if (op->kind <= W_INTEN)      /* EVENT, INTEN*: state only */
+                    loop_note_write(s, offset);
+                else
+                    loop_note_other_write(s, offset);
                 return;
             }
             if (r == 1)
@@ -1469,6 +1537,7 @@ static void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
              * with the GIL (cells_lower) */
         }
     }
+    loop_note_other_write(s, offset);
     PyGILState_STATE g = PyGILState_Ensure();
     s->count++;
     streams_off_c(s->streams);   /* Python is about to run: no bytes left in C */

@@ -6,8 +6,9 @@
  *     after must be a few timer ticks past CC);
  *   - three blocks polling two events and a timeout on the DWT's stopped
  *     CYCCNT (InfiniTime's TWI driver);
- *   - RTC COUNTER, a value that changes with time alone: never counted
- *     ahead (the loop ends at exactly the COUNTER it waits for);
+ *   - RTC COUNTER, a value that changes with time alone: counted ahead
+ *     only up to its next tick (the loop ends at exactly the COUNTER it
+ *     waits for);
  *   - a loop that counts its iterations while polling (registers differ:
  *     it runs) and reports the count. */
 #include "harness.h"
