@@ -28,6 +28,7 @@ setup(
     ext_modules=[Extension("emu.cpu._blockhook", ["emu/cpu/_blockhook.c"],
                            extra_compile_args=["-O2"]),
                  Extension("emu.soc._mmio", ["emu/soc/_mmio.c"],       # MMIO fast path
+                           depends=["emu/soc/_clock.h"],               # (the clock in C)
                            extra_compile_args=["-O2"])],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -15,6 +15,13 @@ executes; sleeping (WFI/WFE) jumps ``now`` to the next scheduled event.
 Devices create their :class:`Event` handles once (``clock.event(name, fn)``)
 and re-arm them with :meth:`Event.schedule_in` (relative) or
 :meth:`Event.schedule_at` (absolute), or :meth:`Event.cancel` them.
+
+A machine with the native helpers runs on ``emu.soc._mmio.Clock``
+(``emu.soc.ops.new_clock``), these two classes in C with the same API and steps
+(emu/soc/_clock.h): the native bus, the peripherals' cores and the run loop
+in C then schedule and fire events without Python.  These classes stay the
+reference (the pure-Python path); tests/test_clock_native.py drives both
+with the same schedules.
 """
 from __future__ import annotations
 
@@ -193,3 +200,4 @@ class Clock:
         """(when, name) of every live event, sorted; for debugging and state."""
         out = [(w, e.name) for (w, s, e) in self._heap if e._seq == s and e.when == w]
         return sorted(out)
+

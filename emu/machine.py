@@ -20,8 +20,9 @@ import struct
 from typing import Callable, Optional, Union
 
 from emu import checks
-from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US, Clock
+from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND, TICKS_PER_US
 from emu.cpu.cortexm import StopReason
+from emu.soc.ops import new_clock
 from emu.loader import (FirmwareError, FirmwareImage, MemoryLayout, SymbolTable,
                         load_firmware)
 from emu.phone import Phone
@@ -104,7 +105,7 @@ class Machine:
             raise TypeError(f"board must be a name, not {type(board).__name__}")
         if base is not None:
             base = checks.integer("base", base, 0, 0xFFFFFFFF)
-        self.clock = Clock()
+        self.clock = new_clock(pure_python)
         # a real SoftDevice image (MBR + S132 hex) to run under the app instead
         # of the emulated S132 API: SVCs then reach the guest's own handler
         self.softdevice_hex = softdevice_hex

@@ -170,7 +170,8 @@ SKIP_ATTRS = {
     "emu.peripherals.ppi.Ppi": {"_attached", "_seen",   # id()s; load_model_state re-attaches
                                 "_maps"},                # a cache, rebuilt
     "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events",   # saved apart
-                        "_compact_at"},    # the heap's compaction threshold (follows _heap)
+                        "_compact_at",     # the heap's compaction threshold (follows _heap)
+                        "firing"},         # None but inside an event's callback
     "emu.soc.bus.PeripheralBus": {"streams"},          # C wiring; the SPIs save their bytes
     "emu.peripherals.spi.Spi": {"_streams"},           # the same StreamSet
     "emu.peripherals.rtc.Rtc": {"_core"},              # C steps over its state (RtcCore)
@@ -196,9 +197,15 @@ class SnapshotError(Exception):
     """A snapshot cannot be written or does not fit the machine (one-line message)."""
 
 
+# classes that stand for one another on the native and pure-Python paths
+# (a snapshot crosses between them): the clock in C is emu.clock.Clock
+SAME_CLASSES = {"emu.soc._mmio.Clock": "emu.clock.Clock"}
+
+
 def _qualname(obj) -> str:
     cls = type(obj)
-    return f"{cls.__module__}.{cls.__qualname__}"
+    q = f"{cls.__module__}.{cls.__qualname__}"
+    return SAME_CLASSES.get(q, q)
 
 
 def _skip_attrs(obj) -> set:
@@ -316,6 +323,7 @@ def map_objects(machine, saved: dict) -> dict:
     for path, info in saved.items():
         found = None
         cls = MOVED_CLASSES.get(info.get("class"), info.get("class"))
+        cls = SAME_CLASSES.get(cls, cls)
         for p in [path] + list(info.get("aliases", ())):
             obj = resolve_path(machine, p)
             if obj is not None and _qualname(obj) == cls and id(obj) not in taken:
@@ -396,7 +404,7 @@ class _Encoder:
                 return self.enc(v.item(), where)
         if isinstance(v, random.Random):
             return {"$rnd": self.enc(v.getstate(), where)}
-        if type(v).__name__ == "Event" and mod == "emu.clock":
+        if type(v).__name__ == "Event" and mod in ("emu.clock", "emu.soc._mmio"):
             return {"$ev": v.name}
         if isinstance(v, types.MethodType):
             path = self.by_id.get(id(v.__self__))

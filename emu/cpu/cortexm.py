@@ -395,7 +395,7 @@ class CortexM:
         if h is None or not self.native_loop or not self.native_entries:
             return False
         return (unreplaced(self, _LOOP_ORIGINALS)
-                and unreplaced(self.clock, _CLOCK_ORIGINALS)
+                and _clock_unreplaced(self.clock)
                 and unreplaced(self.uc, _EMU_START))
 
     _py_slices = 0
@@ -2316,6 +2316,15 @@ class CortexM:
 _LOOP_ORIGINALS = {n: getattr(CortexM, n) for n in CortexM._LOOP_STEPS}
 _CLOCK_ORIGINALS = {n: getattr(Clock, n) for n in ("run_due", "next_event_time", "_clean")}
 _EMU_START = {"emu_start": Uc.emu_start}
+
+
+def _clock_unreplaced(clock) -> bool:
+    """The clock's run_due, next_event_time and _clean are its class's own:
+    emu.clock.Clock's (unless replaced), or the C clock's (emu.soc._mmio.Clock,
+    whose class cannot be patched) not shadowed on the instance."""
+    if type(clock).__module__ == "emu.soc._mmio" and type(clock).__name__ == "Clock":
+        return not set(_CLOCK_ORIGINALS) & set(vars(clock))
+    return unreplaced(clock, _CLOCK_ORIGINALS)
 # what ExcHook's invalid-instruction hook (the WFEs in C) stands for
 _WFE_ORIGINALS = {n: getattr(CortexM, n) for n in (
     "_hook_insn_invalid", "_wfe_in_hook", "_sleep_in_hook", "_wfe_kind_at", "_wfe_before")}

@@ -351,6 +351,33 @@ static PyTypeObject CellsType = {
     .tp_hash = PyObject_HashNotImplemented,
 };
 
+#include "_clock.h"
+
+static int attr_ll(PyObject *o, PyObject *name, long long *out);
+static PyObject *str_now;
+
+/* clock.now, from the C clock's field (or the Python clock's attribute) */
+static inline int clock_get_now(PyObject *clock, long long *out) {
+    if (is_clock(clock)) {
+        *out = ((ClockObject *)clock)->now;
+        return 0;
+    }
+    return attr_ll(clock, str_now, out);
+}
+
+static inline int clock_set_now(PyObject *clock, long long v) {
+    if (is_clock(clock)) {
+        ((ClockObject *)clock)->now = v;
+        return 0;
+    }
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return -1;
+    int err = PyObject_SetAttr(clock, str_now, n);
+    Py_DECREF(n);
+    return err;
+}
+
 /* Op kinds: the numbers of emu/soc/ops.py. */
 enum {
     K_UNKNOWN = 0, K_GENERIC = 1,
@@ -527,7 +554,7 @@ static void slot_replay(void *slot, uint32_t offset, uint64_t n) {
     s->stat[((offset & ~LOOP_WRITE) >> 2) * 4 + (offset & LOOP_WRITE ? 2 : 0)] += n;
 }
 
-static PyObject *str_base_ticks, *str_base_cycles, *str_now, *str_values, *str_kind,
+static PyObject *str_base_ticks, *str_base_cycles, *str_values, *str_kind,
                 *str_obj, *str_args, *str_timed, *str_mask, *str_slow_bits, *str_guard;
 
 /* CortexM.sync_time in C, through the Python attributes; 0 on success, -1 with an exception set. */
@@ -542,22 +569,14 @@ static int sync_attrs(Slot *s) {
         return -1;
     long long base_cycles = PyLong_AsLongLong(bc);
     Py_DECREF(bc);
-    PyObject *cur = PyObject_GetAttr(s->clock, str_now);
-    if (cur == NULL)
-        return -1;
-    long long now_prev = PyLong_AsLongLong(cur);
-    Py_DECREF(cur);
     if (PyErr_Occurred())
         return -1;
+    long long now_prev;
+    if (clock_get_now(s->clock, &now_prev))
+        return -1;
     long long now = base_ticks + ((long long)*s->cycles - base_cycles) * s->cycle_ticks;
-    if (now > now_prev) {
-        PyObject *n = PyLong_FromLongLong(now);
-        if (n == NULL)
-            return -1;
-        int err = PyObject_SetAttr(s->clock, str_now, n);
-        Py_DECREF(n);
-        return err;
-    }
+    if (now > now_prev)
+        return clock_set_now(s->clock, now);
     return 0;
 }
 
@@ -576,11 +595,7 @@ static int sync_native(Slot *s) {
     uint64_t cyc = *s->cycles;
     if (cyc == c->synced_cycles)
         return 0;
-    PyObject *n = PyLong_FromLongLong(slice_now(s));
-    if (n == NULL)
-        return -1;
-    int err = PyObject_SetAttr(s->clock, str_now, n);
-    Py_DECREF(n);
+    int err = clock_set_now(s->clock, slice_now(s));
     if (err == 0)
         c->synced_cycles = cyc;
     return err;
@@ -895,7 +910,7 @@ static int clock_now(Slot *s, long long *now) {
         *now = slice_now(s);
         return 0;
     }
-    return attr_ll(s->clock, str_now, now);
+    return clock_get_now(s->clock, now);
 }
 
 /* Bring the clock up to the access before a timed op: inside a slice the
@@ -3810,6 +3825,11 @@ static PyObject *model_values(PyObject *model) {
 
 /* ev.when as (has, when) */
 static int ev_when(PyObject *ev, int *has, long long *when) {
+    if (is_event(ev)) {
+        *has = ((EventObject *)ev)->has;
+        *when = *has ? ((EventObject *)ev)->when : 0;
+        return 0;
+    }
     PyObject *w = PyObject_GetAttr(ev, str_when);
     if (w == NULL)
         return -1;
@@ -3821,6 +3841,10 @@ static int ev_when(PyObject *ev, int *has, long long *when) {
 
 /* Event.cancel */
 static int ev_cancel(PyObject *ev) {
+    if (is_event(ev)) {
+        clk_cancel((EventObject *)ev);
+        return 0;
+    }
     if (PyObject_SetAttr(ev, str_when, Py_None))
         return -1;
     return set_ll(ev, str_seq, -1);
@@ -3840,10 +3864,12 @@ static int call_args(PyObject *const *args, Py_ssize_t nargs, const char *name, 
 
 /* Event.schedule_at (emu/clock.py), the same steps */
 static int ev_schedule_at(PyObject *clock, PyObject *ev, long long when) {
+    if (is_event(ev) && (PyObject *)((EventObject *)ev)->clock == clock)
+        return clk_schedule((EventObject *)ev, when);
     long long now, seq, nd;
     int has;
     long long cur;
-    if (attr_ll(clock, str_now, &now))
+    if (clock_get_now(clock, &now))
         return -1;
     if (when < now)
         when = now;
@@ -3908,7 +3934,7 @@ static int rc_rearm(RtcCore *r) {
     int has;
     if (!r->cells->cell[r->ci[0]])                   /* not running */
         return ev_cancel(r->ev);
-    if (attr_ll(r->clock, str_now, &now) || ev_when(r->ev, &has, &when))
+    if (clock_get_now(r->clock, &now) || ev_when(r->ev, &has, &when))
         return -1;
     if (has && when <= now)
         return 0;                 /* an edge due, not processed yet: _on_event re-arms */
@@ -3986,7 +4012,7 @@ static int rc_update_irq(RtcCore *r) {
 static PyObject *RtcCore_fire(RtcCore *r, PyObject *noargs) {
     Cells *c = r->cells;
     long long now, k, cur;
-    if (attr_ll(r->clock, str_now, &now))
+    if (clock_get_now(r->clock, &now))
         return NULL;
     rc_count_at(r, now, &k, &cur);
     long long evten = c->cell[r->ci[4]];
@@ -4090,7 +4116,7 @@ static PyObject *RtcCore_write_cc(RtcCore *r, PyObject *const *args, Py_ssize_t 
         goto fail;
     if (r->cells->cell[r->ci[0]]) {          /* the N+1 window (see Rtc.write) */
         long long now, k, cur;
-        if (attr_ll(r->clock, str_now, &now))
+        if (clock_get_now(r->clock, &now))
             goto fail;
         rc_count_at(r, now, &k, &cur);
         long long *cell = r->cells->cell;
@@ -4366,7 +4392,7 @@ static int tc_rearm(TimerCore *r, PyObject *values, long long at) {
     long long now, when, k, cur;
     int has;
     if (at < 0) {
-        if (attr_ll(r->clock, str_now, &now))
+        if (clock_get_now(r->clock, &now))
             return -1;
     } else {
         now = at;
@@ -4419,7 +4445,7 @@ static PyObject *TimerCore_fire(TimerCore *r, PyObject *noargs) {
         return NULL;
     TcCfg cfg;
     long long now, due, k, cur, shorts;
-    if (tc_cfg(r, values, &cfg) || attr_ll(r->clock, str_now, &now)
+    if (tc_cfg(r, values, &cfg) || clock_get_now(r->clock, &now)
         || attr_ll(r->model, str_due, &due) || attr_ll(r->model, str_shorts, &shorts))
         goto fail;
     long long t = due < now ? due : now;
@@ -4561,7 +4587,7 @@ static PyObject *TimerCore_capture(TimerCore *r, PyObject *const *args, Py_ssize
         return NULL;
     TcCfg cfg;
     long long now, k, cur;
-    int err = tc_cfg(r, values, &cfg) || attr_ll(r->clock, str_now, &now);
+    int err = tc_cfg(r, values, &cfg) || clock_get_now(r->clock, &now);
     if (!err) {
         tc_count_at(r, &cfg, now, &k, &cur);
         err = values_set(values, 0x540 + 4 * n, cur);
@@ -4724,7 +4750,7 @@ static PyObject *WdtCore_write_rr(WdtCore *r, PyObject *const *args, Py_ssize_t 
             Py_DECREF(when);
         }
         if (fast) {
-            if (attr_ll(r->clock, str_now, &now))
+            if (clock_get_now(r->clock, &now))
                 return NULL;
             if (crv < 0xF)
                 crv = 0xF;
@@ -4928,6 +4954,11 @@ static int lc_clean(ExcHook *h, PyObject *heap) {
 
 /* Clock.next_event_time */
 static int lc_next(ExcHook *h, long long *out) {
+    if (is_clock(h->clock)) {
+        clk_clean((ClockObject *)h->clock);
+        *out = ((ClockObject *)h->clock)->next_deadline;
+        return 0;
+    }
     PyObject *heap = cg(h, str_heap);
     if (heap == NULL)
         return -1;
@@ -4942,6 +4973,8 @@ static int lc_next(ExcHook *h, long long *out) {
 
 /* Clock.run_due: -1 on a Python error (an event's own, raised on) */
 static int lc_run_due(ExcHook *h) {
+    if (is_clock(h->clock))
+        return clk_run_due((ClockObject *)h->clock) < 0 ? -1 : 0;
     PyObject *heap = cg(h, str_heap);
     if (heap == NULL)
         return -1;
@@ -4958,7 +4991,7 @@ static int lc_run_due(ExcHook *h) {
             goto out;
         if (r == 0)
             break;
-        if (cg_ll(h, str_now, &now))
+        if (clock_get_now(h->clock, &now))
             goto out;
         if (when > now)
             break;
@@ -5000,18 +5033,18 @@ out:
 static int lc_sync(ExcHook *h, long long ct) {
     long long bt, bc, now;
     if (attr_ll(h->cpu, str_base_ticks, &bt) || attr_ll(h->cpu, str_base_cycles, &bc)
-        || cg_ll(h, str_now, &now))
+        || clock_get_now(h->clock, &now))
         return -1;
     long long t = bt + ((long long)*h->cs_cycles - bc) * ct;
     if (t > now)
-        return cs_ll(h, str_now, t);
+        return clock_set_now(h->clock, t);
     return 0;
 }
 
 /* CortexM._start_slice with _rebase */
 static int lc_start_slice(ExcHook *h, long long nxt, uint32_t pc, long long ct) {
     long long now;
-    if (cg_ll(h, str_now, &now))
+    if (clock_get_now(h->clock, &now))
         return -1;
     long long span = nxt - now;
     long long budget = span > 0 ? (span + ct - 1) / ct : 0;   /* -(-(span) // ct) */
@@ -5197,19 +5230,19 @@ static PyObject *lc_reason(ExcHook *h, int i) {
 /* CortexM._idle_to_next_event: 1 with *stop set (a new reference), 0 go on, -1 error */
 static int lc_idle(ExcHook *h, long long until, int forever, PyObject **stop) {
     long long nxt, now;
-    if (lc_next(h, &nxt) || cg_ll(h, str_now, &now))
+    if (lc_next(h, &nxt) || clock_get_now(h->clock, &now))
         return -1;
     if (nxt >= until) {
         if (until >= LOOP_NEVER) {
             *stop = lc_reason(h, forever);
             return 1;
         }
-        if (cs_ll(h, str_now, now > until ? now : until))
+        if (clock_set_now(h->clock, now > until ? now : until))
             return -1;
         *stop = lc_reason(h, 0);
         return 1;
     }
-    if (cs_ll(h, str_now, now > nxt ? now : nxt))
+    if (clock_set_now(h->clock, now > nxt ? now : nxt))
         return -1;
     return 0;
 }
@@ -5338,7 +5371,7 @@ static PyObject *ExcHook_run(ExcHook *h, PyObject *args) {
             continue;
         }
         long long now, nxt;
-        if (cg_ll(h, str_now, &now))
+        if (clock_get_now(h->clock, &now))
             return NULL;
         if (now >= until)
             return lc_reason(h, 0);
@@ -5638,7 +5671,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         || PyType_Ready(&FlashGuardType) < 0 || PyType_Ready(&CellsType) < 0
         || PyType_Ready(&StreamSetType) < 0 || PyType_Ready(&PageMapType) < 0
         || PyType_Ready(&RtcCoreType) < 0 || PyType_Ready(&ExcHookType) < 0
-        || PyType_Ready(&TimerCoreType) < 0 || PyType_Ready(&WdtCoreType) < 0)
+        || PyType_Ready(&TimerCoreType) < 0 || PyType_Ready(&WdtCoreType) < 0
+        || PyType_Ready(&ClockType) < 0 || PyType_Ready(&EventType) < 0)
         return NULL;
     struct { PyObject **p; const char *s; } names[] = {
         {&str_base_ticks, "_cycle_base_ticks"}, {&str_base_cycles, "_cycle_base"},
@@ -5713,6 +5747,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
     Py_INCREF(&PageMapType);
     Py_INCREF(&TimerCoreType);
     Py_INCREF(&WdtCoreType);
+    Py_INCREF(&ClockType);
+    Py_INCREF(&EventType);
     if (PyModule_AddObject(m, "StreamSet", (PyObject *)&StreamSetType) < 0 || PyModule_AddObject(m, "Regs", (PyObject *)&RegsType) < 0
         || PyModule_AddObject(m, "FlashGuard", (PyObject *)&FlashGuardType) < 0
         || PyModule_AddObject(m, "Cells", (PyObject *)&CellsType) < 0
@@ -5720,7 +5756,9 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         || PyModule_AddObject(m, "RtcCore", (PyObject *)&RtcCoreType) < 0
         || PyModule_AddObject(m, "TimerCore", (PyObject *)&TimerCoreType) < 0
         || PyModule_AddObject(m, "WdtCore", (PyObject *)&WdtCoreType) < 0
-        || PyModule_AddObject(m, "ExcHook", (PyObject *)&ExcHookType) < 0) {
+        || PyModule_AddObject(m, "ExcHook", (PyObject *)&ExcHookType) < 0
+        || PyModule_AddObject(m, "Clock", (PyObject *)&ClockType) < 0
+        || PyModule_AddObject(m, "Event", (PyObject *)&EventType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

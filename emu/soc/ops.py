@@ -118,6 +118,21 @@ def new_cells(pure: bool = False):
     return PyCells()
 
 
+def new_clock(pure: bool = False):
+    """A machine's clock: ``emu.soc._mmio.Clock`` (emu.clock.Clock's API in C,
+    emu/soc/_clock.h) unless ``pure`` or PINETIME_EMU_PURE_PYTHON, or the
+    native helpers are not built; else emu.clock.Clock, the reference."""
+    import os
+    from emu.clock import Clock
+    if not pure and not os.environ.get("PINETIME_EMU_PURE_PYTHON"):
+        try:
+            from emu.soc import _mmio   # type: ignore[attr-defined]
+            return _mmio.Clock()
+        except (ImportError, AttributeError):
+            pass
+    return Clock()
+
+
 def cell_property(index: int, doc: str = ""):
     """A model attribute kept in its Cells' ``cell<index>`` (NATIVE_CELLS): an
     integer (a flag reads 0/1).  The getter is a C attrgetter, no Python frame."""
