@@ -2,7 +2,10 @@
 it (firmware/tests/cpu_mpu.c): MPU_TYPE reports 8 regions, regions and
 aliases, PRIVDEFENA, XN, subregions, a privileged-read-only stack guard,
 unprivileged accesses, MemManage with MMFSR/MMFAR, escalation to HardFault,
-and exception stacking into the guard (MSTKERR)."""
+and exception stacking into the guard (MSTKERR) by an interrupt and by an
+SVC.  With the native helpers, exception entries and returns are carried
+out in C with the MPU on too (the stacking check and the page protections'
+sync: _mmio.c, mpu_stack_ok and mpu_sync_c)."""
 import pytest
 
 from conftest import assert_firmware_passed
@@ -14,6 +17,31 @@ def test_mpu(run_firmware, pure):
     m, r = run_firmware("cpu_mpu", ms=50, pure_python=pure)
     assert_firmware_passed(m, r, min_passes=31)
     assert m.cpu.mpu._installed
+
+
+def test_entries_with_the_mpu_on_are_in_c(run_firmware):
+    """The interrupt's entries (and the overflow's refusal) in C: the same
+    run as in pure Python (test_mpu), with ExcHook's entries counted."""
+    m, r = run_firmware("cpu_mpu", ms=50)
+    p, rp = run_firmware("cpu_mpu", ms=50, pure_python=True)
+    assert_firmware_passed(m, r, min_passes=35)
+    h = m.cpu._exc_hook
+    assert h.entries >= 1 and h.returns >= 1
+    assert m.cpu.cycles == p.cpu.cycles and m.console_text() == p.console_text()
+    assert m.cpu.cfsr == p.cpu.cfsr and m.cpu.core_registers() == p.cpu.core_registers()
+
+
+def test_stacking_unchecked_in_c_is_seen(fw, caplog):
+    """Companion: the C entry stacking without the MPU's check (mpu_bug)
+    writes the interrupt's frame into the guard: no MSTKERR."""
+    import logging
+    from emu import Machine
+    caplog.set_level(logging.CRITICAL, logger="emu")     # the run goes astray, loudly
+    m = Machine(fw("cpu_mpu"), board="nrf52832")
+    m.cpu._exc_hook.mpu_bug = 1
+    m.run(ms=1)                  # (the whole test takes 5 000 cycles)
+    assert "PASS interrupt: MSTKERR" not in m.console_text()
+    assert "FAIL" in m.console_text()
 
 
 def test_mpu_type_zero_is_seen(run_firmware, monkeypatch):

@@ -2366,6 +2366,7 @@ typedef struct {
     unsigned long long slices;
     long long skew;            /* tests only: cycles added to every slice's budget */
     int chain_bug;             /* tests only: 1 leaves a tail-chained exception pending */
+    int mpu_bug;               /* tests only: 1 stacks without the MPU's check */
     int pend_bug;              /* tests only: 1 pends without _pending_changed's steps */
     PyObject *pend_fallback;   /* SystemControlSpace.write_word (pend_write's other writes) */
     unsigned long long inside_ns;  /* host time inside uc_emu_start (CLOCK_MONOTONIC) */
@@ -2613,6 +2614,140 @@ static int nv_pending_to_enter(ExcHook *h, Nvic *n) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* The MPU (emu/cpu/mpu.py) as exception entry and return in C need it:
+ * Mpu.access/allows for the stacking check (a frame the MPU forbids goes
+ * to the Python, which raises MSTKERR), off_now, and sync's key: the page
+ * protections are reapplied (Mpu.sync, Python) only when the privilege or
+ * the MPU's being in force changed, as sync itself decides. */
+static PyObject *str_rbar, *str_rasr, *str_mpu_ctrl, *str_mpu_config, *str_mpu_applied,
+                *str_mpu_sync;
+static PyObject *s_mpu_dirty;    /* (the run loop's, below) */
+static const int MPU_AP[8][2] = {{0, 0}, {3, 0}, {3, 1}, {3, 3}, {0, 0}, {1, 0}, {1, 1}, {1, 1}};
+
+typedef struct { long long ctrl; uint32_t rbar[8], rasr[8]; } MpuRegs;
+
+static int mpu_load(PyObject *mpu, MpuRegs *m) {
+    if (attr_ll(mpu, str_mpu_ctrl, &m->ctrl))
+        return -1;
+    PyObject *rb = PyObject_GetAttr(mpu, str_rbar), *ra = rb ? PyObject_GetAttr(mpu, str_rasr) : NULL;
+    int rc = -1;
+    if (ra == NULL || !PyList_Check(rb) || !PyList_Check(ra) || PyList_GET_SIZE(rb) < 8
+        || PyList_GET_SIZE(ra) < 8) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "the MPU's rbar and rasr: lists of 8");
+        goto out;
+    }
+    for (int i = 0; i < 8; i++) {
+        m->rbar[i] = (uint32_t)PyLong_AsUnsignedLongMask(PyList_GET_ITEM(rb, i));
+        m->rasr[i] = (uint32_t)PyLong_AsUnsignedLongMask(PyList_GET_ITEM(ra, i));
+    }
+    rc = PyErr_Occurred() ? -1 : 0;
+out:
+    Py_XDECREF(rb);
+    Py_XDECREF(ra);
+    return rc;
+}
+
+/* Mpu.access: R|W|X (1|2|4) the regions allow at addr */
+static int mpu_access(const MpuRegs *m, uint32_t addr, int privileged) {
+    for (int i = 7; i >= 0; i--) {
+        uint32_t rasr = m->rasr[i];
+        if (!(rasr & 1))
+            continue;
+        int size_log = (int)((rasr >> 1) & 0x1F) + 1;
+        if (size_log < 5)
+            continue;
+        uint64_t size = 1ULL << size_log;
+        uint64_t base = (uint64_t)m->rbar[i] & ~(size - 1) & 0xFFFFFFFFull;
+        if (!(base <= addr && addr < base + size))
+            continue;
+        if (size_log >= 8 && ((rasr >> (8 + ((addr - base) >> (size_log - 3)))) & 1))
+            continue;                                 /* subregion disabled */
+        int data = MPU_AP[(rasr >> 24) & 7][privileged ? 0 : 1];
+        if ((data & 1) && !(rasr & (1u << 28)))
+            data |= 4;
+        return data;
+    }
+    return (privileged && (m->ctrl & 4)) ? 7 : 0;
+}
+
+/* Mpu.off_now: not in force at the current execution priority */
+static int mpu_off_now(ExcHook *h, const MpuRegs *m, Nvic *n, int *err) {
+    if (!(m->ctrl & 1))
+        return 1;
+    if (m->ctrl & 2)
+        return 0;
+    return nv_exec_prio(h, n, n->active, 1, err) < 0;
+}
+
+/* Before an entry at exception level ipsr: 1 the frame may be stacked, 0
+ * the Python must enter (MSTKERR), -1 a Python error */
+static int mpu_stack_ok(ExcHook *h, PyObject *mpu, Nvic *n, long long ipsr) {
+    MpuRegs m;
+    int err = 0;
+    if (mpu_load(mpu, &m))
+        return -1;
+    int off = mpu_off_now(h, &m, n, &err);
+    if (err)
+        return regs_err(h->regs, err);
+    if (off || h->mpu_bug)
+        return 1;
+    Regs *r = h->regs;
+    uint32_t control = xr(r, X_CONTROL, &err);
+    int thread = ipsr == 0, unpriv = thread && (control & 1);
+    if (unpriv)                                       /* as exc_push reads them */
+        xw(r, X_IPSR, 1, &err);
+    uint32_t msp = xr(r, X_MSP, &err), psp = xr(r, X_PSP, &err);
+    if (unpriv)
+        xw(r, X_IPSR, 0, &err);
+    if (err)
+        return regs_err(r, err);
+    uint32_t sp = (thread && (control & 2)) ? psp : msp;
+    uint32_t framesize = (h->m4 && (control & 4)) ? 0x68 : 0x20;
+    uint32_t newsp = (sp - framesize) & ~4u;
+    for (uint64_t a = newsp & ~31u; a < (uint64_t)newsp + framesize; a += 32)
+        if ((mpu_access(&m, (uint32_t)a, !unpriv) & 2) != 2)
+            return 0;
+    return 1;
+}
+
+/* After an entry or a return: Mpu.sync when its key (configuration,
+ * privilege, off) is not the one applied; 0 or -1 */
+static int mpu_sync_c(ExcHook *h, PyObject *mpu) {
+    MpuRegs m;
+    Nvic n;
+    PyObject *prio = NULL;
+    int err = 0;
+    if (mpu_load(mpu, &m) || nvic_load(h, &n, &prio)) {
+        Py_XDECREF(prio);
+        return -1;
+    }
+    int off = mpu_off_now(h, &m, &n, &err);
+    Py_XDECREF(prio);
+    long long ipsr;
+    if (hg_ll(h, str_ipsr_attr, &ipsr))
+        return -1;
+    uint32_t control = xr(h->regs, X_CONTROL, &err);
+    if (err)
+        return regs_err(h->regs, err);
+    int priv = !(ipsr == 0 && (control & 1));
+    PyObject *cfg = PyObject_GetAttr(mpu, str_mpu_config);
+    PyObject *applied = cfg ? PyObject_GetAttr(mpu, str_mpu_applied) : NULL;
+    PyObject *key = applied ? Py_BuildValue("(OOO)", cfg, priv ? Py_True : Py_False,
+                                            off ? Py_True : Py_False) : NULL;
+    int same = key ? PyObject_RichCompareBool(key, applied, Py_EQ) : -1;
+    Py_XDECREF(cfg);
+    Py_XDECREF(applied);
+    Py_XDECREF(key);
+    if (same < 0)
+        return -1;
+    if (same)                    /* sync's first step, then its early return */
+        return hs(h, s_mpu_dirty, Py_False);
+    PyObject *x = PyObject_CallMethodNoArgs(mpu, str_mpu_sync);
+    Py_XDECREF(x);
+    return x ? 0 : -1;
+}
+
 /* 1: the return is done (the slice goes on, or ends as the Python hook
  * would end it); 0: the Python hook must decide (nothing changed); -1: a
  * Python exception (state may have changed: raised out of emu_start). */
@@ -2648,12 +2783,17 @@ static int exc_return_here(ExcHook *h) {
     if (mpu == NULL)
         return -1;
     t = mpu == Py_None ? 0 : truthy_attr(mpu, str_installed);
-    Py_DECREF(mpu);
-    if (t)
-        return t < 0 ? -1 : 0;
-    Nvic n;
-    if (nvic_load(h, &n, &prio))
+    if (t < 0) {
+        Py_DECREF(mpu);
         return -1;
+    }
+    if (!t)
+        Py_CLEAR(mpu);           /* (kept while installed: synced after the return) */
+    Nvic n;
+    if (nvic_load(h, &n, &prio)) {
+        Py_XDECREF(mpu);
+        return -1;
+    }
     int rc = 0;
     if (n.scr & 0x2)                                  /* SLEEPONEXIT: Python */
         goto out;
@@ -2803,6 +2943,8 @@ static int exc_return_here(ExcHook *h) {
         regs_err(h->regs, err);
         goto out;
     }
+    if (mpu != NULL && mpu_sync_c(h, mpu))            /* exception_return's mpu.sync() */
+        goto out;
     int stop = (3 <= out && out <= 6) || watched;
     if (!stop) {
         int r = nv_pending_to_enter(h, &n);
@@ -2834,6 +2976,7 @@ static int exc_return_here(ExcHook *h) {
     rc = 1;
 out:
     Py_XDECREF(prio);
+    Py_XDECREF(mpu);
     return rc;
 }
 
@@ -2846,7 +2989,9 @@ out:
  * ``addr``: the return address, or -1 for the current PC.  Returns the
  * exception entered (> 0), 0 when nothing is to be entered now (the mask
  * watch armed as _pending_to_enter arms it), -2 when Python must do it
- * (nothing changed: the MPU, a fault handler to enter, a stacking error),
+ * (nothing changed: a frame the MPU forbids (MSTKERR), a fault handler to
+ * enter, a stacking error); with the MPU on, its pages are synced after
+ * (mpu_sync_c),
  * -3 with only_irq when the best one is a fault (3..6: not entered),
  * -1 with a Python exception set (an invalid vector: the lockup raised). */
 
@@ -2865,12 +3010,17 @@ static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
     if (mpu == NULL)
         return -1;
     t = mpu == Py_None ? 0 : truthy_attr(mpu, str_installed);
-    Py_DECREF(mpu);
-    if (t)
-        return t < 0 ? -1 : -2;
-    Nvic n;
-    if (nvic_load(h, &n, &prio))
+    if (t < 0) {
+        Py_DECREF(mpu);
         return -1;
+    }
+    if (!t)
+        Py_CLEAR(mpu);           /* (kept while installed: the stacking check, the sync) */
+    Nvic n;
+    if (nvic_load(h, &n, &prio)) {
+        Py_XDECREF(mpu);
+        return -1;
+    }
     long rc = -1;
     int r = nv_pending_to_enter(h, &n);
     if (r <= 0) {
@@ -2899,6 +3049,13 @@ static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
     if (hg_ll(h, str_ipsr_attr, &ipsr) || hg_ll(h, str_ccr, &ccr)
         || hg_ll(h, str_vtor, &vtor))
         goto out;
+    if (mpu != NULL) {           /* exception_entry's check: MSTKERR is the Python's */
+        int ok = mpu_stack_ok(h, mpu, &n, ipsr);
+        if (ok <= 0) {
+            rc = ok < 0 ? -1 : -2;
+            goto out;
+        }
+    }
     if (addr < 0) {
         addr = hreg(h, h->id_pc, &err);
         if (err) {
@@ -2969,10 +3126,13 @@ static long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
         Py_DECREF(x);
     }
     Py_DECREF(seq);
+    if (mpu != NULL && mpu_sync_c(h, mpu))            /* exception_entry's mpu.sync() */
+        goto out;
     h->entries++;
     rc = e;
 out:
     Py_XDECREF(prio);
+    Py_XDECREF(mpu);
     return rc;
 }
 
@@ -3353,6 +3513,8 @@ static PyMemberDef ExcHook_members[] = {
      "write_word(offset, value, lanes): the writes pend_write leaves to the model"},
     {"pend_bug", T_INT, offsetof(ExcHook, pend_bug), 0,
      "tests only: 1 makes pend_write set the bit without _pending_changed's steps"},
+    {"mpu_bug", T_INT, offsetof(ExcHook, mpu_bug), 0,
+     "tests only: 1 stacks a frame in C without the MPU's check (MSTKERR missed)"},
     {"chain_bug", T_INT, offsetof(ExcHook, chain_bug), 0,
      "tests only: 1 leaves a tail-chained exception pending (a broken tail-chain)"},
     {"wfes", T_ULONGLONG, offsetof(ExcHook, wfes), 0, "WFEs carried out by the C hook"},
@@ -5688,6 +5850,8 @@ PyMODINIT_FUNC PyInit__mmio(void) {
         {&str_on_event, "_on_event"}, {&str_ipsr_attr, "_ipsr"},
         {&str_fast_returns, "fast_returns"}, {&str_watched, "_boundaries_watched"},
         {&str_scr, "scr"}, {&str_mpu, "mpu"}, {&str_installed, "_installed"},
+        {&str_rbar, "rbar"}, {&str_rasr, "rasr"}, {&str_mpu_ctrl, "ctrl"},
+        {&str_mpu_config, "_config"}, {&str_mpu_applied, "_applied"}, {&str_mpu_sync, "sync"},
         {&str_on_exception, "on_exception"}, {&str_active, "active"}, {&str_pending, "pending"},
         {&str_irq_enabled, "irq_enabled"}, {&str_prio, "prio"}, {&str_prigroup, "prigroup"},
         {&str_shcsr, "shcsr"}, {&str_sleeping_attr, "_sleeping"},

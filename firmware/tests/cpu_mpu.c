@@ -3,7 +3,8 @@
  * may use, a 32-byte stack guard that privileged code may read but not write
  * (Zephyr's K_MEM_PARTITION_P_RO_U_NA), PRIVDEFENA, XN, subregions; faults
  * with MMFSR/MMFAR, escalation to HardFault, and exception stacking into the
- * guard (MSTKERR), as a stack overflow does. */
+ * guard (MSTKERR), as a stack overflow does: by an interrupt (entered by the
+ * emulator's C exception entry, which checks the MPU itself) and by an SVC. */
 #include "harness.h"
 #include "cm4.h"
 HARNESS_STATE
@@ -23,12 +24,25 @@ static volatile uint32_t faults, last_cfsr, last_mmfar, last_hfsr, hardfaults, r
 static uint32_t recover_frame[8] __attribute__((aligned(8)));
 
 static void after_overflow(void);
+static void after_irq_overflow(void);
+static void svc_overflow(void);
+static volatile uint32_t overflow_phase;
 static void recovery(void) {          /* a fresh frame on a fresh stack, as an RTOS would */
-    recovered = 1;
+    recovered++;
+    if (overflow_phase == 0) {        /* the interrupt's overflow: then the SVC's */
+        after_irq_overflow();
+        overflow_phase = 1;
+        MPU_CTRL = 5;
+        __asm volatile("dsb\n isb");
+        svc_overflow();
+    }
     after_overflow();
     semihost_exit(harness_failures);
     for (;;) ;
 }
+
+static volatile uint32_t irq20_ran;
+void IRQ20_Handler(void) { irq20_ran++; }
 
 /* frame: the stacked r0-r3, r12, lr, pc, xpsr */
 void mm_c(uint32_t *frame, uint32_t excret, int hard) {
@@ -170,17 +184,34 @@ int main(void) {
     CHECK("HFSR.FORCED", last_hfsr & (1u << 30));
     SCB_SHCSR |= 1u << 16;
 
-    /* stack overflow: an exception stacks into the guard (MSTKERR) */
+    /* stack overflow: an interrupt stacks into the guard (MSTKERR) */
+    irq_enable(20);
     __asm volatile("msr psp, %0\n mrs r3, control\n orr r3, r3, #2\n msr control, r3\n isb\n"
-                   "svc #1\n"                                 /* stacking into the guard */
                    :: "r"((uint32_t)&guarded_stack[8] + 8) : "r3", "memory");
+    irq_pend(20);                                              /* stacking into the guard */
+    __asm volatile("dsb\n isb");
     CHECK("not reached: the overflow ends in recovery()", 0);
     return harness_failures;
 }
 
+static void after_irq_overflow(void) {
+    CHECK_EQ("interrupt: MSTKERR", last_cfsr & 0x10, 0x10);
+    CHECK_EQ("interrupt: recovered after the overflow", recovered, 1);
+    CHECK_EQ("interrupt: the frame was not written into the guard", guarded_stack[7], 0);
+    CHECK_EQ("interrupt: it stayed pending and ran after", irq20_ran, 1);
+}
+
+/* stack overflow: an SVC stacks into the guard (MSTKERR) */
+static void svc_overflow(void) {
+    __asm volatile("msr psp, %0\n mrs r3, control\n orr r3, r3, #2\n msr control, r3\n isb\n"
+                   "svc #1\n"                                 /* stacking into the guard */
+                   :: "r"((uint32_t)&guarded_stack[8] + 8) : "r3", "memory");
+    CHECK("not reached: the overflow ends in recovery()", 0);
+}
+
 static void after_overflow(void) {
     CHECK_EQ("MSTKERR", last_cfsr & 0x10, 0x10);
-    CHECK_EQ("recovered after the overflow", recovered, 1);
+    CHECK_EQ("recovered after the overflow", recovered, 2);
     CHECK_EQ("the frame was not written into the guard", guarded_stack[7], 0);
     CHECK_EQ("the SVC stayed pending and ran after", svc9, 1);
 }
