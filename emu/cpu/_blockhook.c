@@ -321,6 +321,10 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
             uint32_t vals[32];
             void *ptrs[32];
             uint32_t n = s->loop_nregs;
+            /* counted up to the deadline, or to before the horizon: every
+             * read of the iterations counted happens before it (a read sees
+             * at most its iteration's end) */
+            uint64_t lim = s->loop_horizon <= s->deadline ? s->loop_horizon - 1 : s->deadline;
             for (uint32_t i = 0; i < n; i++) { vals[i] = 0; ptrs[i] = &vals[i]; }
             if (((uc_reg_read_batch_fn)s->reg_read_batch)(uc, s->loop_regs, ptrs, (int)n) != 0)
                 stable = 0;
@@ -330,13 +334,7 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
             else if (s->lp_have && s->lp_cycles == s->lp_prev_cycles
                      && s->lp_blocks == s->lp_prev_blocks
                      && memcmp(vals, s->lp_vals, n * sizeof(uint32_t)) == 0
-                     && !s->stop_flag && !s->entry_flag
-                     && (s->loop_horizon <= s->deadline ? s->loop_horizon - 1 : s->deadline)
-                        > s->cycles) {
-                /* every read of the iterations counted happens before the
-                 * horizon (a read sees at most its iteration's end) */
-                uint64_t lim = s->loop_horizon <= s->deadline ? s->loop_horizon - 1
-                                                               : s->deadline;
+                     && !s->stop_flag && !s->entry_flag && lim > s->cycles) {
                 uint64_t c = s->lp_cycles;
                 uint64_t m = (lim - s->cycles) / c;
                 if (m) {
