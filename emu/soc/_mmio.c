@@ -354,6 +354,7 @@ static PyTypeObject CellsType = {
 #include "_clock.h"
 
 static int attr_ll(PyObject *o, PyObject *name, long long *out);
+static int set_ll(PyObject *o, PyObject *name, long long v);
 static PyObject *str_now;
 
 /* clock.now, from the C clock's field (or the Python clock's attribute) */
@@ -370,12 +371,7 @@ static inline int clock_set_now(PyObject *clock, long long v) {
         ((ClockObject *)clock)->now = v;
         return 0;
     }
-    PyObject *n = PyLong_FromLongLong(v);
-    if (n == NULL)
-        return -1;
-    int err = PyObject_SetAttr(clock, str_now, n);
-    Py_DECREF(n);
-    return err;
+    return set_ll(clock, str_now, v);
 }
 
 /* Op kinds: the numbers of emu/soc/ops.py. */
