@@ -264,6 +264,24 @@ def test_loop_skips_can_be_logged(fw):
 SPIN = "cpu_idle_spin"
 
 
+def _agree_three_ways(run, passes, skipped):
+    """run(mode, heads) -> (machine, result) skipping, running and in pure
+    Python: each passes, the skipping run counts more than ``skipped``
+    iterations ahead, and all three end in the same state (the accesses per
+    register: skipping and running); the skips' logged heads."""
+    runs, heads = {}, []
+    for mode in ("skip", "noskip", "python"):
+        m, r = run(mode, heads if mode == "skip" else None)
+        assert_firmware_passed(m, r, min_passes=passes)
+        runs[mode] = _state(m)
+        if mode == "skip":
+            assert m.cpu.loops_skipped[1] > skipped
+    stats = {k: v.pop("stats") for k, v in runs.items()}
+    assert runs["skip"] == runs["noskip"] == runs["python"]
+    assert stats["skip"] == stats["noskip"]
+    return heads
+
+
 def _spin_run(fw, mode, heads=None):
     m = Machine(fw(SPIN), board="nrf52832", pure_python=mode == "python")
     m.cpu.loop_skip = mode == "skip"
@@ -281,16 +299,7 @@ def test_loops_calling_a_leaf_are_counted_and_agree(fw):
     run in Handler mode, and a loop whose leaf stores always runs; the
     same cycles, console and registers skipping, running and in pure
     Python."""
-    runs, heads = {}, []
-    for mode in ("skip", "noskip", "python"):
-        m, r = _spin_run(fw, mode, heads if mode == "skip" else None)
-        assert_firmware_passed(m, r, min_passes=4)
-        runs[mode] = _state(m)
-        if mode == "skip":
-            assert m.cpu.loops_skipped[1] > 20_000
-    stats = {k: v.pop("stats") for k, v in runs.items()}
-    assert runs["skip"] == runs["noskip"] == runs["python"]
-    assert stats["skip"] == stats["noskip"]
+    heads = _agree_three_ways(lambda mode, heads: _spin_run(fw, mode, heads), 4, 20_000)
     assert heads and all(ipsr == 0 and reads == () for _h, ipsr, reads in heads)
 
 
@@ -355,16 +364,8 @@ def test_loops_that_store_are_counted_and_agree(fw):
     a TASKS_COUNT write, with a RAM store, and a loop whose count lives on
     the stack always run; the same cycles, console, registers and accesses
     per register skipping, running and in pure Python."""
-    runs, heads = {}, []
-    for mode in ("skip", "noskip", "python"):
-        m, r = _stores_run(fw, mode, heads=heads if mode == "skip" else None)
-        assert_firmware_passed(m, r, min_passes=10)
-        runs[mode] = _state(m)
-        if mode == "skip":
-            assert m.cpu.loops_skipped[1] > 10_000
-    stats = {k: v.pop("stats") for k, v in runs.items()}
-    assert runs["skip"] == runs["noskip"] == runs["python"]
-    assert stats["skip"] == stats["noskip"]
+    heads = _agree_three_ways(lambda mode, heads: _stores_run(fw, mode, heads=heads),
+                              10, 10_000)
     assert any("rtc1.INTENCLR (write)" in r and "rtc1.INTENSET (write)" in r
                and "rtc1.COUNTER" in r for r in heads), heads[:3]
 
