@@ -1,13 +1,22 @@
-"""Builds the native block hook (emu/cpu/_blockhook.c) at install time.
+"""Builds the native helpers (emu/native_build.py lists them) at install time.
 
-It needs only a host C compiler and the Python headers: the hook gets the
-addresses of uc_emu_stop/uc_reg_read from the unicorn wheel at run time, so
-nothing links against libunicorn.  If the build fails the package still
-installs and falls back to the pure-Python cycle counter (same counts,
-slower).
+They need only a host C compiler and the Python headers: nothing links
+against libunicorn (Python hands the native code the addresses of the
+engine's functions at run time).  If the build fails the package still
+installs and runs on the pure-Python reference (same cycles, frames and
+bytes, many times slower); emu/native.py then says so at every run.
 """
+import glob
+import os
+
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec: dict = {}
+with open(os.path.join(HERE, "emu", "native_build.py")) as f:
+    exec(f.read(), _spec)
+HEADERS = sorted(glob.glob("emu/*.h") + glob.glob("emu/*/*.h"))
 
 
 class OptionalBuildExt(build_ext):
@@ -15,20 +24,19 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:  # pragma: no cover
-            print(f"warning: native block hook not built ({exc}); using the Python fallback")
+            print(f"warning: native helpers not built ({exc}); using the pure-Python reference")
 
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
         except Exception as exc:  # pragma: no cover
-            print(f"warning: native block hook not built ({exc}); using the Python fallback")
+            print(f"warning: native helper {ext.name} not built ({exc}); "
+                  "using the pure-Python reference")
 
 
 setup(
-    ext_modules=[Extension("emu.cpu._blockhook", ["emu/cpu/_blockhook.c"],
-                           extra_compile_args=["-O2"]),
-                 Extension("emu.soc._mmio", ["emu/soc/_mmio.c"],       # MMIO fast path
-                           depends=["emu/soc/_clock.h"],               # (the clock in C)
-                           extra_compile_args=["-O2"])],
+    ext_modules=[Extension(name, sources, depends=HEADERS,
+                           extra_compile_args=list(_spec["CFLAGS"]))
+                 for name, sources in _spec["NATIVE_MODULES"].items()],
     cmdclass={"build_ext": OptionalBuildExt},
 )

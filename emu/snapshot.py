@@ -199,7 +199,7 @@ class SnapshotError(Exception):
 
 # classes that stand for one another on the native and pure-Python paths
 # (a snapshot crosses between them): the clock in C is emu.clock.Clock
-SAME_CLASSES = {"emu.soc._mmio.Clock": "emu.clock.Clock"}
+SAME_CLASSES = {"emu._clock.Clock": "emu.clock.Clock"}
 
 
 def _qualname(obj) -> str:
@@ -404,7 +404,7 @@ class _Encoder:
                 return self.enc(v.item(), where)
         if isinstance(v, random.Random):
             return {"$rnd": self.enc(v.getstate(), where)}
-        if type(v).__name__ == "Event" and mod in ("emu.clock", "emu.soc._mmio"):
+        if type(v).__name__ == "Event" and mod in ("emu.clock", "emu._clock"):
             return {"$ev": v.name}
         if isinstance(v, types.MethodType):
             path = self.by_id.get(id(v.__self__))

@@ -221,3 +221,12 @@ def served_run(*run_args):
             run.kill()
             run.wait()
         log.close()
+
+
+@pytest.fixture
+def fault_build(monkeypatch):
+    """The native modules' test build (fault switches compiled in:
+    emu/_faults.h) in place of the installed one for this test; machines
+    made inside the test run on it.  {name: module}."""
+    from helpers.faultbuild import swap_in
+    return swap_in(monkeypatch)

@@ -9,7 +9,6 @@ import pytest
 
 from emu.clock import CPU_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RW
-from emu.soc import bus as bus_mod
 from emu.soc import ops
 from emu.soc.nrf52832 import Nrf52832
 
@@ -55,7 +54,9 @@ class Probe(NrfPeripheral):
 @pytest.fixture(params=["native", "ctypes"])
 def soc(request, monkeypatch):
     if request.param == "native":
-        if bus_mod._native is None:
+        from emu import native
+        monkeypatch.delenv("PINETIME_EMU_PURE_PYTHON", raising=False)
+        if native.load("emu.soc._mmio") is None:
             pytest.skip("emu.soc._mmio not built")
         monkeypatch.delenv("PINETIME_EMU_PURE_PYTHON", raising=False)
     else:

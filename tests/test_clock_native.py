@@ -1,4 +1,4 @@
-"""The clock in C (emu.soc._mmio.Clock and Event, emu/soc/_clock.h) against
+"""The clock in C (emu._clock.Clock and Event, emu/_clock.h) against
 emu.clock's Python classes, the reference: the same random schedules (events
 scheduled, moved, cancelled and re-armed from their own callbacks, runs of
 run_due and advance_to, heaps compacted, the heap read and assigned as a
@@ -18,7 +18,7 @@ from emu import Machine
 from emu.clock import NEVER, Clock
 from emu.soc.ops import new_clock
 
-_mmio = pytest.importorskip("emu.soc._mmio")
+_clock = pytest.importorskip("emu._clock")
 
 
 def _drive(clock, seed, steps=3000):
@@ -77,7 +77,7 @@ def _drive(clock, seed, steps=3000):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_c_clock_matches_the_python_clock(seed):
-    c, py = _mmio.Clock(), Clock()
+    c, py = _clock.Clock(), Clock()
     assert _drive(c, seed) == _drive(py, seed)
 
 
@@ -106,13 +106,13 @@ class _LifoClock(Clock):
 def test_a_clock_firing_out_of_order_is_seen():
     """Companion: the comparison catches a clock that fires equal-time
     events in another order."""
-    assert any(_drive(_mmio.Clock(), seed) != _drive(_LifoClock(), seed) for seed in range(6))
+    assert any(_drive(_clock.Clock(), seed) != _drive(_LifoClock(), seed) for seed in range(6))
 
 
 def test_c_clock_api():
     """The Python classes' API: names unique, when/pending/cancel, the
     heap assignable, errors as Python's (no crash on a bad heap)."""
-    c = _mmio.Clock()
+    c = _clock.Clock()
     fired = []
     a = c.event("a", lambda: fired.append("a"))
     with pytest.raises(ValueError, match="unique"):
@@ -141,7 +141,7 @@ def test_c_clock_api():
 
 def test_machines_run_on_the_c_clock(fw):
     m = Machine(fw("cpu_systick"), board="nrf52832")
-    assert type(m.clock) is _mmio.Clock
+    assert type(m.clock) is _clock.Clock
     p = Machine(fw("cpu_systick"), board="nrf52832", pure_python=True)
     assert type(p.clock) is Clock
     assert type(new_clock(pure=True)) is Clock

@@ -92,7 +92,7 @@ def test_frame_layout_companion(monkeypatch):
 
 @pytest.mark.parametrize("fp", [False, True], ids=["basic", "fp"])
 def test_native_entry_and_return_match_python(fp):
-    """The C entry and return (emu.soc._mmio Regs.exc_push/exc_enter/exc_pop)
+    """The C entry and return (emu.cpu._core Regs.exc_push/exc_enter/exc_pop)
     leave the same registers and the same frame in memory as the Python."""
     assert core(False)._xregs is not None and core(True)._xregs is None
     native, python = round_trip(False, fp), round_trip(True, fp)

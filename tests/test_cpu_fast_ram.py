@@ -1,4 +1,4 @@
-"""RAM stores at full speed: the engine's TLB filled by emu.soc._mmio.PageMap
+"""RAM stores at full speed: the engine's TLB filled by emu.cpu._core.PageMap
 (CortexM._fast_ram) instead of Unicorn's own, no memory hook over the RAM.
 
 firmware/tests/cpu_ram_code.c runs code from RAM and rewrites it, makes a
@@ -48,7 +48,7 @@ def test_both_tlbs_agree_on_the_ram_code_firmware(fw, monkeypatch):
     assert runs[0] == runs[1]
 
 
-def test_executed_page_not_kept_executable_is_seen(fw):
+def test_executed_page_not_kept_executable_is_seen(fw, fault_build):
     """Companion: a data fill of an executed page that leaves execute out
     makes the entry dirty after one store: the next store into the page
     keeps the old translated code."""

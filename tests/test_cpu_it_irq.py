@@ -11,8 +11,8 @@ def test_interrupt_inside_an_it_block(run_firmware):
 def test_it_state_leaking_into_the_handler_is_detected(run_firmware, monkeypatch):
     """Companion: without clearing IT on entry the handler's first
     instruction is skipped (what crashed InfiniTime's RTC0 handler)."""
-    from emu.cpu import cortexm
-    monkeypatch.setattr(cortexm, "XPSR_IT", 0)
+    from emu.cpu import cortexm, exceptions
+    monkeypatch.setattr(exceptions, "XPSR_IT", 0)          # (_enter's module)
     monkeypatch.setattr(cortexm.CortexM, "native_entries", False)   # Python's entries
     m, r = run_firmware("cpu_it_irq", ms=100)
     assert "FAIL every handler ran its first instruction" in m.console_text()

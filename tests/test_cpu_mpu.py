@@ -31,7 +31,7 @@ def test_entries_with_the_mpu_on_are_in_c(run_firmware):
     assert m.cpu.cfsr == p.cpu.cfsr and m.cpu.core_registers() == p.cpu.core_registers()
 
 
-def test_stacking_unchecked_in_c_is_seen(fw, caplog):
+def test_stacking_unchecked_in_c_is_seen(fw, caplog, fault_build):
     """Companion: the C entry stacking without the MPU's check (mpu_bug)
     writes the interrupt's frame into the guard: no MSTKERR."""
     import logging

@@ -1,5 +1,5 @@
 """Exception returns carried out in C in the engine's INTR hook
-(emu.soc._mmio.ExcHook, installed by CortexM._native_intr_hook): the steps
+(emu.cpu._core.ExcHook, installed by CortexM._native_intr_hook): the steps
 of CortexM._return_in_hook and exception_return when a return is all that
 happens (no tail-chain, no MPU, no fault handler, no SLEEPONEXIT); and the
 entries the run loop and the block hook make (ExcHook.take and
@@ -24,18 +24,17 @@ _pending_changed's steps and a masked pend is taken late.  While run_until's pre
 every slice boundary, a return in C ends its slice as the Python hook's
 trap does: the predicate is asked at the same emulated times (the companion
 returns inside the slice and is asked fewer times)."""
-import ctypes
 
 import pytest
 
 from conftest import assert_firmware_passed, cached_image, parity_state
 from emu import Machine
 from emu.cpu import cortexm
-from emu.soc import _mmio
+from emu.cpu import _core
 
 from test_cpu_fast_returns import FIRMWARE, fingerprint
 
-REAL_HOOK = _mmio.ExcHook
+REAL_HOOK = _core.ExcHook
 
 
 def _run(path, monkeypatch, native=True, pure=False, ms=100):
@@ -70,7 +69,7 @@ def test_returns_in_c_change_nothing(fw, monkeypatch, name):
         assert c.cpu._exc_hook.chains == c.cpu.tail_chains > 0   # tail-chains in C
 
 
-def test_tail_chain_that_leaves_the_exception_pending_is_seen(fw, monkeypatch):
+def test_tail_chain_that_leaves_the_exception_pending_is_seen(fw, monkeypatch, fault_build):
     """Companion: a tail-chain in C that leaves the chained exception
     pending enters it again and again: the firmware never gets past it."""
     m = Machine(fw("cpu_fast_return"), board="nrf52832")
@@ -108,15 +107,11 @@ class _Wrapped:
         return getattr(self.hook, name)
 
 
-def test_hook_without_mask_watch_is_detected(fw, monkeypatch):
+def test_hook_without_mask_watch_is_detected(fw, fault_build):
     """Companion: the hook arms a mask watch the block hook does not read: a
     pend masked by BASEPRI/PRIMASK after the return is taken late."""
-    spare = (ctypes.c_int32 * 4)()
-    base = ctypes.addressof(spare)
-    monkeypatch.setattr(_mmio, "ExcHook",
-                        lambda: _Wrapped(11, lambda a: (base, base + 4, base + 8, base + 12)
-                                         + tuple(a[4:])))
     m = Machine(fw("cpu_fast_return"), board="nrf52832")
+    m.cpu._exc_hook.mask_bug = 1
     m.run(ms=20)
     text = m.console_text()
     assert "FAIL X masked by BASEPRI taken where BASEPRI drops" in text
@@ -126,7 +121,7 @@ def test_hook_without_mask_watch_is_detected(fw, monkeypatch):
 def test_hook_without_fp_frames_is_detected(fw, monkeypatch):
     """Companion: a hook that pops every frame as a basic one (m4 off) loses
     the FP registers an FP frame holds."""
-    monkeypatch.setattr(_mmio, "ExcHook", lambda: _Wrapped(8, lambda a: False))
+    monkeypatch.setattr(_core, "ExcHook", lambda: _Wrapped(8, lambda a: False))
     m = Machine(fw("cpu_fpu"), board="nrf52832")
     r = m.run(ms=10)
     assert not (r.reason == "exit" and r.exit_code == 0)
@@ -222,7 +217,7 @@ def test_pends_in_c_change_nothing(fw, monkeypatch, name):
     assert py.soc.bus.access_stats().get(ISPR0, (0, 0, 0, 0))[2] == 0
 
 
-def test_pend_without_its_steps_is_seen(fw):
+def test_pend_without_its_steps_is_seen(fw, fault_build):
     """Companion: a pend in C that sets the bit but neither asks for an
     entry nor arms the mask watch (pend_bug) is taken late: the firmware's
     masked pends are taken after the mask drops, not where it drops."""

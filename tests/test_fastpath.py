@@ -14,7 +14,7 @@ import pytest
 from emu import Machine
 from emu.peripherals.rtc import Rtc
 from emu.peripherals.spi import Spi
-from emu.soc import bus as bus_mod
+from emu import native
 from emu.soc import ops
 
 from conftest import assert_firmware_passed
@@ -37,7 +37,7 @@ def fingerprint(m):
 
 @pytest.fixture
 def native_bus():
-    if bus_mod._native is None:
+    if native.load("emu.soc._mmio", pure=False) is None:
         pytest.skip("emu.soc._mmio not built")
 
 
@@ -66,7 +66,7 @@ def test_native_and_pure_python_bus_agree(fw, native_bus):
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
 def test_frozen_counter_op_is_seen(fw, monkeypatch, pure):
     """Companion: a COUNTER op that ignores time breaks the firmware's ticks."""
-    if not pure and bus_mod._native is None:
+    if not pure and native.load("emu.soc._mmio", pure=False) is None:
         pytest.skip("emu.soc._mmio not built")
     orig = Rtc.read_op
 
@@ -82,7 +82,7 @@ def test_frozen_counter_op_is_seen(fw, monkeypatch, pure):
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
 def test_spi_ready_without_its_guard_never_completes(fw, monkeypatch, pure):
     """Companion: without the guard, a polled READY never sees its byte finish."""
-    if not pure and bus_mod._native is None:
+    if not pure and native.load("emu.soc._mmio", pure=False) is None:
         pytest.skip("emu.soc._mmio not built")
 
     def unguarded(self, offset):
@@ -98,7 +98,7 @@ def test_spi_ready_without_its_guard_never_completes(fw, monkeypatch, pure):
 def test_intenset_op_that_never_bails_misses_the_interrupt(fw, monkeypatch, pure):
     """Companion: an INTENSET that stored the bit without raising the line
     (slow_bits covering nothing, level ignored) loses the EGU interrupt."""
-    if not pure and bus_mod._native is None:
+    if not pure and native.load("emu.soc._mmio", pure=False) is None:
         pytest.skip("emu.soc._mmio not built")
     from emu.peripherals.base import NrfPeripheral
     orig = NrfPeripheral._base_write_op

@@ -1,11 +1,14 @@
 """The layering of docs/architecture.md holds in the code.
 
 The layer table in docs/architecture.md (its ```layers block) is the one
-declaration.  Every module of emu/ and frontends/ (C extensions included)
-must be in a layer; every import (at module level or inside a function)
-must go to the same layer or a lower one; and no modules import each other
-round a loop.  The checker is also run on made-up graphs to show it can
-fail.
+declaration.  Every module of emu/ and frontends/ must be in a layer, and
+so must every native source and header (emu/cpu/_fastregs.c is
+``emu.cpu._regs``); every import (at module level or inside a function, and
+a native module asked for by name through ``emu.native.load``) and every
+``#include`` must go to the same layer or a lower one; and no modules import
+each other round a loop.  The checker is also run on made-up graphs to show
+it can fail.  The house's sizes hold too: no native source over 1 500
+lines, no Python module of emu/ over 1 200.
 """
 from __future__ import annotations
 
@@ -32,11 +35,11 @@ def read_layers(text: str) -> list:
 
 
 def find_modules(root: Path) -> dict:
-    """module name -> source file, for the .py and .c files of PACKAGES."""
+    """module name -> source file, for the .py, .c and .h files of PACKAGES."""
     mods = {}
     for pkg in PACKAGES:
         for p in sorted((root / pkg).rglob("*")):
-            if p.suffix not in (".py", ".c") or "build" in p.relative_to(root).parts:
+            if p.suffix not in (".py", ".c", ".h") or "build" in p.relative_to(root).parts:
                 continue
             name = ".".join(p.relative_to(root).with_suffix("").parts)
             if name.endswith(".__init__"):
@@ -53,13 +56,26 @@ def import_graph(mods: dict) -> dict:
         return name or None
 
     graph: dict = {m: set() for m in mods}
+    by_path = {p.resolve(): m for m, p in mods.items() if p.is_absolute()}
     for m, path in mods.items():
-        if path.suffix != ".py":
+        if path.suffix in (".c", ".h"):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                inc = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if inc:
+                    target = by_path.get((path.parent / inc.group(1)).resolve())
+                    if target is not None and target != m:
+                        graph[m].add((target, n))
             continue
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
             targets = []
-            if isinstance(node, ast.Import):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "load" and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                    and node.args[0].value in mods):       # native.load("emu.cpu._core")
+                targets = [node.args[0].value]
+            elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
@@ -154,6 +170,65 @@ def test_the_code_follows_the_declared_layers(layers):
     assert "emu.machine" in mods and "frontends.cli" in mods and "emu.soc._mmio" in mods
     found = problems(mods, import_graph(mods), layers)
     assert not found, "\n".join(found)
+
+
+NATIVE_MAX_LINES = 1500
+PYTHON_MAX_LINES = 1200
+
+
+def oversized(root: Path) -> list:
+    out = []
+    for p in sorted((root / "emu").rglob("*")):
+        if "build" in p.relative_to(root).parts:
+            continue
+        limit = {".c": NATIVE_MAX_LINES, ".h": NATIVE_MAX_LINES,
+                 ".py": PYTHON_MAX_LINES}.get(p.suffix)
+        if limit is not None:
+            n = len(p.read_text().splitlines())
+            if n > limit:
+                out.append(f"{p.relative_to(root)}: {n} lines (the house allows {limit})")
+    return out
+
+
+def test_no_file_is_past_the_size_the_house_allows():
+    found = oversized(ROOT)
+    assert not found, "\n".join(found)
+
+
+def test_the_size_check_sees_a_long_file(tmp_path):
+    """Companion: a made-up tree with one long C file and one long module."""
+    (tmp_path / "emu" / "cpu").mkdir(parents=True)
+    (tmp_path / "emu" / "cpu" / "_big.c").write_text("x\n" * (NATIVE_MAX_LINES + 1))
+    (tmp_path / "emu" / "small.py").write_text("x = 1\n")
+    (tmp_path / "emu" / "big.py").write_text("x = 1\n" * (PYTHON_MAX_LINES + 1))
+    found = oversized(tmp_path)
+    assert len(found) == 2, found
+    assert any(f.startswith("emu/cpu/_big.c: 1501 lines") for f in found), found
+    assert any(f.startswith("emu/big.py: 1201 lines") for f in found), found
+
+
+def test_every_native_source_is_built_and_named_in_the_tree():
+    """Each .c file of emu/ is a source of one native module
+    (emu/native_build.py), and docs/architecture.md's tree names every
+    native file."""
+    from emu.native_build import NATIVE_MODULES
+    built = {s for srcs in NATIVE_MODULES.values() for s in srcs}
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    for p in sorted((ROOT / "emu").rglob("*")):
+        if p.suffix in (".c", ".h") and "build" not in p.relative_to(ROOT).parts:
+            rel = str(p.relative_to(ROOT))
+            if p.suffix == ".c":
+                assert rel in built, f"{rel} is in no native module of emu/native_build.py"
+            assert p.name in text, f"{rel} is not named in docs/architecture.md's tree"
+
+
+def test_includes_are_checked(layers):
+    """Companion: a made-up fabric file including a CPU header is refused."""
+    mods = {"emu.soc._slot": ROOT / "emu" / "soc" / "_slot.c",
+            "emu.cpu._core": ROOT / "emu" / "cpu" / "_core.h"}
+    graph = {"emu.soc._slot": {("emu.cpu._core", 4)}, "emu.cpu._core": set()}
+    found = problems(mods, graph, layers)
+    assert any("emu.soc._slot (fabric) imports emu.cpu._core (cpu)" in p for p in found), found
 
 
 def test_every_folder_of_the_tree_is_described():

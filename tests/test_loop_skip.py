@@ -55,7 +55,7 @@ def test_poll_loops_pass_and_agree(fw, name, passes, skipped):
     assert stats["skip"] == stats["noskip"]      # (the pure path counts bails otherwise)
 
 
-def test_trusting_a_changing_read_is_seen(fw):
+def test_trusting_a_changing_read_is_seen(fw, fault_build):
     """Companion: with every MMIO read taken as stable (COUNTER without its
     horizon, the next tick), the COUNTER loop is counted ahead to the end of
     the run: it never sees its value."""
@@ -375,7 +375,7 @@ def test_loops_that_store_are_counted_and_agree(fw):
     (8, "RAM bumps:"),                   # stores not counted against the MMIO writes
     (4, "stack-counted iterations:"),    # the SP allowed above the head's
 ])
-def test_a_loop_that_stores_taken_as_repeating_is_seen(fw, trust, line):
+def test_a_loop_that_stores_taken_as_repeating_is_seen(fw, trust, line, fault_build):
     """Companions: with one of loop_step's checks on stores off
     (_blockhook.c, loop_trust_all), the loop it guards is counted ahead
     and the count it prints differs from the run's."""

@@ -233,7 +233,11 @@ def test_infinitime_plain_and_mcuboot_images_reach_the_same_point():
 
 def test_infinitime_dfu_package_holds_the_mcuboot_image():
     plain, mcuboot = _infinitime_images()
-    pkg = _newest(Path(mcuboot).parent, "pinetime-mcuboot-app-dfu-*.zip")
+    # the package of the image's own version (a cache may hold an update's too)
+    version = Path(mcuboot).stem.rpartition("-")[2]
+    pkg = Path(mcuboot).parent / f"pinetime-mcuboot-app-dfu-{version}.zip"
+    if not pkg.exists():
+        pkg = _newest(Path(mcuboot).parent, "pinetime-mcuboot-app-dfu-*.zip")
     if pkg is None:
         pytest.skip(f"no pinetime-mcuboot-app-dfu-*.zip beside {mcuboot}")
     img, ref = load_firmware(pkg), load_firmware(mcuboot)

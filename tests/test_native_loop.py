@@ -1,4 +1,4 @@
-"""The run loop in C (emu.soc._mmio.ExcHook.run): CortexM.run's loop with
+"""The run loop in C (emu.cpu._core.ExcHook.run): CortexM.run's loop with
 the same steps in the same order, used with the native helpers while none
 of the methods it stands for is replaced.
 
@@ -42,7 +42,7 @@ def _run(path, ms, native_loop, monkeypatch, skew=0, **kw):
     monkeypatch.setattr(cortexm.CortexM, "native_loop", native_loop)
     m = Machine(path, **kw)
     h = m.cpu._exc_hook
-    if h is not None:
+    if h is not None and skew:           # (a switch of the test build: fault_build)
         h.skew = skew
     r = m.run(ms=ms)
     st = parity_state(m)
@@ -60,7 +60,7 @@ def test_c_loop_and_python_loop_agree(fw, monkeypatch, name, ms):
     assert_same_state(on, off, "the C run loop and the Python loop")
 
 
-def test_a_skewed_c_loop_is_seen(fw, monkeypatch):
+def test_a_skewed_c_loop_is_seen(fw, monkeypatch, fault_build):
     """Companion: a C loop whose slices run 200 cycles past the next event
     (an RTC tick taken late) leaves another state than the Python loop."""
     _, off = _run(fw("periph_rtc_core"), 300, False, monkeypatch, board="nrf52832")

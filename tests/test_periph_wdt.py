@@ -102,7 +102,7 @@ def test_busy_loop_reloads_keep_one_clock_event():
     assert resets == [("dog", last + 18 * LF)]
 
 
-# -- the reload in C (emu.soc._mmio.WdtCore) -------------------------------
+# -- the reload in C (emu.peripherals._cores.WdtCore) -------------------------------
 
 def test_fed_the_common_way_natively_and_in_python(fw):
     """firmware/tests/periph_wdt_feed.c: RR[0] with RREN's reset value, fed
@@ -129,9 +129,9 @@ def test_core_with_the_wrong_period_is_seen(fw, monkeypatch):
     """Companion: a core reloading four times the period moves the bite
     40 ms after the last right feed: the firmware sees it late."""
     from emu import Machine
-    from emu.soc import _mmio
-    real = _mmio.WdtCore
-    monkeypatch.setattr(_mmio, "WdtCore",
+    from emu.peripherals import _cores
+    real = _cores.WdtCore
+    monkeypatch.setattr(_cores, "WdtCore",
                         lambda model, ev, clock, lfclk: real(model, ev, clock, 4 * lfclk))
     m = Machine(fw("periph_wdt_feed"), board="nrf52832")
     m.run(ms=200)

@@ -1,5 +1,5 @@
 """The RTC's clock event, its re-planning and CPU writes of CC in C
-(emu.soc._mmio.RtcCore, used by emu.peripherals.rtc.Rtc when its Cells are
+(emu.peripherals._cores.RtcCore, used by emu.peripherals.rtc.Rtc when its Cells are
 native): the same steps as Rtc._on_event, _rearm and Rtc.write's CC and
 INTENSET/INTENCLR branches (the latter when TICK's routing changes: the
 INTEN ops' ``slow``).
@@ -58,12 +58,12 @@ def test_native_and_python_agree(fw):
 def test_core_knowing_only_cc0_is_seen(fw, monkeypatch):
     """Companion: a core told the RTC has one CC register never sets CC[1]'s
     event: the firmware sees it missing on the shared edge."""
-    from emu.soc import _mmio
-    real = _mmio.RtcCore
+    from emu.peripherals import _cores
+    real = _cores.RtcCore
 
     def one_cc(model, ev, clock, cells, num_cc, *rest):
         return real(model, ev, clock, cells, 1, *rest)
-    monkeypatch.setattr(_mmio, "RtcCore", one_cc)
+    monkeypatch.setattr(_cores, "RtcCore", one_cc)
     m = Machine(fw(FW), board="nrf52832")
     r = m.run(ms=100)
     assert "FAIL CC[1] on the shared edge" in m.console_text()

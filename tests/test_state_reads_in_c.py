@@ -1,5 +1,5 @@
 """Two reads the bus carries out in C from the model's own state: the SCS's
-ICSR (emu.soc._mmio.ExcHook.icsr_read: SystemControlSpace._icsr's fields
+ICSR (emu.cpu._core.ExcHook.icsr_read: SystemControlSpace._icsr's fields
 from the CPU's pending, active, priorities and enables) and the RADIO's
 STATE (an ATTR op on the ``state`` property's ``_state``).
 

@@ -1,5 +1,5 @@
 """The TIMER's compare event, its re-planning, CPU writes of CC and the
-CAPTURE tasks in C (emu.soc._mmio.TimerCore, used by
+CAPTURE tasks in C (emu.peripherals._cores.TimerCore, used by
 emu.peripherals.timer.Timer when its Cells are native): the same steps as
 Timer._on_compare, _rearm, the CC write and task_CAPTURE; a compare with a
 shortcut, a PPI task or the energy model watching calls the model's fire()
@@ -60,12 +60,12 @@ def test_core_with_the_wrong_width_is_seen(fw, monkeypatch):
     """Companion: a core that takes every TIMER for 8 bits wide captures and
     compares on the low byte of the 16-bit count: the ticker's handler finds
     the time far from its compare."""
-    from emu.soc import _mmio
-    real = _mmio.TimerCore
+    from emu.peripherals import _cores
+    real = _cores.TimerCore
 
     def narrow(model, ev, clock, cells, num_cc, ci, hf16, max_mask, ppi_fn):
         return real(model, ev, clock, cells, num_cc, ci, hf16, 0xFF, ppi_fn)
-    monkeypatch.setattr(_mmio, "TimerCore", narrow)
+    monkeypatch.setattr(_cores, "TimerCore", narrow)
     m = Machine(fw(FW), board="nrf52832")
     r = m.run(ms=100)
     assert "FAIL the handler reads the time within a count" in m.console_text()

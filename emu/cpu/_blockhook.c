@@ -22,114 +22,15 @@
  * It is a (trivial) CPython extension module only so that setuptools builds
  * it at install time; Python loads it with ctypes.
  */
-#include <Python.h>
-#include <stdint.h>
+#include "_bh_state.h"
 #include <stdlib.h>
-#include <string.h>
 
 typedef int (*uc_emu_stop_fn)(void *uc);
 typedef int (*uc_reg_read_fn)(void *uc, int regid, void *value);
 
 enum { REASON_NONE = 0, REASON_DEADLINE = 1, REASON_FLAG = 2, REASON_MISS = 3, REASON_UNMASKED = 4 };
 
-typedef struct {
-    uint64_t cycles;        /* total cycles executed */
-    uint64_t deadline;      /* stop when cycles >= deadline */
-    uint32_t stop_flag;     /* set from Python: stop at the next block */
-    uint32_t reason;        /* why the hook stopped (REASON_*) */
-    uint32_t miss_addr;     /* block without a cost */
-    uint32_t miss_size;
-    int32_t  mask_watch;    /* non-zero: check the masks every block */
-    int32_t  pend_prio;     /* group priority of the best masked pending exception */
-    int32_t  active_prio;   /* execution priority from active exceptions alone */
-    uint32_t prigroup_mask; /* mask selecting the group-priority bits of BASEPRI */
-    int32_t  reg_primask, reg_basepri, reg_faultmask;
-    uint32_t pad;
-    uint64_t blocks;        /* number of blocks counted (statistics) */
-    void *emu_stop;
-    void *reg_read;
-    /* cost table */
-    uint64_t *keys;         /* bh_entry[cap]: key (addr | size << 32) + 1, 0 = empty; cost */
-    uint32_t *costs;        /* unused (the costs sit in the entries) */
-    uint32_t cap;           /* power of two */
-    uint32_t used;
-    /* the slice's time base, for the MMIO callbacks (emu/soc/_mmio.c) */
-    int64_t  base_ticks;
-    uint64_t base_cycles;
-    uint64_t synced_cycles;
-    uint32_t in_slice;
-    uint32_t pad2;
-    /* exception entry at a block start, without ending the slice: a pend
-     * that needs an entry raises entry_flag (instead of stop_flag), and a
-     * mask-watch hit asks too; entry_cb(address) (a Python callable, taken
-     * with the GIL) answers ENTRY_STOP (end the slice as before),
-     * ENTRY_DONE (it entered: PC moved, this block is not run) or
-     * ENTRY_NONE (nothing to enter: run the block). */
-    uint32_t entry_flag;
-    uint32_t pad3;
-    PyObject *entry_cb;
-    /* a block without a cost: cost_cb(address, size) (with the GIL) costs it
-     * and returns 1 (the block then runs), or 0 (end the slice: REASON_MISS) */
-    PyObject *cost_cb;
-    /* Polling loops skipped (see loop_step).  skip_on: set by the run loop
-     * for a slice; loop_unstable: set by the MMIO callbacks on any access
-     * that is not a read whose value only a clock event or Python can
-     * change; the stable reads of the iteration are recorded (slot, offset)
-     * so that a skip counts them as done (replay: _mmio.c's slot_replay). */
-    uint32_t skip_on;
-    uint32_t loop_unstable;
-    uint32_t loop_nreads;
-    uint32_t loop_nregs;     /* registers compared from one iteration to the next */
-    /* companion tests only: 1 every MMIO read counts as stable (a counter
-     * without its horizon), 2 every MMIO write as repeatable, 4 the SP
-     * check off, 8 the stores not counted against the writes */
-    uint32_t loop_trust_all;
-    uint32_t loop_nwrites;   /* of the accesses noted, repeatable writes (roff | 1 << 31) */
-    void *loop_rslot[8];
-    uint32_t loop_roff[8];
-    /* the first cycle at which a counter the iteration read (the RTC's
-     * COUNTER) reads another value: iterations are counted up to it only */
-    uint64_t loop_horizon;
-    void *replay;            /* void slot_replay(void *slot, uint32_t offset, uint64_t n) */
-    void *reg_read_batch;    /* uc_reg_read_batch */
-    int32_t loop_regs[32];
-    uint64_t skips, skipped_iters, skipped_cycles;   /* statistics */
-    /* the loop being watched */
-    uint64_t lp_head, lp_cycles, lp_prev_cycles;
-    uint32_t lp_armed, lp_blocks, lp_prev_blocks, lp_have;
-    uint32_t lp_vals[32];
-    uint32_t lp_wait, lp_backoff;   /* iterations before the registers are read again */
-    /* skip_cb(head, iterations, cycles_per_iteration, cycles, ((slot, offset), ...)) after
-     * each skip (with the GIL), or NULL: a diagnostic (CortexM.log_loop_skips) */
-    PyObject *skip_cb;
-    /* a loop may also call a leaf through BL and come back with BX LR
-     * (FreeRTOS's idle task spinning on prvGetExpectedIdleTime): those
-     * blocks are marked BLOCK_CALL; such an iteration is taken only in
-     * Thread mode (IPSR 0 at the head: no exception return or tail-chain in
-     * it; an entry inside one resets the watch) */
-    int32_t loop_ipsr;       /* index of IPSR in loop_regs, -1: none */
-    uint32_t lp_calls;       /* the iteration ran a BLOCK_CALL block */
-    /* the last iteration's cycles and blocks, kept at every head: an
-     * iteration that polls nothing reads the registers only after two in a
-     * row cost the same (an interpreter's calls cost no register reads) */
-    uint64_t lp_last_cycles;
-    uint32_t lp_last_blocks, lp_pad;
-    /* a watch starts on a call only when the same block ending with a BL
-     * comes round again with nothing but pure blocks between (a loop
-     * calling one leaf), so that an interpreter's many calls cost nothing */
-    uint64_t lp_bl;
-    uint32_t lp_callwatch;    /* 1: the watch started on such a call */
-    uint32_t lp_bl_clean;     /* no block but pure ones since lp_bl */
-    /* an iteration that stores (BLOCK_STORE blocks: pushes, pops, stores
-     * not through SP): its stores, which must all be repeatable MMIO writes
-     * (loop_nwrites); its SP against the head's (words), which must never
-     * rise above it (pushes then write only below the head's SP, memory
-     * the iteration itself writes before it reads it back) */
-    uint32_t lp_stores;
-    int32_t lp_spoff;
-    uint32_t lp_spbad;
-    uint32_t lp_pad2;
-} bh_state;
+
 
 enum { BLOCK_PURE = 1, BLOCK_CALL = 2, BLOCK_BL = 4, BLOCK_STORE = 8 };
 
@@ -168,17 +69,16 @@ static inline uint32_t bh_index(uint64_t k) {
     return (uint32_t)(((k - 1) >> 1) ^ ((k >> 32) << 13));
 }
 
-bh_state *bh_new(void) {
+EMU_EXPORT bh_state *bh_new(void) {
     bh_state *s = calloc(1, sizeof(bh_state));
     if (!s) return NULL;
     s->cap = 1u << 14;
     s->keys = calloc(s->cap, sizeof(bh_entry));
-    s->costs = NULL;
     s->deadline = UINT64_MAX;
     return s;
 }
 
-void bh_free(bh_state *s) {
+EMU_EXPORT void bh_free(bh_state *s) {
     if (!s) return;
     free(s->keys);
     free(s);
@@ -197,14 +97,14 @@ static void bh_put(bh_state *s, uint64_t key, uint32_t cost, uint32_t flags) {
 int bh_insert(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost);
 
 /* flags: BLOCK_PURE (see loop_step) */
-int bh_insert_flags(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost, uint32_t flags) {
+EMU_EXPORT int bh_insert_flags(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost, uint32_t flags) {
     if (bh_insert(s, addr, size, cost))
         return -1;
     bh_put(s, ((uint64_t)addr | ((uint64_t)size << 32)) + 1, cost, flags);
     return 0;
 }
 
-int bh_insert(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost) {
+EMU_EXPORT int bh_insert(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost) {
     if ((s->used + 1) * 2 > s->cap) {
         uint32_t oldcap = s->cap;
         bh_entry *old = (bh_entry *)s->keys;
@@ -219,7 +119,7 @@ int bh_insert(bh_state *s, uint32_t addr, uint32_t size, uint32_t cost) {
     return 0;
 }
 
-void bh_clear(bh_state *s) {
+EMU_EXPORT void bh_clear(bh_state *s) {
     memset(s->keys, 0, (size_t)s->cap * sizeof(bh_entry));
     s->used = 0;
 }
@@ -242,11 +142,11 @@ static inline int32_t bh_lookup(bh_state *s, uint64_t key) {
 
 static void bh_call_skip(bh_state *s, uint64_t m, uint64_t c) {
     PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *reads = PyTuple_New(s->loop_nreads);
+    PyObject *reads = PyTuple_New(s->loop.nreads);
     if (reads != NULL) {
-        for (uint32_t r = 0; r < s->loop_nreads; r++)
+        for (uint32_t r = 0; r < s->loop.nreads; r++)
             PyTuple_SET_ITEM(reads, r, Py_BuildValue("(KI)",
-                (unsigned long long)(uintptr_t)s->loop_rslot[r], (unsigned int)s->loop_roff[r]));
+                (unsigned long long)(uintptr_t)s->loop.rslot[r], (unsigned int)s->loop.roff[r]));
         PyObject *res = PyObject_CallFunction(s->skip_cb, "KKKKO", (unsigned long long)s->lp_head,
                                               (unsigned long long)m, (unsigned long long)c,
                                               (unsigned long long)s->cycles, reads);
@@ -293,7 +193,7 @@ typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n);
  * Returns 1 when it stopped the emulation. */
 static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t address,
                                                uint32_t cost, uint32_t flags) {
-    if (s->lp_armed && address == s->lp_head && s->lp_spbad && !(s->loop_trust_all & 4)) {
+    if (s->lp_armed && address == s->lp_head && s->lp_spbad && !FAULT(s->loop.trust_all & 4)) {
         /* a head inside a callee (its SP rose above the head's when the
          * callee returned): the next block is tried as the head */
         s->lp_armed = 0;
@@ -305,11 +205,11 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
          * a mismatch the
          * registers are read again only after a growing number of
          * iterations, so a busy loop pays one read in hundreds) */
-        int stable = !s->loop_unstable && s->lp_blocks > 0
-                     && (!s->lp_spbad || (s->loop_trust_all & 4))
-                     && (s->loop_nwrites == s->lp_stores || (s->loop_trust_all & 8))
-                     && (s->loop_nreads > 0 || s->lp_calls);
-        if (stable && !s->loop_nreads
+        int stable = !s->loop.unstable && s->lp_blocks > 0
+                     && (!s->lp_spbad || FAULT(s->loop.trust_all & 4))
+                     && (s->loop.nwrites == s->lp_stores || FAULT(s->loop.trust_all & 8))
+                     && (s->loop.nreads > 0 || s->lp_calls);
+        if (stable && !s->loop.nreads
             && (s->lp_cycles != s->lp_last_cycles || s->lp_blocks != s->lp_last_blocks))
             stable = 0;              /* calls only: the same cost twice before a read */
         s->lp_last_cycles = s->lp_cycles;
@@ -320,11 +220,11 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
         } else if (stable) {
             uint32_t vals[32];
             void *ptrs[32];
-            uint32_t n = s->loop_nregs;
+            uint32_t n = s->loop.nregs;
             /* counted up to the deadline, or to before the horizon: every
              * read of the iterations counted happens before it (a read sees
              * at most its iteration's end) */
-            uint64_t lim = s->loop_horizon <= s->deadline ? s->loop_horizon - 1 : s->deadline;
+            uint64_t lim = s->loop.horizon <= s->deadline ? s->loop.horizon - 1 : s->deadline;
             for (uint32_t i = 0; i < n; i++) { vals[i] = 0; ptrs[i] = &vals[i]; }
             if (((uc_reg_read_batch_fn)s->reg_read_batch)(uc, s->loop_regs, ptrs, (int)n) != 0)
                 stable = 0;
@@ -340,8 +240,8 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
                 if (m) {
                     s->cycles += m * c;
                     s->blocks += m * s->lp_blocks;
-                    for (uint32_t r = 0; r < s->loop_nreads; r++)
-                        ((replay_fn)s->replay)(s->loop_rslot[r], s->loop_roff[r], m);
+                    for (uint32_t r = 0; r < s->loop.nreads; r++)
+                        ((replay_fn)s->replay)(s->loop.rslot[r], s->loop.roff[r], m);
                     s->skips++;
                     s->skipped_iters += m;
                     s->skipped_cycles += m * c;
@@ -386,10 +286,10 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
         goto count;
     }
 fresh:
-    s->loop_unstable = 0;        /* a new iteration from the head */
-    s->loop_nreads = 0;
-    s->loop_nwrites = 0;
-    s->loop_horizon = UINT64_MAX;
+    s->loop.unstable = 0;        /* a new iteration from the head */
+    s->loop.nreads = 0;
+    s->loop.nwrites = 0;
+    s->loop.horizon = UINT64_MAX;
     s->lp_calls = 0;
     s->lp_stores = 0;
     s->lp_spoff = 0;
@@ -409,7 +309,7 @@ count:
 }
 
 /* the table's cost of a block, -1 if unknown (for tests) */
-int32_t bh_cost(bh_state *s, uint32_t addr, uint32_t size) {
+EMU_EXPORT int32_t bh_cost(bh_state *s, uint32_t addr, uint32_t size) {
     return bh_lookup(s, ((uint64_t)addr | ((uint64_t)size << 32)) + 1);
 }
 
@@ -449,8 +349,8 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
             r = bh_call_entry(s, address);
         if (r == ENTRY_DONE) {
             s->lp_armed = 0;    /* an iteration never spans an entry */
-            s->loop_nreads = 0;
-            s->loop_nwrites = 0;
+            s->loop.nreads = 0;
+            s->loop.nwrites = 0;
             return;             /* the handler's first block comes next (counted then) */
         }
         if (r != ENTRY_NONE) {
@@ -485,12 +385,12 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         ((uc_emu_stop_fn)s->emu_stop)(uc);
         return;
     }
-    if (s->skip_on) {
+    if (s->loop.skip_on) {
         if (!(flags & BLOCK_PURE) || ((flags & BLOCK_CALL) && !s->lp_callwatch)) {
             /* not in a watched loop (a call only in a watch started on one) */
             s->lp_armed = 0;
-            s->loop_nreads = 0;
-            s->loop_nwrites = 0;
+            s->loop.nreads = 0;
+            s->loop.nwrites = 0;
             s->lp_callwatch = 0;
             if (!(flags & BLOCK_PURE)) {
                 s->lp_bl_clean = 0;
@@ -504,7 +404,7 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
                         return;
                 }
             }
-        } else if (s->lp_armed || s->loop_nreads) {   /* pure code polling nothing: no cost */
+        } else if (s->lp_armed || s->loop.nreads) {   /* pure code polling nothing: no cost */
             if (loop_step(s, uc, address, (uint32_t)cost, flags))
                 return;
         }
@@ -513,9 +413,63 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
     s->blocks++;
 }
 
-void *bh_hook_address(void) { return (void *)&bh_block_hook; }
+EMU_EXPORT void *bh_hook_address(void) { return (void *)&bh_block_hook; }
+
+/* layout() -> (size, [(name, offset, size, kind, count), ...]): bh_state as
+ * the compiler laid it out, member structs flattened under their prefix
+ * (emu/native.py builds the ctypes view from it) */
+#define LAYOUT_STRUCT bh_state
+static const LayoutField bh_top[] = {
+#define BH_SUB_INFO(type, name, prefix, doc) \
+    {#name, (Py_ssize_t)offsetof(bh_state, name), (Py_ssize_t)sizeof(type), 'S', 0},
+    BH_STATE_FIELDS(LAYOUT_INFO, BH_SUB_INFO)
+#undef BH_SUB_INFO
+};
+#undef LAYOUT_STRUCT
+#define LAYOUT_STRUCT SyncCells
+static const LayoutField sync_fields[] = { SYNC_CELLS_FIELDS(LAYOUT_INFO) };
+#undef LAYOUT_STRUCT
+#define LAYOUT_STRUCT LoopCells
+static const LayoutField loop_fields[] = { LOOP_CELLS_FIELDS(LAYOUT_INFO) };
+#undef LAYOUT_STRUCT
+
+static PyObject *bh_layout(PyObject *module, PyObject *noargs) {
+    enum { NTOP = sizeof bh_top / sizeof bh_top[0] };
+    LayoutField flat[NTOP + sizeof sync_fields / sizeof sync_fields[0]
+                     + sizeof loop_fields / sizeof loop_fields[0]];
+    char names[64][32];
+    int n = 0, nn = 0;
+    for (int i = 0; i < NTOP; i++) {
+        flat[n++] = bh_top[i];             /* a member struct too: its offset, by name */
+        const LayoutField *sub = NULL;
+        int nsub = 0;
+        const char *prefix = "";
+        if (strcmp(bh_top[i].name, "sync") == 0) {
+            sub = sync_fields;
+            nsub = (int)(sizeof sync_fields / sizeof sync_fields[0]);
+        } else if (strcmp(bh_top[i].name, "loop") == 0) {
+            sub = loop_fields;
+            nsub = (int)(sizeof loop_fields / sizeof loop_fields[0]);
+            prefix = "loop_";
+        }
+        for (int j = 0; j < nsub && nn < 64; j++) {
+            snprintf(names[nn], sizeof names[nn], "%s%s", prefix, sub[j].name);
+            flat[n] = sub[j];
+            flat[n].name = names[nn++];
+            flat[n++].offset += bh_top[i].offset;
+        }
+    }
+    return layout_export(flat, n, (Py_ssize_t)sizeof(bh_state));
+}
+
+static PyMethodDef bh_methods[] = {
+    {"layout", bh_layout, METH_NOARGS,
+     "layout() -> (size, [(name, offset, size, kind, count)]): bh_state (_bh_state.h)"},
+    {NULL, NULL, 0, NULL}
+};
 
 static struct PyModuleDef bh_module = {PyModuleDef_HEAD_INIT, "_blockhook",
-    "Native block hook for cycle accounting (loaded with ctypes).", -1, NULL};
+    "Native block hook for cycle accounting (its functions are called with ctypes; "
+    "layout() describes its state).", -1, bh_methods};
 
 PyMODINIT_FUNC PyInit__blockhook(void) { return PyModule_Create(&bh_module); }

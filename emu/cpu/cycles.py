@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 
 import capstone
 
@@ -306,85 +305,6 @@ def _first_reg_is_pc(insn) -> bool:
 # ---------------------------------------------------------------------------
 # Block counters
 # ---------------------------------------------------------------------------
-class BhState(ctypes.Structure):
-    _fields_ = [
-        ("cycles", ctypes.c_uint64),
-        ("deadline", ctypes.c_uint64),
-        ("stop_flag", ctypes.c_uint32),
-        ("reason", ctypes.c_uint32),
-        ("miss_addr", ctypes.c_uint32),
-        ("miss_size", ctypes.c_uint32),
-        ("mask_watch", ctypes.c_int32),
-        ("pend_prio", ctypes.c_int32),
-        ("active_prio", ctypes.c_int32),
-        ("prigroup_mask", ctypes.c_uint32),
-        ("reg_primask", ctypes.c_int32),
-        ("reg_basepri", ctypes.c_int32),
-        ("reg_faultmask", ctypes.c_int32),
-        ("pad", ctypes.c_uint32),
-        ("blocks", ctypes.c_uint64),
-        ("emu_stop", ctypes.c_void_p),
-        ("reg_read", ctypes.c_void_p),
-        ("keys", ctypes.c_void_p),
-        ("costs", ctypes.c_void_p),
-        ("cap", ctypes.c_uint32),
-        ("used", ctypes.c_uint32),
-        # the run loop's time base for the current slice (CortexM._rebase), read
-        # by the native MMIO callbacks (_mmio.c) to know the time of an access
-        ("base_ticks", ctypes.c_int64),
-        ("base_cycles", ctypes.c_uint64),
-        ("synced_cycles", ctypes.c_uint64),   # clock.now is up to this cycle count
-        ("in_slice", ctypes.c_uint32),        # 1 while inside emu_start's slice
-        ("pad2", ctypes.c_uint32),
-        # exception entry at a block start (CortexM._enter_in_hook): a pend that
-        # needs one raises entry_flag; entry_cb(address) -> ENTRY_*
-        ("entry_flag", ctypes.c_uint32),
-        ("pad3", ctypes.c_uint32),
-        ("entry_cb", ctypes.py_object),
-        ("cost_cb", ctypes.py_object),        # cost_cb(address, size) -> bool
-        # polling loops counted instead of run (_blockhook.c, loop_step)
-        ("skip_on", ctypes.c_uint32),         # allowed in this slice (CortexM._start_slice)
-        ("loop_unstable", ctypes.c_uint32),   # set by the MMIO callbacks
-        ("loop_nreads", ctypes.c_uint32),
-        ("loop_nregs", ctypes.c_uint32),
-        ("loop_trust_all", ctypes.c_uint32),  # companion tests (_blockhook.c: 1, 2, 4, 8)
-        ("loop_nwrites", ctypes.c_uint32),   # of the accesses noted, writes (repeatable)
-        ("loop_rslot", ctypes.c_void_p * 8),
-        ("loop_roff", ctypes.c_uint32 * 8),   # | 1 << 31: a write
-        ("loop_horizon", ctypes.c_uint64),    # the cycle at which a counter read changes
-        ("replay", ctypes.c_void_p),
-        ("reg_read_batch", ctypes.c_void_p),
-        ("loop_regs", ctypes.c_int32 * 32),
-        ("skips", ctypes.c_uint64),
-        ("skipped_iters", ctypes.c_uint64),
-        ("skipped_cycles", ctypes.c_uint64),
-        ("lp_head", ctypes.c_uint64),
-        ("lp_cycles", ctypes.c_uint64),
-        ("lp_prev_cycles", ctypes.c_uint64),
-        ("lp_armed", ctypes.c_uint32),
-        ("lp_blocks", ctypes.c_uint32),
-        ("lp_prev_blocks", ctypes.c_uint32),
-        ("lp_have", ctypes.c_uint32),
-        ("lp_vals", ctypes.c_uint32 * 32),
-        ("lp_wait", ctypes.c_uint32),
-        ("lp_backoff", ctypes.c_uint32),
-        # fn(head, iterations, cycles an iteration, cycles after, ((slot, offset), ...))
-        # after each skip, or None (a diagnostic: CortexM.log_loop_skips)
-        ("skip_cb", ctypes.py_object),
-        ("loop_ipsr", ctypes.c_int32),       # IPSR's index in loop_regs (-1: none)
-        ("lp_calls", ctypes.c_uint32),       # the iteration called a leaf (BLOCK_CALL)
-        ("lp_last_cycles", ctypes.c_uint64),  # the last iteration's cost (calls only:
-        ("lp_last_blocks", ctypes.c_uint32),  # the same twice before the registers are read)
-        ("lp_pad", ctypes.c_uint32),
-        ("lp_bl", ctypes.c_uint64),          # the last block ending with a BL (a candidate head)
-        ("lp_callwatch", ctypes.c_uint32),   # 1: the watch started on such a call
-        ("lp_bl_clean", ctypes.c_uint32),    # only pure blocks since lp_bl
-        ("lp_stores", ctypes.c_uint32),      # the iteration's stores (BLOCK_STORE blocks)
-        ("lp_spoff", ctypes.c_int32),        # its SP against the head's, in words
-        ("lp_spbad", ctypes.c_uint32),       # 1: its SP rose above the head's
-        ("lp_pad2", ctypes.c_uint32),
-    ]
-
 # block flags in the native cost table (_blockhook.c): only loads,
 # arithmetic, compares and direct branches (BLOCK_PURE), and among them a
 # direct call or a return through LR (BLOCK_CALL), ending with the call
@@ -400,20 +320,26 @@ ENTRY_STOP, ENTRY_DONE, ENTRY_NONE = range(3)
 
 
 _native_lib = None
+BhState = None        # the ctypes view of bh_state, once the library is loaded
 
 
 def load_native():
-    """The native block-hook library, or None if it was not built."""
-    global _native_lib
+    """The native block-hook library, or None if it is not usable (emu/native.py
+    says why, once).  Its state's ctypes view, ``BhState``, is built from the
+    layout the library exports (emu/cpu/_bh_state.h is its one declaration)."""
+    global _native_lib, BhState
     if _native_lib is not None:
         return _native_lib or None
-    if os.environ.get("PINETIME_EMU_PURE_PYTHON"):
+    from emu import native
+    mod = native.load("emu.cpu._blockhook")
+    if mod is None:
         _native_lib = False
         return None
     try:
-        from emu.cpu import _blockhook  # type: ignore[attr-defined]
-        lib = ctypes.CDLL(_blockhook.__file__)
-    except Exception as exc:  # ImportError, OSError
+        lib = ctypes.CDLL(mod.__file__)
+        BhState = native.ctypes_struct("BhState", mod.layout(),
+                                       "the block hook's state (emu/cpu/_bh_state.h)")
+    except (OSError, ValueError) as exc:
         log.warning("native block hook unavailable (%s); using the slower pure-Python "
                     "cycle counter", exc)
         _native_lib = False
@@ -477,10 +403,15 @@ class NativeBlockCounter:
         self.s.loop_ipsr = ids.index(ipsr) if ipsr in ids else -1
         self.s.replay = replay
 
+    def field_addr(self, name: str) -> int:
+        """The address of a field or member struct of the state (``cycles``;
+        ``sync``, the slice's time base, and ``loop``, where the MMIO callbacks
+        note a loop iteration's accesses; the whole: ``state_addr``)."""
+        return ctypes.addressof(self.s) + type(self.s).OFFSETS[name]
+
     @property
-    def loop_addr(self) -> int:
-        """Where the MMIO callbacks note a loop iteration's accesses."""
-        return ctypes.addressof(self.s) + BhState.skip_on.offset
+    def state_addr(self) -> int:
+        return ctypes.addressof(self.s)
 
     def clear(self) -> None:
         self.lib.bh_clear(self._ptr)

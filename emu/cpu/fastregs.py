@@ -81,16 +81,13 @@ def install(uc, native: bool = True) -> None:
 
 
 def _install_native(uc, uclib) -> bool:
-    """The same, as builtins of emu.soc._mmio.Regs (no ctypes, no Python frame)."""
-    import os
-    if os.environ.get("PINETIME_EMU_PURE_PYTHON"):
-        return False
-    try:
-        from emu.soc import _mmio   # type: ignore[attr-defined]
-    except ImportError:
+    """The same, as builtins of emu.cpu._core.Regs (no ctypes, no Python frame)."""
+    from emu import native
+    core = native.load("emu.cpu._core")
+    if core is None:
         return False
     addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value   # noqa: E731
-    regs = _mmio.Regs(uc._uch.value, addr(uclib.uc_reg_read), addr(uclib.uc_reg_write),
+    regs = core.Regs(uc._uch.value, addr(uclib.uc_reg_read), addr(uclib.uc_reg_write),
                       sorted(REG32), uc.reg_read, uc.reg_write, uc.reg_read_batch,
                       uc.reg_write_batch, UcError)
     uc._fastregs = regs

@@ -20,8 +20,9 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from emu.cpu.cortexm import (BUSFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK,
-                             USAGEFAULT, CortexM, pends_in_c)
+from emu.cpu.armv7m import BUSFAULT, MEMMANAGE, NMI, PENDSV, SVCALL, SYSTICK, USAGEFAULT
+from emu.cpu.cortexm import CortexM
+from emu.cpu.nvic import pends_in_c
 
 from emu.soc.ops import MODE_W1C, MODE_W1S, R_ATTR, R_CALL, R_CONST, R_CYCLES, W_BITS, W_CALL, Op
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 
 from emu.soc.ops import (MODE_RW, MODE_W1C, MODE_W1S, Op, R_ATTR, R_CALL, R_CONST, R_EVENT,
                          R_VALUE, W_BITS, W_EVENT, W_INTEN, W_INTENCLR, W_INTENSET, W_VALUE, new_cells,
-                         unreplaced)
+                         is_native_clock, unreplaced)
 
 RW, RO, WO = "rw", "ro", "wo"
 W1S, W1C = "w1s", "w1c"
@@ -155,18 +155,22 @@ class NrfPeripheral(Peripheral):
     #: emu/power.py, re-reads the block's state); None: nobody listens
     power_watch = None
 
-    #: a model with steps written again in C (emu.soc._mmio's RtcCore,
-    #: TimerCore, WdtCore) uses them when this is true (False: every step in
-    #: Python, the slow path, for tests)
+    #: a model with steps written again in C (emu.peripherals._cores'
+    #: RtcCore, TimerCore, WdtCore) uses them when this is true (False: every
+    #: step in Python, the slow path, for tests)
     native_core = True
 
     def _core_allowed(self, steps: dict) -> bool:
         """Whether a core in C may stand for this model: the class switch on,
-        native Cells, and each of ``steps`` (name -> the function the core
-        writes again, as the model's module defined it) still that function,
-        on the class (not a subclass's, not a test's replacement) and not
-        replaced on the instance."""
-        if not self.native_core or type(self._cells).__module__ != "emu.soc._mmio":
+        native Cells, the C clock, the cores built, and each of ``steps``
+        (name -> the function the core writes again, as the model's module
+        defined it) still that function, on the class (not a subclass's, not
+        a test's replacement) and not replaced on the instance."""
+        if (not self.native_core or type(self._cells).__module__ != "emu.soc._mmio"
+                or not is_native_clock(self.clock)):
+            return False
+        from emu import native
+        if native.load("emu.peripherals._cores") is None:
             return False
         return unreplaced(self, steps)
 

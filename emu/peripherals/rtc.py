@@ -93,10 +93,10 @@ class Rtc(NrfPeripheral):
         it writes again)."""
         if not self._core_allowed(_CORE_STEPS):
             return None
-        from emu.soc import _mmio
+        from emu import native
         cells = tuple(self.NATIVE_CELLS.index(n) for n in
                       ("running", "base_time", "period", "base_value", "evten"))
-        return _mmio.RtcCore(self, self._ev, self.clock, self._cells, self.num_cc, cells,
+        return native.load("emu.peripherals._cores").RtcCore(self, self._ev, self.clock, self._cells, self.num_cc, cells,
                              MASK, LFCLK_TICKS)
 
     def reset(self) -> None:

@@ -78,11 +78,11 @@ class Timer(NrfPeripheral):
         if not self._core_allowed(_CORE_STEPS) or self._regs[0x540].mask != 0xFFFFFFFF:
             return None
         from emu.peripherals.ppi import Ppi
-        from emu.soc import _mmio
+        from emu import native
         cells = tuple(self.NATIVE_CELLS.index(n) for n in ("running", "base_time", "base_value"))
         # the PPI listens to every block: a compare it has no task for is
         # not routed (its _map, read in C), anything else is the model's
-        return _mmio.TimerCore(self, self._ev, self.clock, self._cells, self.num_cc, cells,
+        return native.load("emu.peripherals._cores").TimerCore(self, self._ev, self.clock, self._cells, self.num_cc, cells,
                                HF16_TICKS, self.max_mask, Ppi._on_event)
 
     def reset(self) -> None:

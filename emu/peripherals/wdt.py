@@ -71,8 +71,8 @@ class Wdt(NrfPeripheral):
         super().__init__(soc, base, name, irq)
         self._core = None
         if self._core_allowed({}):
-            from emu.soc import _mmio
-            self._core = _mmio.WdtCore(self, self._ev_timeout, self.clock, LFCLK_TICKS)
+            from emu import native
+            self._core = native.load("emu.peripherals._cores").WdtCore(self, self._ev_timeout, self.clock, LFCLK_TICKS)
         # the CPU's sleep and wake-up (~1 400 an emulated second under
         # InfiniTime's idle): the core's cpu_sleep (the same steps; the
         # model's _update_pause only when the count pauses or resumes)

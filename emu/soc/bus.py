@@ -35,16 +35,11 @@ changes (the shared-ID multiplexer at ENABLE) calls ``ops_changed()``.
 from __future__ import annotations
 
 import logging
-import os
 
 from emu.soc import ops
 
 log = logging.getLogger("emu.bus")
 
-try:
-    from emu.soc import _mmio as _native   # type: ignore[attr-defined]
-except ImportError:                         # not built: the ctypes callbacks
-    _native = None
 
 
 PPB_NAMES = ((0xE000E000, "SCS"), (0xE0000000, "ITM"), (0xE0001000, "DWT"),
@@ -79,12 +74,14 @@ class PeripheralBus:
         self._counters: list = []  # per slot: fn() -> accesses so far (see accesses)
         self._stats: dict = {}     # slot base -> fn() -> {offset: counts} (access_stats)
         self._accesses_base = 0
+        from emu import native as _nat
+        _native = _nat.load("emu.soc._mmio")    # None: the ctypes callbacks
         if native is None:
-            native = _native is not None and not os.environ.get("PINETIME_EMU_PURE_PYTHON")
+            native = _native is not None
         if native and _native is None:
-            raise RuntimeError("emu.soc._mmio is not built (pip install -e . builds it)")
+            raise RuntimeError("emu.soc._mmio is not available (pip install -e . builds it)")
         self.native = native
-        # streaming serial masters (the legacy SPI to the display, _mmio.c "Streams"):
+        # streaming serial masters (the legacy SPI to the display, emu/soc/_streams.c):
         # their bytes completed in C reach the devices before any Python runs
         self.streams = _native.StreamSet() if native else None
         if native:
@@ -100,13 +97,14 @@ class PeripheralBus:
         if self.native:
             cpu = self.cpu
             kw = {}
+            from emu import native as _nat
+            _native = _nat.load("emu.soc._mmio")
             if getattr(cpu.counter, "native", False):   # C reads the cycle counter itself
-                import ctypes
-                cs, t = cpu.cs, type(cpu.cs)
+                counter = cpu.counter
                 kw = dict(cpu=cpu, cycle_ticks=cpu.cycle_ticks,
-                          cycles_addr=ctypes.addressof(cs) + t.cycles.offset,
-                          cells_addr=ctypes.addressof(cs) + t.base_ticks.offset,
-                          loop_addr=cpu.counter.loop_addr)
+                          cycles_addr=counter.field_addr("cycles"),
+                          cells_addr=counter.field_addr("sync"),
+                          loop_addr=counter.field_addr("loop"))
                 cpu.enable_loop_watch(_native.replay_address())
             slot = _native.Slot(resolve, cpu.sync_time, read, write, error, clock=cpu.clock,
                                 streams=self.streams, **kw)

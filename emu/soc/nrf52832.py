@@ -26,6 +26,7 @@ import struct
 from typing import Callable, Optional
 
 from emu.clock import CPU_TICKS, Clock
+from emu.soc.ops import new_clock
 from emu.cpu.cortexm import CortexM
 from emu.cpu.scs import SystemControlSpace
 from emu.signals import Pin
@@ -158,7 +159,9 @@ class Nrf52832:
     def __init__(self, clock: Optional[Clock] = None, *, force_python_counter: bool = False,
                  symbolizer: Optional[Callable[[int], str]] = None,
                  uicr_pselreset: Optional[int] = 21):
-        self.clock = clock or Clock()
+        # without one given: the C clock with the native helpers (the peripherals'
+        # cores and the C run loop drive only it), else the Python reference
+        self.clock = clock if clock is not None else new_clock(pure=force_python_counter)
         self.symbolize = symbolizer or (lambda a: "")
         self.pure_python = force_python_counter   # no native helpers at all (models read it)
         self.cpu = CortexM(self.clock, profile=self.CPU_PROFILE, num_irq=self.NUM_IRQ,

@@ -9,7 +9,7 @@ model return one, or None for "call the model's ``read``/``write``".
 
 Two interpreters carry ops out, with the same semantics:
 
-* ``emu/soc/_mmio.c`` (the native MMIO callbacks), which reads and writes
+* ``emu.soc._mmio`` (emu/soc/_ops.c, the native MMIO callbacks), which reads and writes
   the model's own state: its :class:`Cells` (events, INTEN, the interrupt
   line and the cells a model names in ``NATIVE_CELLS``, in C memory, used
   without the GIL) or, for everything else, its Python attributes and
@@ -28,7 +28,7 @@ CPU's cycle counter less a base: the DWT's CYCCNT).  Writes: ``EVENT``
 ``VALUE`` (store a plain register through its mask, RW/W1S/W1C) and ``BITS``
 (set or clear bits of an integer attribute: the NVIC's enable bits) and
 ``CALL`` (``fn(offset, value)``, a model callable: the RTC's CC writes,
-carried out by emu.soc._mmio.RtcCore in C).
+carried out by emu.peripherals._cores.RtcCore in C).
 
 A write op never raises an interrupt line itself: when the access would
 change ``obj``'s line (or a bit of ``slow_bits``, bits whose change the
@@ -45,7 +45,7 @@ it first (the legacy SPI's byte completion).
 
 ``stream``: an access of the legacy SPI that the native bus carries out in
 C while the model has put the SPI in streaming mode (bytes to the display
-queued in the Cells and handed over before any Python runs; _mmio.c,
+queued in the Cells and handed over before any Python runs; _streams.c,
 "Streams"); otherwise the op is its plain kind (``W_TXD``: the model).
 
 ``timed``: the bus brings the clock up to the access before the op (or the
@@ -55,6 +55,8 @@ from __future__ import annotations
 
 from operator import attrgetter as _attrgetter, is_ as _is
 from typing import Any, Callable, Optional
+
+from emu import native
 
 def unreplaced(obj, steps: dict) -> bool:
     """Each of ``steps`` (name -> the function as its module defined it) is
@@ -117,29 +119,25 @@ class PyCells(dict):
 def new_cells(pure: bool = False):
     """A peripheral's Cells: in C memory (the MMIO callbacks use them without
     the GIL) unless ``pure`` or PINETIME_EMU_PURE_PYTHON, or not built."""
-    import os
-    if not pure and not os.environ.get("PINETIME_EMU_PURE_PYTHON"):
-        try:
-            from emu.soc import _mmio   # type: ignore[attr-defined]
-            return _mmio.Cells()
-        except ImportError:
-            pass
-    return PyCells()
+    mmio = native.load("emu.soc._mmio", pure)
+    return mmio.Cells() if mmio is not None else PyCells()
 
 
 def new_clock(pure: bool = False):
-    """A machine's clock: ``emu.soc._mmio.Clock`` (emu.clock.Clock's API in C,
-    emu/soc/_clock.h) unless ``pure`` or PINETIME_EMU_PURE_PYTHON, or the
+    """A machine's clock: ``emu._clock.Clock`` (emu.clock.Clock's API in C,
+    emu/_clock.h) unless ``pure`` or PINETIME_EMU_PURE_PYTHON, or the
     native helpers are not built; else emu.clock.Clock, the reference."""
-    import os
     from emu.clock import Clock
-    if not pure and not os.environ.get("PINETIME_EMU_PURE_PYTHON"):
-        try:
-            from emu.soc import _mmio   # type: ignore[attr-defined]
-            return _mmio.Clock()
-        except (ImportError, AttributeError):
-            pass
-    return Clock()
+    mod = native.load("emu._clock", pure)
+    return mod.Clock() if mod is not None else Clock()
+
+
+def is_native_clock(clock) -> bool:
+    """The C clock (emu._clock.Clock): only it is driven from C (the run
+    loop, the peripherals' cores); a machine on emu.clock.Clock runs the
+    Python steps throughout."""
+    t = type(clock)
+    return t.__module__ == "emu._clock" and t.__name__ == "Clock"
 
 
 def cell_property(index: int, doc: str = ""):
@@ -153,12 +151,33 @@ def cell_property(index: int, doc: str = ""):
     return property(operator.attrgetter(f"_cells.{name}"), fset, doc=doc)
 
 
-# kinds (the numbers are shared with _mmio.c)
+# kinds: declared here; emu/soc/_fabric.h's OP_KINDS has the same numbers,
+# and emu/native.py refuses an emu.soc._mmio whose numbers differ
+K_UNKNOWN, K_GENERIC = 0, 1      # (C only: an offset not resolved yet; the model's own)
 R_CALL, R_VALUE, R_EVENT, R_ATTR, R_CONST, R_COUNTER, R_CYCLES = 2, 3, 4, 5, 6, 7, 8
 W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE, W_TXD, W_BITS, W_CALL = \
     20, 21, 22, 23, 24, 25, 26, 27
 # W_VALUE access modes
 MODE_RW, MODE_W1S, MODE_W1C = 0, 1, 2
+
+
+
+def op_kinds() -> dict:
+    """{name: number} of every kind and write mode, as C's OP_KINDS lists them."""
+    names = ("K_UNKNOWN K_GENERIC R_CALL R_VALUE R_EVENT R_ATTR R_CONST R_COUNTER R_CYCLES "
+             "W_EVENT W_INTENSET W_INTENCLR W_INTEN W_VALUE W_TXD W_BITS W_CALL "
+             "MODE_RW MODE_W1S MODE_W1C").split()
+    return {n: globals()[n] for n in names}
+
+
+def _check_native_kinds(mod) -> None:
+    if getattr(mod, "OP_KINDS", None) != op_kinds():
+        raise ValueError(f"emu.soc._mmio was built with other op kinds than emu/soc/ops.py "
+                         f"declares ({getattr(mod, 'OP_KINDS', None)} != {op_kinds()})")
+
+
+native.declare_check("emu.soc._mmio", _check_native_kinds)
+
 
 READ_KINDS = {R_CALL: "call", R_VALUE: "value", R_EVENT: "event", R_ATTR: "attr",
               R_CONST: "const", R_COUNTER: "counter", R_CYCLES: "cycles"}
@@ -191,7 +210,7 @@ class Op:
     still asserted: it pends again; the RTC's EVTENSET/EVTENCLR on
     ``evten``, bailing on TICK).  ``mask``: COUNTER's wrap mask, W_VALUE's writable
     bits.  ``slow_bits``: INTEN* bits whose change goes to the model, or to
-    ``slow(offset, value)`` when given (the RTC's TICK: emu.soc._mmio.RtcCore).
+    ``slow(offset, value)`` when given (the RTC's TICK: emu.peripherals._cores.RtcCore).
     """
     __slots__ = ("kind", "obj", "args", "timed", "mask", "slow_bits", "guard", "stream", "slow")
 
@@ -217,7 +236,7 @@ class Op:
         INTEN or a model cell), read without syncing the clock, unguarded,
         not streamed.  Inside a slice a polling loop may take it as
         unchanged from one iteration to the next (_blockhook.c, loop_step;
-        _mmio.c reads this once per op).  A register whose value depends on
+        _ops.c reads this once per op).  A register whose value depends on
         the time says so in its table (a computed read, ``Reg(read=...)``,
         ``timed`` when the time matters) or is a COUNTER or CYCLES op: never
         steady, and neither is any other computed read (the model's Python)."""
@@ -249,7 +268,7 @@ class Op:
 
 
 # ----------------------------------------------------------------------
-# the pure-Python interpreter (the same semantics as _mmio.c)
+# the pure-Python interpreter (the same semantics as emu/soc/_ops.c)
 # ----------------------------------------------------------------------
 def _level(events: dict, inten: int) -> bool:
     for off, v in events.items():

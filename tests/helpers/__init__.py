@@ -1,0 +1,2 @@
+"""Helpers the tests share (imported as ``helpers.<module>``; tests/ is on
+sys.path through its conftest.py)."""

@@ -1,0 +1,92 @@
+"""A test build of the native modules, with the fault switches compiled in.
+
+Companion tests break a native fast path on purpose (emu/_faults.h: a
+tail-chain left pending, a frame stacked without the MPU's check, the loop
+watch's checks taken as passed, ...) and check that the test meant to catch
+the break does.  Those switches are not in the production build: this
+module builds the same sources with ``-DEMU_TEST_FAULTS`` once per source
+state (a hash of them) into ``build/native-faults/<hash>/`` and loads that
+build in place of the installed modules for one test (:func:`swap_in`,
+the ``fault_build`` fixture in tests/conftest.py).  A machine built inside
+the fixture runs entirely on the test build (its modules import one
+another by name, so all are swapped together); the fault switches are then
+attributes of its objects as before (``m.cpu._exc_hook.chain_bug = 1``).
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from emu.native_build import NATIVE_MODULES  # noqa: E402
+
+
+def _sources() -> list:
+    files = sorted({p for srcs in NATIVE_MODULES.values() for p in srcs})
+    files += sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("emu/**/*.h"))
+    return files + ["setup.py", "emu/native_build.py"]
+
+
+def build_dir() -> Path:
+    """The test build for the current sources, built if not there yet
+    (concurrent test workers wait for one build)."""
+    h = hashlib.sha256()
+    for f in _sources():
+        h.update(f.encode() + b"\0" + (ROOT / f).read_bytes())
+    out = ROOT / "build" / "native-faults" / h.hexdigest()[:16]
+    done = out / ".built"
+    if done.exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            env = dict(os.environ, CFLAGS=(os.environ.get("CFLAGS", "") + " -DEMU_TEST_FAULTS"))
+            r = subprocess.run([sys.executable, "setup.py", "-q", "build_ext",
+                                "--build-lib", str(out / "lib"),
+                                "--build-temp", str(out / "tmp"), "--force"],
+                               cwd=ROOT, env=env, capture_output=True, text=True)
+            missing = [n for n in NATIVE_MODULES if _module_file(out, n) is None]
+            if r.returncode != 0 or missing:
+                raise RuntimeError(f"the test build of the native modules failed "
+                                   f"({', '.join(missing)} missing):\n{r.stdout[-2000:]}"
+                                   f"{r.stderr[-4000:]}")
+            done.touch()
+    return out
+
+
+def _module_file(out: Path, name: str):
+    d = out / "lib" / Path(*name.split(".")[:-1])
+    found = sorted(d.glob(name.split(".")[-1] + ".*.so")) if d.is_dir() else []
+    return found[0] if found else None
+
+
+def swap_in(monkeypatch) -> dict:
+    """Load the test build of every native module in place of the installed
+    ones for the rest of the test (``monkeypatch`` undoes it): {name: module}."""
+    from emu import native
+    from emu.cpu import cycles
+    out = build_dir()
+    mods = {}
+    for name in NATIVE_MODULES:          # in the order of the list: the clock first
+        path = _module_file(out, name)
+        loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+        spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, mod)
+        loader.exec_module(mod)
+        parent, _, child = name.rpartition(".")
+        monkeypatch.setattr(importlib.import_module(parent), child, mod)
+        mods[name] = mod
+    monkeypatch.setattr(cycles, "_native_lib", None)
+    monkeypatch.setattr(cycles, "BhState", None)
+    monkeypatch.setattr(native, "_loaded", {})
+    monkeypatch.setattr(native, "_why", {})
+    return mods
