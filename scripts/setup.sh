@@ -95,10 +95,11 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.base-python" 2>/dev/null)" !=
 fi
 
 stale=""                   # the package's metadata or a C extension changed
-for f in pyproject.toml setup.py emu/*/*.c; do
+for f in pyproject.toml setup.py emu/native_build.py emu/*.[ch] emu/*/*.[ch]; do
   if [ "$f" -nt "$VENV/.setup-stamp" ]; then stale=1; fi
 done
-if [ -n "$stale" ] || ! "$VENV/bin/python" -c "import emu.cpu._blockhook, emu.soc._mmio, unicorn, \
+if [ -n "$stale" ] || ! "$VENV/bin/python" -c "import emu._clock, emu.soc._mmio, emu.cpu._blockhook, \
+emu.cpu._core, emu.peripherals._cores, unicorn, \
 capstone, elftools, intelhex, pygame, cryptography, numpy, yaml, pytest, pytest_timeout, pyocd, bumble, \
 matplotlib, websockets, selenium" \
    >/dev/null 2>&1; then
