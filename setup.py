@@ -34,9 +34,13 @@ class OptionalBuildExt(build_ext):
                   "using the pure-Python reference")
 
 
+# EMU_NATIVE_CFLAGS: flags after ours (the coverage test build's -O0: gcov's
+# line counts are exact only without optimisation)
+EXTRA = os.environ.get("EMU_NATIVE_CFLAGS", "").split()
+
 setup(
     ext_modules=[Extension(name, sources, depends=HEADERS,
-                           extra_compile_args=list(_spec["CFLAGS"]))
+                           extra_compile_args=list(_spec["CFLAGS"]) + EXTRA)
                  for name, sources in _spec["NATIVE_MODULES"].items()],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -5,7 +5,7 @@
  * the test meant to catch the break does (a tail-chain left pending, a
  * frame stacked without the MPU's check, ...).  The switches for that are
  * compiled only when EMU_TEST_FAULTS is defined: tests build such a copy of
- * the native modules for themselves (tests/helpers/faultbuild.py) and load
+ * the native modules for themselves (tests/helpers/nativebuild.py) and load
  * it in place of the installed one for the test's duration.  The
  * production build has neither the fields nor the branches.
  *

@@ -3,7 +3,7 @@
 Read by setup.py (which builds them), emu/native.py (which loads them and
 says what is missing), tests/test_layout.py (their layers), the registry
 of twins (emu/twins.py) and the test build with fault switches
-(tests/helpers/faultbuild.py).  Pure data: setup.py reads this file without
+(tests/helpers/nativebuild.py).  Pure data: setup.py reads this file without
 importing the package.
 
 Each module's files sit beside the Python they speed up, in the layer

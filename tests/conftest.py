@@ -228,5 +228,5 @@ def fault_build(monkeypatch):
     """The native modules' test build (fault switches compiled in:
     emu/_faults.h) in place of the installed one for this test; machines
     made inside the test run on it.  {name: module}."""
-    from helpers.faultbuild import swap_in
-    return swap_in(monkeypatch)
+    from helpers.nativebuild import swap_in
+    return swap_in(monkeypatch, "faults")

@@ -227,7 +227,7 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
             uint64_t lim = s->loop.horizon <= s->deadline ? s->loop.horizon - 1 : s->deadline;
             for (uint32_t i = 0; i < n; i++) { vals[i] = 0; ptrs[i] = &vals[i]; }
             if (((uc_reg_read_batch_fn)s->reg_read_batch)(uc, s->loop_regs, ptrs, (int)n) != 0)
-                stable = 0;
+                stable = 0;   /* not reached by firmware: error path: the engine refused a register read */
             else if (s->lp_calls && (s->loop_ipsr < 0 || (uint32_t)s->loop_ipsr >= n
                                      || vals[s->loop_ipsr] != 0))
                 stable = 0;                  /* calls in handler mode: not taken */
@@ -401,7 +401,7 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
                 } else {
                     s->lp_callwatch = 1;
                     if (loop_step(s, uc, address, (uint32_t)cost, flags))
-                        return;
+                        return;   /* not reached by firmware: a loop calling a leaf is watched from its head block */
                 }
             }
         } else if (s->lp_armed || s->loop.nreads) {   /* pure code polling nothing: no cost */

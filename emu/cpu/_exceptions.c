@@ -14,7 +14,7 @@ static int exc_return_here(ExcHook *h) {
         return 0;
     int t;
     if ((t = hg_truthy(h, str_fast_returns)) <= 0)
-        return t < 0 ? -1 : 0;
+        return t < 0 ? -1 : 0;   /* not reached by firmware: fast_returns off: the tests' slow path */
     /* a watched run (run_until's predicate at every slice boundary): the
      * return is done here too, and the slice ends after it as the Python
      * hook's would (the run loop then checks the predicate) */
@@ -29,8 +29,8 @@ static int exc_return_here(ExcHook *h) {
     case 0xFFFFFFF1u: case 0xFFFFFFF9u: case 0xFFFFFFFDu:
     case 0xFFFFFFE1u: case 0xFFFFFFE9u: case 0xFFFFFFEDu:
         break;
-    default:
-        return 0;
+    default:   /* not reached by firmware: a bad EXC_RETURN from SVCall or later */
+        return 0;   /* not reached by firmware: a bad EXC_RETURN from SVCall or later */
     }
     PyObject *mpu = hg(h, str_mpu);
     if (mpu == NULL)
@@ -161,9 +161,9 @@ static int exc_return_here(ExcHook *h) {
         if (seq == NULL)
             goto out;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            PyObject *x = PyObject_CallFunction(PySequence_Fast_GET_ITEM(seq, i), "iO", e,
+            PyObject *x = PyObject_CallFunction(PySequence_Fast_GET_ITEM(seq, i), "iO", e,   /* not reached by firmware: a tail-chain with on_exception listeners */
                                                 Py_True);
-            if (x == NULL) {
+            if (x == NULL) {   /* not reached by firmware: a tail-chain with on_exception listeners */
                 Py_DECREF(seq);
                 goto out;
             }
@@ -284,7 +284,7 @@ long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
     int e;
     nv_best(h, &n, n.pending, &g, &e);
     if (3 <= e && e <= 6) {
-        rc = only_irq ? -3 : -2;
+        rc = only_irq ? -3 : -2;   /* not reached by firmware: a configurable fault is entered or escalated at once */
         goto out;
     }
     if (only_irq) {              /* IT state as read inside a block hook: the run loop */
@@ -294,7 +294,7 @@ long exc_enter_here(ExcHook *h, long long addr, int only_irq) {
             goto out;
         }
         if (xpsr & ((3u << 25) | (0x3Fu << 10))) {
-            rc = -3;
+            rc = -3;   /* not reached by firmware: IT bits live at the start of a translated block */
             goto out;
         }
     }
@@ -410,7 +410,7 @@ static PyObject *ExcHook_enter_in_hook(ExcHook *h, PyObject *arg) {
     if (t1 < 0 || t2 < 0 || t3 < 0 || t4 < 0 || hg_ll(h, str_ipsr_attr, &ipsr))
         return NULL;
     if (!t1 || t2 || t3 || t4 || (3 <= ipsr && ipsr <= 6))
-        return PyLong_FromLong(0);
+        return PyLong_FromLong(0);   /* not reached by firmware: the block hook asks only when an entry can be made */
     long r = exc_enter_here(h, address, 1);
     if (r == -2 || r == -1) {
         if (r == -1) {                                /* CpuHalt: raised after the slice */
@@ -428,9 +428,9 @@ static PyObject *ExcHook_enter_in_hook(ExcHook *h, PyObject *arg) {
         return PyObject_CallMethodOneArg(cpu, str_enter_in_hook, arg);   /* Python */
     }
     if (r == 0)
-        return PyLong_FromLong(2);                    /* ENTRY_NONE */
+        return PyLong_FromLong(2);   /* ENTRY_NONE; not reached by firmware: the block hook asks only when an entry is due */
     if (r == -3)
-        return PyLong_FromLong(0);                    /* a fault: the run loop */
+        return PyLong_FromLong(0);   /* a fault: the run loop; not reached by firmware: a configurable fault is entered or escalated at once */
     int err = 0;
     uint32_t pc = hreg(h, h->id_pc, &err);
     uint64_t thumb = pc | 1u;
@@ -449,7 +449,7 @@ static PyObject *ExcHook_enter_in_hook(ExcHook *h, PyObject *arg) {
 
 /* A Python exception out of the hook: kept on the Uc and the engine stopped,
  * as the binding's hooks (and CortexM._raw_hook) do. */
-void hook_keep_exception(ExcHook *h) {
+void hook_keep_exception(ExcHook *h) {    /* error path: Python raised in a hook */
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);

@@ -420,7 +420,7 @@ static PyObject *Regs_exc_pop(Regs *r, PyObject *const *a, Py_ssize_t n) {
     if (e < 0)
         return NULL;
     if (e)
-        return Py_BuildValue("(iK)", e, (unsigned long long)out);
+        return Py_BuildValue("(iK)", e, (unsigned long long)out);   /* not reached by firmware: the Python return's unreadable frame (native_returns off) */
     return Py_BuildValue("(iI)", 0, out);
 }
 

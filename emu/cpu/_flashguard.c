@@ -84,7 +84,7 @@ static int guard_hook(void *uc, int type, uint64_t address, int size, int64_t va
         }
         if (PyErr_Occurred()) {
             PyErr_WriteUnraisable(g->obj);
-            drop = 0;
+            drop = 0;   /* not reached by firmware: error path: the NVMC's CONFIG unreadable */
         }
         if (drop && g->count++ == 0 && g->first != NULL) {
             PyObject *r = PyObject_CallFunction(g->first, "K", (unsigned long long)address);

@@ -50,11 +50,11 @@ int nv_best(ExcHook *h, Nvic *n, uint64_t pend, long long *g, int *e) {
         if (x >= 16)
             enabled = (n->irq_enabled >> (x - 16)) & 1;
         else if (x == 4)
-            enabled = (n->shcsr >> 16) & 1;
+            enabled = (n->shcsr >> 16) & 1;   /* not reached by firmware: a configurable fault is entered or escalated at once */
         else if (x == 5)
-            enabled = (n->shcsr >> 17) & 1;
+            enabled = (n->shcsr >> 17) & 1;   /* not reached by firmware: a configurable fault is entered or escalated at once */
         else if (x == 6)
-            enabled = (n->shcsr >> 18) & 1;
+            enabled = (n->shcsr >> 18) & 1;   /* not reached by firmware: a configurable fault is entered or escalated at once */
         else
             enabled = 1;
         if (!enabled || x >= PyList_GET_SIZE(n->prio))
@@ -78,7 +78,7 @@ long long nv_active_prio(ExcHook *h, Nvic *n, uint64_t act) {     /* active_prio
         int x = __builtin_ctzll(act);
         act &= act - 1;
         if (x >= PyList_GET_SIZE(n->prio))
-            continue;
+            continue;   /* not reached by firmware: no exception is active beyond the priority table */
         long long p = nv_group(h, n, nv_prio(n, x));
         if (p < prio)
             prio = p;
@@ -197,7 +197,7 @@ PyObject *ExcHook_pend_write(ExcHook *h, PyObject *const *a, Py_ssize_t na) {
     if (PyErr_Occurred())
         return NULL;
     if (!h->loop_ready || h->cpu == NULL)
-        goto fallback;
+        goto fallback;   /* not reached by firmware: pends before a C loop exists (a Python-clock machine) */
     if (off == 0xD04) {
         if (value & ((1ull << 31) | (1ull << 27) | (1ull << 25)))
             goto fallback;                      /* NMI, a clear: the model */

@@ -48,12 +48,12 @@ static int lc_start_slice(ExcHook *h, long long nxt, uint32_t pc, long long ct) 
     long long span = nxt - now;
     long long budget = span > 0 ? (span + ct - 1) / ct : 0;   /* -(-(span) // ct) */
     if (span <= 0)
-        budget = -((-span) / ct);
+        budget = -((-span) / ct);   /* not reached by firmware: due events run before a slice: the next lies ahead */
     if (budget < 1)
-        budget = 1;
+        budget = 1;   /* not reached by firmware: due events run before a slice: the next lies ahead */
     budget += FAULT(h->skew);   /* a test build's fault: a loop that differs */
     if (budget < 1)
-        budget = 1;
+        budget = 1;   /* not reached by firmware: only a test build's skew makes the budget small */
     uint64_t cycles = h->bh->cycles;
     if (hs_ll(h, str_base_ticks, now) || hs_u64(h, str_base_cycles, cycles))
         return -1;
@@ -125,7 +125,7 @@ static int lc_after_slice(ExcHook *h, PyObject *err) {
                 if (ev < 0)
                     return -1;
                 if (ev)
-                    return hs_ll(h, s_event_register, 0);
+                    return hs_ll(h, s_event_register, 0);   /* not reached by firmware: the event register set between the trap and the slice's end */
                 if (lc_set_sleeping(h, 1))
                     return -1;
                 return hs(h, s_sleep_kind, s_wfe);
@@ -166,7 +166,7 @@ static int lc_set_sleeping(ExcHook *h, int asleep) {
     if (cur < 0)
         return -1;
     if (cur == asleep)
-        return 0;
+        return 0;   /* not reached by firmware: the loop sets sleeping only on a change */
     PyObject *v = asleep ? Py_True : Py_False;
     if (hs(h, str_sleeping_attr, v))
         return -1;
@@ -301,11 +301,11 @@ PyObject *ExcHook_run(ExcHook *h, PyObject *args) {
             return NULL;
         int t = PyObject_IsTrue(sr);
         if (t) {
-            if (t < 0) {
+            if (t < 0) {   /* not reached by firmware: halts raise CpuHalt; none leaves stop_reason behind */
                 Py_DECREF(sr);
                 return NULL;
             }
-            return sr;
+            return sr;   /* not reached by firmware: halts raise CpuHalt; none leaves stop_reason behind */
         }
         Py_DECREF(sr);
         if ((t = hg_truthy(h, str_powered_off)) < 0)

@@ -17,7 +17,7 @@
 static int wfe_here(ExcHook *h) {
     int t = hg_truthy(h, s_wfe_in_c);
     if (t <= 0)
-        return t;
+        return t;   /* not reached by firmware: the hook is installed with the switch on */
     long long sev;
     if (hg_ll(h, s_sev_block, &sev))
         return -1;
@@ -54,7 +54,7 @@ static int wfe_here(ExcHook *h) {
         if (hg_ll(h, str_slice_pc, &spc) || hg_ll(h, str_slice_blocks, &sblocks))
             return -1;
         if ((long long)pc == spc && (long long)h->bh->blocks - sblocks <= 1)
-            return 0;                   /* the slice's first block: an undefined one */
+            return 0;   /* the slice's first block: an undefined one; not reached by firmware: an undefined instruction after a WFE at a slice's start */
         resume = pc;
         at = pc - 2;
     } else {
@@ -82,7 +82,7 @@ static int wfe_here(ExcHook *h) {
     /* _sleep_in_hook declines under the C run loop: the trap */
     int cl = hg_truthy(h, s_c_loop);
     if (cl <= 0)
-        return cl;
+        return cl;   /* not reached by firmware: a sleeping WFE outside the C loop */
     PyObject *trap = FAULT(h->wfe_bug) ? Py_NewRef(Py_None)
                                 : Py_BuildValue("(Ok)", s_wfe, (unsigned long)at);
     if (trap == NULL)

@@ -58,7 +58,7 @@ static int rc_rearm(RtcCore *r) {
     if (clock_get_now(r->clock, &now) || ev_when(r->ev, &has, &when))
         return -1;
     if (has && when <= now)
-        return 0;                 /* an edge due, not processed yet: _on_event re-arms */
+        return 0;   /* an edge due, not processed yet: _on_event re-arms; not reached by firmware: an edge due in the block that re-arms (timing) */
     long long k, cur, wrap = r->mask + 1, dk;
     rc_count_at(r, now, &k, &cur);
     if (((long long)r->cells->inten | r->cells->cell[r->ci[4]]) & 1) {
@@ -124,7 +124,7 @@ static PyObject *RtcCore_fire(RtcCore *r, PyObject *noargs) {
     if (supp == NULL || !PyList_Check(supp) || PyList_GET_SIZE(supp) < r->num_cc) {
         Py_DECREF(values);
         Py_XDECREF(supp);
-        return rc_hand_over(r);
+        return rc_hand_over(r);   /* not reached by firmware: suppress_k is a list of num_cc */
     }
     for (int n = 0; n < r->num_cc; n++) {
         long long cc;

@@ -40,22 +40,22 @@ typedef struct {
  * when CHEN changed: that is a 1 too). */
 static int tc_listened(TimerCore *r, PyObject *l, uint32_t fire) {
     if (r->ppi_fn == Py_None || !PyMethod_Check(l) || PyMethod_GET_FUNCTION(l) != r->ppi_fn)
-        return 1;
+        return 1;   /* not reached by firmware: a listener other than PPI's (an instrument) */
     PyObject *ppi = PyMethod_GET_SELF(l);
     PyObject *values = PyObject_GetAttr(ppi, str_values), *map = NULL;
     long long chen, built;
     int rc = -1;
     if (values == NULL || !PyDict_Check(values))
-        goto done;
+        goto done;   /* not reached by firmware: PPI's values are a dict */
     if (values_ll(values, 0x500, &chen) || attr_ll(ppi, str_chen, &built))
-        goto done;
+        goto done;   /* not reached by firmware: PPI's CHEN and _chen are integers */
     if (chen != built) {
         rc = 1;
         goto done;
     }
     map = PyObject_GetAttr(ppi, str_map);
     if (map == NULL || !PyDict_Check(map))
-        goto done;
+        goto done;   /* not reached by firmware: PPI's map is a dict */
     rc = 0;
     for (int n = 0; n < 16 && !rc; n++) {
         if (!(fire & (1u << (16 + n))))
@@ -135,7 +135,7 @@ static int tc_rearm(TimerCore *r, PyObject *values, long long at) {
     if (ev_when(r->ev, &has, &when))
         return -1;
     if (has && when <= now)
-        return 0;               /* due, not processed yet: _on_compare re-arms */
+        return 0;   /* due, not processed yet: _on_compare re-arms; not reached by firmware: an edge due in the block that re-arms (timing) */
     tc_count_at(r, &cfg, now, &k, &cur);
     long long best = cfg.mask + 1;
     for (int n = 0; n < r->num_cc; n++) {
@@ -204,7 +204,7 @@ static PyObject *TimerCore_fire(TimerCore *r, PyObject *noargs) {
         if (ls == NULL)
             goto fail;
         if (!PyList_Check(ls)) {
-            hand = 1;
+            hand = 1;   /* not reached by firmware: event_listeners is a list */
         } else {
             for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ls) && !hand; i++) {
                 int l = tc_listened(r, PyList_GET_ITEM(ls, i), fire);

@@ -65,11 +65,11 @@ static int op_bind_cells(COp *op, uint64_t offset) {
     PyObject *c = PyObject_GetAttr(op->obj, str_cells_attr);
     if (c == NULL) {
         PyErr_Clear();
-        return 0;
+        return 0;   /* not reached by firmware: every model with ops has Cells (NrfPeripheral) */
     }
     if (!PyObject_TypeCheck(c, &CellsType)) {
         Py_DECREF(c);
-        return 0;
+        return 0;   /* not reached by firmware: a model on the pure-Python path has no Slot */
     }
     if (op->kind == R_COUNTER) {
         PyObject *names = PyObject_GetAttr(op->obj, str_native_cells);
@@ -86,13 +86,13 @@ static int op_bind_cells(COp *op, uint64_t offset) {
         PyErr_Clear();
         if (!ok) {
             Py_DECREF(c);
-            return 0;
+            return 0;   /* not reached by firmware: every COUNTER op names NATIVE_CELLS (the RTC's) */
         }
     }
     if ((op->kind == R_EVENT || op->kind == W_EVENT) && !op->stream) {
         if (offset < 0x100 || offset > 0x17C) {
             Py_DECREF(c);
-            return 0;
+            return 0;   /* not reached by firmware: event ops are declared at 0x100-0x17C only */
         }
         op->bit = (int)((offset - 0x100) >> 2);
     }
@@ -130,7 +130,7 @@ int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         goto fail;
     if (!is_write && get_u32(r, str_steady, &steady)) {
         PyErr_Clear();           /* an op without the property: never steady */
-        steady = 0;
+        steady = 0;   /* not reached by firmware: every op is emu.soc.ops.Op, which has steady */
     }
     op->obj = PyObject_GetAttr(r, str_obj);
     PyObject *slow = PyObject_GetAttr(r, str_slow);
@@ -247,7 +247,7 @@ int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     case W_BITS: case W_CALL:
         if (!is_write) goto bad;
         break;
-    default:
+    default:   /* not reached by firmware: a kind emu/soc/ops.py does not declare */
         goto bad;
     }
     op->kind = (int)kind;
@@ -269,7 +269,7 @@ fail:
     Py_XDECREF(args);
     Py_XDECREF(guard);
     Py_DECREF(r);
-    op_clear(op);
+    op_clear(op);   /* not reached by firmware: error path: a broken op declaration */
     return -1;
 }
 
@@ -352,7 +352,7 @@ int exec_read(Slot *s, COp *op, uint64_t *v) {
         *v = op->cval;
         return 0;
     }
-    return 1;
+    return 1;   /* not reached by firmware: a kind op_resolve binds to the Cells */
 }
 
 /* 0: done, 1: bail to the model, -1: error (events and INTEN: see exec_read) */
@@ -423,7 +423,7 @@ int exec_write(Slot *s, COp *op, uint64_t value) {
             uint64_t cur = (uint64_t)*cell;
             *cell = (long long)(op->mode == MODE_W1S ? (cur | bits)
                                 : op->mode == MODE_W1C ? (cur & ~bits)
-                                : ((cur & ~((uint64_t)op->mask << op->shift)) | bits));
+                                : ((cur & ~((uint64_t)op->mask << op->shift)) | bits));   /* not reached by firmware: no register writes a cell whole through a BITS op */
             return 0;
         }
         x = PyObject_GetAttr(obj, op->a[0]);
@@ -446,7 +446,7 @@ int exec_write(Slot *s, COp *op, uint64_t value) {
         return rc;
     }
     }
-    return 1;
+    return 1;   /* not reached by firmware: a kind op_resolve binds to the Cells */
 out:
     Py_XDECREF(d);
     return rc;
@@ -461,7 +461,7 @@ int cells_read(Slot *s, COp *op, uint64_t *v, int gil) {
     switch (op->kind) {
     case R_CYCLES:                        /* the DWT's CYCCNT: no Cells, the counter */
         if (s->cycles == NULL)
-            return 1;                     /* the model */
+            return 1;   /* the model; not reached by firmware: a native bus runs with the native cycle counter */
         *v = (uint32_t)(*s->cycles - op->base64);
         return 0;
     case R_EVENT:
@@ -488,7 +488,7 @@ int cells_read(Slot *s, COp *op, uint64_t *v, int gil) {
         return 0;
     }
     }
-    return 1;
+    return 1;   /* not reached by firmware: a write kind: not a read */
 }
 
 /* 0: done; 1: the line would change (or a slow bit): the model must run;
@@ -532,7 +532,7 @@ static int cells_write_x(Cells *c, COp *op, uint64_t value, int apply) {
         return 0;
     }
     }
-    return 1;
+    return 1;   /* not reached by firmware: a read kind: not a write */
 }
 
 int cells_write(Cells *c, COp *op, uint64_t value) {
@@ -563,7 +563,7 @@ static int cells_lower(Slot *s, COp *op, uint64_t value) {
     if (r != 2)
         return r;
     if (PyList_GET_SIZE(op->a[2]) != 0)
-        return 1;
+        return 1;   /* not reached by firmware: with irq listeners (a VCD trace) the model lowers the line */
     PyObject *cur = PyObject_GetAttr(op->a[0], str_irq_level);
     if (cur == NULL)
         return -1;

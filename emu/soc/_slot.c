@@ -67,10 +67,10 @@ static inline void loop_note_other_write(Slot *s, uint64_t offset) {
 static inline void loop_note_counter(Slot *s, uint64_t offset, COp *op) {
     volatile LoopCells *l = s->loop;
     if (l == NULL || !l->skip_on)
-        return;
+        return;   /* not reached by firmware: COUNTER reads are noted only while the loop watch is on */
     if (!in_slice(s) || s->cycle_ticks <= 0) {
-        l->unstable = 1;
-        return;
+        l->unstable = 1;   /* not reached by firmware: the loop watch is on only inside a slice */
+        return;   /* not reached by firmware: the loop watch is on only inside a slice */
     }
     Cells *c = op->cells;
     long long running = c->cell[op->ci[0]], base_time = c->cell[op->ci[1]],
@@ -120,7 +120,7 @@ static int sync_attrs(Slot *s) {
         return -1;
     long long now = base_ticks + ((long long)*s->cycles - base_cycles) * s->cycle_ticks;
     if (now > now_prev)
-        return clock_set_now(s->clock, now);
+        return clock_set_now(s->clock, now);   /* not reached by firmware: between runs the clock was synced at the run's end */
     return 0;
 }
 
@@ -137,7 +137,7 @@ static int sync_native(Slot *s) {
     return err;
 }
 
-void report(Slot *s, PyObject *off) {
+void report(Slot *s, PyObject *off) {      /* error path: a model raised */
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
@@ -159,9 +159,9 @@ void report(Slot *s, PyObject *off) {
 int do_sync(Slot *s) {
     if (s->cycles != NULL)
         return sync_native(s);
-    PyObject *t = PyObject_CallNoArgs(s->sync);
+    PyObject *t = PyObject_CallNoArgs(s->sync);   /* not reached by firmware: a native bus runs with the native cycle counter */
     Py_XDECREF(t);
-    return t == NULL ? -1 : 0;
+    return t == NULL ? -1 : 0;   /* not reached by firmware: a native bus runs with the native cycle counter */
 }
 
 static COp *slot_op(Slot *s, uint64_t offset, int is_write) {
@@ -169,8 +169,8 @@ static COp *slot_op(Slot *s, uint64_t offset, int is_write) {
     if (op->kind == K_UNKNOWN) {
         if (op_resolve(s, op, offset, is_write)) {
             report(s, NULL);     /* a broken op declaration: use the model */
-            op_clear(op);
-            op->kind = K_GENERIC;
+            op_clear(op);   /* not reached by firmware: error path: a broken op declaration */
+            op->kind = K_GENERIC;   /* not reached by firmware: error path: a broken op declaration */
         }
         if (s->nused < 2 * NOFF)  /* after resolving: it may have flushed */
             s->used[s->nused++] = (uint16_t)((offset >> 2) | (is_write ? NOFF : 0));
@@ -240,7 +240,7 @@ uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_data) {
                 v = PyLong_AsUnsignedLongLongMask(r);
         }
         if (r == NULL || PyErr_Occurred()) {
-            v = 0;
+            v = 0;   /* not reached by firmware: error path: the model's read raised */
             report(s, off);
         }
         Py_XDECREF(r);
@@ -269,13 +269,10 @@ void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
             }
         } else if (op->nogil) {
             int r = cells_write(op->cells, op, value);
-            if (r == 0) {
-                s->count++;
+            if (r == 0) {                 /* (cells_write does EVENT and INTEN* only: */
+                s->count++;                   /*  state, which a loop may write again) */
                 s->stat[(offset >> 2) * 4 + 2]++;
-                if (op->kind <= W_INTEN)      /* EVENT, INTEN*: state only */
-                    loop_note_write(s, offset);
-                else
-                    loop_note_other_write(s, offset);
+                loop_note_write(s, offset);
                 return;
             }
             if (r == 1)

@@ -115,7 +115,7 @@ static int stream_complete(Cells *c, long long now) {
             Py_ssize_t cap = c->pend_cap ? 2 * c->pend_cap : 4096;
             unsigned char *p = PyMem_RawRealloc(c->pend, (size_t)cap);
             if (p == NULL)
-                return 1;
+                return 1;   /* not reached by firmware: error path: no memory */
             c->pend = p;
             c->pend_cap = cap;
         }
@@ -150,7 +150,7 @@ int stream_access(Slot *s, COp *op, int is_write, uint64_t value, uint64_t *v) {
         return 0;
     case W_EVENT:
         if (value & 1)
-            c->bits |= 1u << SPI_READY_BIT;
+            c->bits |= 1u << SPI_READY_BIT;   /* not reached by firmware: drivers write READY only to clear it */
         else
             c->bits &= ~(1u << SPI_READY_BIT);
         return 0;
@@ -176,6 +176,6 @@ int stream_access(Slot *s, COp *op, int is_write, uint64_t value, uint64_t *v) {
         c->last_txd = (long long)(value & 0xFF);
         return 0;
     }
-    return 1;
+    return 1;   /* not reached by firmware: stream ops are READY, RXD and TXD only */
 }
 

@@ -1,16 +1,20 @@
-"""A test build of the native modules, with the fault switches compiled in.
+"""Test builds of the native modules: the same sources, other flags.
 
-Companion tests break a native fast path on purpose (emu/_faults.h: a
-tail-chain left pending, a frame stacked without the MPU's check, the loop
-watch's checks taken as passed, ...) and check that the test meant to catch
-the break does.  Those switches are not in the production build: this
-module builds the same sources with ``-DEMU_TEST_FAULTS`` once per source
-state (a hash of them) into ``build/native-faults/<hash>/`` and loads that
-build in place of the installed modules for one test (:func:`swap_in`,
-the ``fault_build`` fixture in tests/conftest.py).  A machine built inside
-the fixture runs entirely on the test build (its modules import one
-another by name, so all are swapped together); the fault switches are then
-attributes of its objects as before (``m.cpu._exc_hook.chain_bug = 1``).
+* ``faults``: the fault switches compiled in (emu/_faults.h).  Companion
+  tests break a native fast path on purpose (a tail-chain left pending, a
+  frame stacked without the MPU's check, the loop watch's checks taken as
+  passed, ...) and check that the test meant to catch the break does.
+  The production build has no such switches.
+* ``coverage``: gcc's --coverage, for tests/twins/test_coverage.py (which
+  lines of each twin's C side our firmware reaches).
+
+Each is built once per source state (a hash of the sources and the flags)
+into ``build/native-<kind>/<hash>/`` and loaded in place of the installed
+modules (:func:`swap_in` for one test, with the ``fault_build`` fixture of
+tests/conftest.py; :func:`load` for a whole process).  A machine built then
+runs entirely on the test build (its modules import one another by name,
+so all are swapped together); a fault switch is then an attribute of its
+objects (``m.cpu._exc_hook.chain_bug = 1``).
 """
 from __future__ import annotations
 
@@ -34,13 +38,19 @@ def _sources() -> list:
     return files + ["setup.py", "emu/native_build.py"]
 
 
-def build_dir() -> Path:
+FLAGS = {"faults": {"CFLAGS": "-DEMU_TEST_FAULTS"},
+         "coverage": {"CFLAGS": "--coverage", "LDFLAGS": "--coverage",
+                      "EMU_NATIVE_CFLAGS": "-O0"}}
+
+
+def build_dir(kind: str = "faults") -> Path:
     """The test build for the current sources, built if not there yet
     (concurrent test workers wait for one build)."""
-    h = hashlib.sha256()
+    flags = FLAGS[kind]
+    h = hashlib.sha256(repr(sorted(flags.items())).encode())
     for f in _sources():
         h.update(f.encode() + b"\0" + (ROOT / f).read_bytes())
-    out = ROOT / "build" / "native-faults" / h.hexdigest()[:16]
+    out = ROOT / "build" / f"native-{kind}" / h.hexdigest()[:16]
     done = out / ".built"
     if done.exists():
         return out
@@ -48,7 +58,9 @@ def build_dir() -> Path:
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
-            env = dict(os.environ, CFLAGS=(os.environ.get("CFLAGS", "") + " -DEMU_TEST_FAULTS"))
+            env = dict(os.environ)
+            for var, val in flags.items():
+                env[var] = (env.get(var, "") + " " + val).strip()
             r = subprocess.run([sys.executable, "setup.py", "-q", "build_ext",
                                 "--build-lib", str(out / "lib"),
                                 "--build-temp", str(out / "tmp"), "--force"],
@@ -68,12 +80,23 @@ def _module_file(out: Path, name: str):
     return found[0] if found else None
 
 
-def swap_in(monkeypatch) -> dict:
+class _Setter:
+    """monkeypatch's setitem/setattr, for good (a whole process)."""
+    @staticmethod
+    def setitem(d, k, v):
+        d[k] = v
+
+    @staticmethod
+    def setattr(o, k, v):
+        setattr(o, k, v)
+
+
+def swap_in(monkeypatch, kind: str = "faults") -> dict:
     """Load the test build of every native module in place of the installed
     ones for the rest of the test (``monkeypatch`` undoes it): {name: module}."""
     from emu import native
     from emu.cpu import cycles
-    out = build_dir()
+    out = build_dir(kind)
     mods = {}
     for name in NATIVE_MODULES:          # in the order of the list: the clock first
         path = _module_file(out, name)
@@ -90,3 +113,10 @@ def swap_in(monkeypatch) -> dict:
     monkeypatch.setattr(native, "_loaded", {})
     monkeypatch.setattr(native, "_why", {})
     return mods
+
+
+def load(kind: str) -> dict:
+    """The test build ``kind`` in place of the installed modules for the rest
+    of this process (a subprocess's: a coverage build writes its counts at
+    exit)."""
+    return swap_in(_Setter, kind)

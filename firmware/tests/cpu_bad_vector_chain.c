@@ -1,0 +1,2 @@
+#define CHAIN 1
+#include "cpu_bad_vector.c"

@@ -1,0 +1,339 @@
+"""Differential drivers for the twins whose behaviour firmware alone does
+not reach: the Python API's own uses of the C side (a clock advanced by
+hand, Cells deleted, a batch of register writes, a run stopped by a
+predicate, a loop skip logged, a model whose read raises).  Each runs the
+C side and its Python twin on the same input and asserts that they agree;
+emu/twins.py names the driver of each twin, the parity test calls it, and
+the coverage test runs it on the coverage build."""
+from __future__ import annotations
+
+import heapq
+import random
+import struct
+from pathlib import Path
+
+BUILD = Path(__file__).resolve().parents[2] / "firmware" / "build"
+
+
+def drive_clock(clock, seed, steps=3000):
+    """A random schedule on ``clock``; the log of everything observable:
+    events scheduled, moved, cancelled and re-armed from their own
+    callbacks, runs of run_due and advance_to, heaps compacted, the heap read
+    and assigned as a snapshot restores it."""
+    rnd = random.Random(seed)
+    log = []
+    events = []
+
+    def fire(i):
+        def fn():
+            log.append(("fire", i, clock.now, clock.firing))
+            r = rnd.random()
+            if r < 0.3:                      # re-arm itself or another, from the callback
+                events[rnd.randrange(len(events))].schedule_in(rnd.choice((0, 1, 7, 100)))
+            elif r < 0.4:
+                events[rnd.randrange(len(events))].cancel()
+        return fn
+
+    for i in range(24):
+        events.append(clock.event(f"ev{i}", fire(i)))
+    earlier = []
+    clock.on_earlier_deadline = lambda: earlier.append(clock.next_deadline)
+    for step in range(steps):
+        r = rnd.random()
+        ev = events[rnd.randrange(len(events))]
+        if r < 0.35:
+            ev.schedule_at(clock.now + rnd.choice((0, 1, 2, 5, 50, 1000, -3)))
+        elif r < 0.5:
+            ev.schedule_in(rnd.randrange(0, 300))
+        elif r < 0.6:
+            ev.cancel()
+        elif r < 0.75:
+            clock.now += rnd.randrange(0, 120)
+            log.append(("run_due", clock.run_due()))
+        elif r < 0.85:
+            clock.advance_to(clock.now + rnd.randrange(0, 400))
+        elif r < 0.9:
+            log.append(("next", clock.next_event_time()))
+        elif r < 0.93:                       # a snapshot's restore: the live entries
+            live = [(w, s, e) for (w, s, e) in clock._heap if e._seq == s and e.when == w]
+            heapq.heapify(live)
+            clock._heap = live
+            clock._clean()
+        elif r < 0.95:
+            for _ in range(300):             # many moves: the heap compacts
+                ev.schedule_at(clock.now + rnd.randrange(1, 10_000))
+        else:
+            log.append(("pending", clock.pending_events()))
+        log.append((step, clock.now, clock.next_deadline, clock._seq, clock._compact_at,
+                    tuple((e.when, e._seq, e.pending) for e in events)))
+    log.append(("earlier", tuple(earlier)))
+    log.append(("live", sorted((w, s, e.name) for (w, s, e) in clock._heap
+                               if e._seq == s and e.when == w)))
+    return log
+
+
+def clock() -> None:
+    """The C clock and emu.clock.Clock on six random schedules."""
+    from emu import native
+    from emu.clock import Clock
+    mod = native.load("emu._clock")
+    for seed in range(6):
+        assert drive_clock(mod.Clock(), seed) == drive_clock(Clock(), seed), seed
+
+
+def drive_cells(cells, seed, steps=2000) -> list:
+    rnd = random.Random(seed)
+    log = []
+    for _ in range(steps):
+        off = 0x100 + 4 * rnd.randrange(32)
+        r = rnd.random()
+        if r < 0.4:
+            cells[off] = rnd.choice((0, 1, 5, True, False))
+        elif r < 0.55:
+            try:
+                del cells[off]
+                log.append(("del", off))
+            except KeyError:
+                log.append(("del-missing", off))
+        elif r < 0.65:
+            cells.replace({0x100 + 4 * rnd.randrange(32): rnd.randrange(2)
+                           for _ in range(rnd.randrange(6))})
+        elif r < 0.8:
+            cells.inten = rnd.getrandbits(32)
+        elif r < 0.82:
+            bad = rnd.choice((0x50, 0x180, 0x101, "x"))
+            try:
+                del cells[bad]
+            except KeyError:
+                log.append(("del-bad", bad))
+        else:
+            log.append(("get", off, cells.get(off, "none"), off in cells))
+        log.append((sorted(cells.items()), cells.level(), len(cells)))
+    return log
+
+
+def cells() -> None:
+    """emu.soc._mmio.Cells and PyCells under random writes, deletions,
+    replacements and INTEN changes."""
+    from emu import native
+    from emu.soc.ops import PyCells
+    mmio = native.load("emu.soc._mmio")
+    for seed in range(4):
+        assert drive_cells(mmio.Cells(), seed) == drive_cells(PyCells(), seed), seed
+
+
+def regs() -> None:
+    """Regs (C) and fastregs' Python access on two engines: single and
+    batched reads and writes, of the fast 32-bit registers and of others
+    (handed to the binding)."""
+    from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
+    from unicorn import arm_const as A
+
+    from emu.cpu import fastregs
+    engines = []
+    for native in (True, False):
+        uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+        fastregs.install(uc, native=native)
+        engines.append(uc)
+    assert hasattr(engines[0], "_fastregs") and not hasattr(engines[1], "_fastregs")
+    fast = [A.UC_ARM_REG_R0 + i for i in range(8)] + [A.UC_ARM_REG_LR, A.UC_ARM_REG_S3]
+    other = [A.UC_ARM_REG_D1]
+    results = []
+    for uc in engines:
+        out = []
+        for i, r in enumerate(fast):
+            uc.reg_write(r, 0x1000 + i)
+        uc.reg_write_batch([(r, 0xA0 + i) for i, r in enumerate(fast[:4])])
+        uc.reg_write_batch([(fast[0], 7), (other[0], 0x1234)])      # one slow id: the binding
+        out.append(uc.reg_read_batch(fast))
+        out.append(uc.reg_read_batch(fast + other))
+        uc.reg_write(other[0], 0x55)
+        out.append([uc.reg_read(r) for r in fast + other])
+        results.append(out)
+    assert results[0] == results[1]
+
+
+def _machine(name, **kw):
+    from emu import Machine
+    return Machine(str(BUILD / f"{name}.elf"), board="nrf52832", **kw)
+
+
+def _state(m) -> tuple:
+    cpu = m.cpu
+    return (cpu.cycles, m.clock.now, m.console_text(), tuple(sorted(cpu.core_registers().items())),
+            cpu.read_mem(m.soc.RAM_BASE, m.soc.RAM_SIZE))
+
+
+def run_until() -> None:
+    """A run stopped by a predicate (run_until) in the C loop and in the
+    Python loop: the same cycle, the same machine."""
+    from emu.cpu import cortexm
+    out = []
+    for native_loop in (True, False):
+        saved = cortexm.CortexM.native_loop
+        cortexm.CortexM.native_loop = native_loop
+        try:
+            m = _machine("cpu_systick")
+            calls = [0]
+
+            def pred():
+                calls[0] += 1
+                return m.cpu.cycles > 200_000
+            m.run_until(pred, timeout_ms=200)
+            out.append(_state(m) + (calls[0],))
+            m.close()
+        finally:
+            cortexm.CortexM.native_loop = saved
+    assert out[0] == out[1]
+
+
+def loop_log() -> None:
+    """Polling loops skipped with a skip log (CortexM.log_loop_skips) leave
+    the machine as they do unlogged; the log names the loops' registers."""
+    out = []
+    logged = []
+    for log in (True, False):
+        m = _machine("cpu_poll_loops")
+        if log:
+            m.cpu.log_loop_skips(lambda head, n, c, after, reads: logged.append(
+                (head, n, [m.soc.bus.slot_register(s, off) for s, off in reads])))
+        m.run(ms=300)
+        out.append(_state(m))
+        m.close()
+    assert logged and out[0] == out[1]
+
+
+def bus_probe() -> None:
+    """A made-up peripheral whose reads pop, tell the time, or raise, and an
+    event and a task, driven by Thumb code through the native callbacks and
+    through the ctypes ones: the same values and the same model calls."""
+    import logging
+    import os
+
+    from emu.clock import CPU_TICKS
+    from emu.peripherals.base import RW, NrfPeripheral, Reg
+    from emu.soc.nrf52832 import Nrf52832
+    from unicorn import arm_const as A
+
+    class Probe(NrfPeripheral):
+        NAME = "PROBE"
+        TASKS = {0x000: "KICK"}
+        EVENTS = {0x100: "DONE"}
+        REGISTERS = [Reg(0x400, "FIFO", 0, RW, read="_rd_fifo", timed=False),
+                     Reg(0x404, "NOW", 0, RW, read="_rd_now"),
+                     Reg(0x408, "PLAIN", 0x11223344, RW),
+                     Reg(0x40C, "BROKEN", 0, RW, read="_rd_broken", timed=False)]
+
+        def __init__(self, soc, base):
+            self.pops = self.kicks = 0
+            super().__init__(soc, base, None, irq=None)
+
+        def _rd_fifo(self, _off):
+            self.pops += 1
+            return 100 + self.pops
+
+        def _rd_now(self, _off):
+            return self.clock.now & 0xFFFFFFFF
+
+        def _rd_broken(self, _off):
+            raise RuntimeError("a model's bug, on purpose")
+
+        def task_KICK(self):
+            self.kicks += 1
+            self._busy, self._due = 1, 0      # a completion due: the guard sends reads here
+
+        _busy, _due = None, 0
+
+        def read_op(self, offset):
+            op = super().read_op(offset)
+            if offset == 0x408 and op is not None:    # PLAIN, guarded by attributes
+                return op.with_guard(("_busy", "_due"))
+            return op
+
+    base, code_at = 0x40030000, 0x20001000
+    # ldr r1,[r0,#off]; str r1,[r7,#4i] for FIFO, NOW, BROKEN, EVENT; a KICK;
+    # a byte load; then b .
+    hw = []
+    for i, off in enumerate((0x400, 0x404, 0x40C, 0x100, 0x400)):
+        hw += [0xF8D0, 0x1000 | off, 0xF8C7, 0x1000 | (4 * i)]
+    hw += [0xF8D0, 0x1408, 0xF8C7, 0x1018]               # PLAIN (not busy) -> [r7,#24]
+    hw += [0x2101, 0x6001, 0x7801, 0x6179]               # KICK; ldrb r1,[r0]; -> [r7,#20]
+    hw += [0xF8D0, 0x1408, 0xF8C7, 0x101C, 0xE7FE]       # PLAIN (busy, due) -> [r7,#28]
+    results = []
+    logging.getLogger("emu.bus").setLevel(logging.CRITICAL)
+    for pure in (False, True):
+        if pure:
+            os.environ["PINETIME_EMU_PURE_PYTHON"] = "1"
+        try:
+            soc = Nrf52832()
+            probe = Probe(soc, base)
+            soc.bus.attach(base, probe)
+            cpu = soc.cpu
+            cpu.write_mem(code_at, struct.pack(f"<{len(hw)}H", *hw))
+            cpu.set_reg(A.UC_ARM_REG_SP, 0x20008000)
+            cpu.set_reg(A.UC_ARM_REG_R0, base)
+            cpu.set_reg(A.UC_ARM_REG_R7, 0x20002000)
+            cpu.pc = code_at
+            cpu.run(soc.clock.now + 2000 * CPU_TICKS)
+            results.append(([cpu.read32(0x20002000 + 4 * i) for i in range(8)],
+                            probe.pops, probe.kicks, soc.bus.accesses))
+        finally:
+            os.environ.pop("PINETIME_EMU_PURE_PYTHON", None)
+    assert results[0] == results[1], results
+
+
+def outside_slice() -> None:
+    """Registers read from Python between runs (a debugger's memory read,
+    a test's): the RTC's COUNTER, the TIMER's CC, timed reads that sync the
+    clock outside a slice; native and pure-Python machines give the same."""
+    out = []
+    for pure in (False, True):
+        m = _machine("periph_rtc_core", pure_python=pure)
+        m.run(ms=7)
+        vals = [int.from_bytes(m.cpu.read_mem(a, 4), "little")
+                for a in (0x40011504, 0x4000B504, 0x40008540, 0x40011100, 0x40011340)]
+        m.run(ms=1)
+        vals += [int.from_bytes(m.cpu.read_mem(0x40011504, 4), "little"),   # twice, no time
+                 int.from_bytes(m.cpu.read_mem(0x40011504, 4), "little"), m.cpu.cycles]
+        out.append(vals + [_state(m)])
+        m.close()
+    assert out[0] == out[1]
+
+
+def sleep_forever() -> None:
+    """A run with no deadline on firmware that sleeps with nothing scheduled
+    ends with the reason "sleep" (the C loop and the Python loop)."""
+    from emu.clock import NEVER
+    from emu.cpu import cortexm
+    out = []
+    for native_loop in (True, False):
+        saved = cortexm.CortexM.native_loop
+        cortexm.CortexM.native_loop = native_loop
+        try:
+            m = _machine("cpu_sleep_forever")
+            r = m.run(until_tick=NEVER)
+            out.append((r.reason,) + _state(m))
+            m.close()
+        finally:
+            cortexm.CortexM.native_loop = saved
+    assert out[0] == out[1] and out[0][0] == "sleep", out[0][:2]
+
+
+def stop_request() -> None:
+    """A clock event that asks the CPU to stop (as a debugger's halt does)
+    stops the run loop at the same cycle in C and in Python."""
+    from emu.cpu import cortexm
+    out = []
+    for native_loop in (True, False):
+        saved = cortexm.CortexM.native_loop
+        cortexm.CortexM.native_loop = native_loop
+        try:
+            m = _machine("cpu_systick")
+            ev = m.clock.event("driver.stop", lambda: m.cpu.halt("break", "a driver's stop"))
+            ev.schedule_at(m.clock.now + 3_000_000)
+            r = m.run(ms=50)
+            out.append((r.reason,) + _state(m))
+            m.close()
+        finally:
+            cortexm.CortexM.native_loop = saved
+    assert out[0] == out[1], (out[0][:3], out[1][:3])
