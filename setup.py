@@ -40,7 +40,8 @@ EXTRA = os.environ.get("EMU_NATIVE_CFLAGS", "").split()
 
 setup(
     ext_modules=[Extension(name, sources, depends=HEADERS,
-                           extra_compile_args=list(_spec["CFLAGS"]) + EXTRA)
+                           extra_compile_args=list(_spec["CFLAGS"]) + EXTRA,
+                           extra_link_args=list(_spec.get("LDFLAGS", [])))
                  for name, sources in _spec["NATIVE_MODULES"].items()],
     cmdclass={"build_ext": OptionalBuildExt},
 )
