@@ -82,6 +82,23 @@ static PyObject *Event_schedule_in(EventObject *e, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Event_schedule_first(EventObject *e, PyObject *args) {
+    long long when, key;
+    if (!PyArg_ParseTuple(args, "LL:schedule_first", &when, &key))
+        return NULL;
+    if (key < 0 || key >= CLK_FIRST_KEYS) {
+        PyErr_Format(PyExc_ValueError, "key must be 0 to 2**61 - 1, not %lld", key);
+        return NULL;
+    }
+    if (e->clock == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "event without a clock");
+        return NULL;
+    }
+    if (clk_schedule_first(e, when, key))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Event_cancel(EventObject *e, PyObject *unused) {
     clk_cancel(e);
     Py_RETURN_NONE;
@@ -125,6 +142,8 @@ static PyObject *Event_get_clock(EventObject *e, void *c) {
 static PyMethodDef Event_methods[] = {
     {"schedule_at", (PyCFunction)Event_schedule_at, METH_O, "schedule_at(tick): due then"},
     {"schedule_in", (PyCFunction)Event_schedule_in, METH_O, "schedule_in(ticks): due after"},
+    {"schedule_first", (PyCFunction)Event_schedule_first, METH_VARARGS,
+     "schedule_first(tick, key): due then, before the tick's schedule_at events, by key"},
     {"cancel", (PyCFunction)Event_cancel, METH_NOARGS, "cancel(): not due"},
     {NULL}
 };

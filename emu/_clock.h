@@ -163,18 +163,14 @@ static inline void clk_clean(ClockObject *c) {
     c->next_deadline = c->n ? c->heap[0].when : CLK_NEVER;
 }
 
-/* Event.schedule_at; 0 or -1 (the earlier-deadline callback's error) */
-static inline int clk_schedule(EventObject *ev, long long when) {
+/* Push ev at (when, seq) and move the deadline; 0 or -1 (the
+ * earlier-deadline callback's error) */
+static inline int clk_schedule_seq(EventObject *ev, long long when, long long seq) {
     ClockObject *c = ev->clock;
-    if (when < c->now)
-        when = c->now;
-    if (ev->has && ev->when == when)
-        return 0;        /* already due then: keep its place among same-time events */
-    c->seq++;
-    ev->seq = c->seq;
+    ev->seq = seq;
     ev->when = when;
     ev->has = 1;
-    if (clk_push(c, when, ev->seq, ev))
+    if (clk_push(c, when, seq, ev))
         return -1;
     if (c->n > c->compact_at)
         clk_compact(c);
@@ -191,6 +187,28 @@ static inline int clk_schedule(EventObject *ev, long long when) {
         }
     }
     return 0;
+}
+
+/* Event.schedule_at; 0 or -1 (the earlier-deadline callback's error) */
+static inline int clk_schedule(EventObject *ev, long long when) {
+    ClockObject *c = ev->clock;
+    if (when < c->now)
+        when = c->now;
+    if (ev->has && ev->when == when)
+        return 0;        /* already due then: keep its place among same-time events */
+    c->seq++;
+    return clk_schedule_seq(ev, when, c->seq);
+}
+
+#define CLK_FIRST_KEYS (1LL << 61)
+
+/* Event.schedule_first: before every schedule_at event of that tick, in
+ * the order of the keys; 0 or -1 */
+static inline int clk_schedule_first(EventObject *ev, long long when, long long key) {
+    ClockObject *c = ev->clock;
+    if (when < c->now)
+        when = c->now;
+    return clk_schedule_seq(ev, when, key - 2 * CLK_FIRST_KEYS);
 }
 
 static inline void clk_cancel(EventObject *ev) {

@@ -20,9 +20,11 @@ packet is received at the same RSSI, ``rssi_dbm``).
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+import bisect
+from typing import Callable, NamedTuple, Optional
 
 US = 512                    # clock ticks per microsecond (512 MHz)
+LATE_LIMIT = 10 * US        # how far past its bound a chip may be (a block of instructions)
 
 MODE_NAMES = {0: "nrf1m", 1: "nrf2m", 3: "ble1m", 4: "ble2m"}
 
@@ -128,17 +130,38 @@ def _crc_table(poly: int, nbits: int) -> list:
 
 
 class Air:
-    def __init__(self, clock):
+    """One chip's view of the air: its RADIO, the host devices on its clock,
+    and (once a :class:`~emu.airspace.Airspace` joins it to other machines)
+    what the others send, with the power it arrives at."""
+
+    def __init__(self, clock, name: str = "watch"):
         self.clock = clock
-        self.log: list = []          # every packet sent, in order
+        self.name = name             # the sender name of this chip's packets
+        self.log: list = []          # every packet sent here (chip and host devices), in order
         self.log_limit = 100_000     # oldest dropped beyond this
         self._listeners: list = []   # host devices: fn(packet)
         self._radios: list = []      # watch radios: obj.air_packet(packet)
-        self.rssi_dbm = -60
+        self.rssi_dbm = -60          # alone: every packet arrives at this power
+        self.host_txpower_dbm = 0.0  # what host devices here send at (on an Airspace)
+        self.taps: list = []         # fn(packet) for every packet sent here (a capture)
+        self.space = None            # the Airspace joining this chip to others
+        self._meta: dict = {}        # packet -> (power in dBm, lost) of what arrives here
+        self._on_air: list = []      # packets arriving here, by start (for RSSI and collisions)
+        self._remote_due: list = []  # (end, seq, packet): host devices hear it at its end
+        self._remote_seq = 0
+        self._remote_ev = None
+        self._arrivals: list = []    # (start, sender, freq, aa, packet) not yet at their first bit
+        self._arrive_ev = None
+        self._arrive_n = 0
 
     def listen(self, fn: Callable[[Packet], None]) -> None:
-        """Call ``fn(packet)`` at the end of each packet the watch sends."""
+        """Call ``fn(packet)`` at the end of each packet the watch sends (and,
+        on an Airspace, of each packet another machine sends)."""
         self._listeners.append(fn)
+
+    @property
+    def has_host_devices(self) -> bool:
+        return bool(self._listeners)
 
     def attach_radio(self, radio) -> None:
         self._radios.append(radio)
@@ -147,6 +170,8 @@ class Air:
         self.log.append(p)
         if len(self.log) > self.log_limit:
             del self.log[: len(self.log) - self.log_limit]
+        for fn in self.taps:
+            fn(p)
 
     def from_watch(self, p: Packet) -> None:
         """A watch radio finished sending ``p`` (called at its end)."""
@@ -154,10 +179,160 @@ class Air:
         for fn in list(self._listeners):
             fn(p)
 
-    def send(self, p: Packet) -> None:
+    def send(self, p: Packet, txpower_dbm: Optional[float] = None) -> None:
         """A host device sends ``p`` (its start at or after now)."""
         if p.start < self.clock.now:
             raise ValueError("a packet cannot start in the past")
         self._record(p)
+        if self.space is not None:
+            self._arrives(p, self.rssi_dbm, False)
+            self.space.emit(self, p, self.host_txpower_dbm if txpower_dbm is None
+                            else txpower_dbm)
         for r in self._radios:
             r.air_packet(p)
+
+    # -- the chip's radio (emu/peripherals/radio.py) -------------------------
+    def transmit_start(self, p: Packet, txpower_dbm: int) -> None:
+        """The chip's RADIO put the first bit of ``p`` on the air (START)."""
+        if self.space is not None:
+            self.space.emit(self, p, txpower_dbm)
+
+    def transmit_abort(self, p: Packet, when: int) -> None:
+        """STOP or DISABLE cut ``p`` at ``when``: it never reaches its end."""
+        if self.space is not None:
+            self.space.abort(self, p, when)
+
+    def audible(self, p: Packet) -> bool:
+        """``p`` reaches this chip above its sensitivity (alone: always)."""
+        if self.space is None:
+            return True
+        meta = self._meta.get(p)
+        return meta is None or self.space.model.audible(meta[0], p.mode)
+
+    def intact(self, p: Packet) -> bool:
+        """``p`` arrived here without a bit error: not lost at random, and no
+        other packet on its frequency overlapped it within the capture
+        threshold (alone: always)."""
+        if self.space is None:
+            return True
+        meta = self._meta.get(p)
+        if meta is None:
+            return True
+        power, lost = meta
+        if lost:
+            return False
+        worst = None
+        for q in self._on_air:
+            if q.start >= p.end:
+                break
+            if q is p or q.freq != p.freq or q.end <= p.start or q == p:
+                continue
+            qp = self._meta.get(q, (self.rssi_dbm, False))[0]
+            worst = qp if worst is None else max(worst, qp)
+        return worst is None or self.space.model.captures(power, worst)
+
+    def rssi_now(self, radio) -> float:
+        """What RSSISTART samples now on the radio's frequency, in dBm:
+        alone, ``rssi_dbm``; on an Airspace the packet being received, else
+        the strongest packet on the air here now, else the noise floor."""
+        if self.space is None:
+            return self.rssi_dbm
+        rx = getattr(radio, "_rx", None)
+        if rx is not None and rx in self._meta:
+            return self._meta[rx][0]
+        now = self.clock.now
+        freq = radio._freq()
+        best = None
+        for q in self._on_air:
+            if q.start > now:
+                break
+            if q.freq == freq and q.end > now:
+                qp = self._meta.get(q, (self.rssi_dbm, False))[0]
+                best = qp if best is None else max(best, qp)
+        return best if best is not None else self.space.model.noise_floor_dbm
+
+    def rssi_of(self, p: Packet) -> float:
+        """The power ``p`` arrived at here (alone: ``rssi_dbm``)."""
+        meta = self._meta.get(p)
+        return meta[0] if meta is not None else self.rssi_dbm
+
+    # -- from other machines (emu/airspace.py) ------------------------------
+    def _arrives(self, p: Packet, power: float, lost: bool) -> None:
+        now = self.clock.now
+        keep = now - 20 * 1000 * US          # no packet lasts 20 ms
+        if self._on_air and self._on_air[0].end < keep:
+            old = [q for q in self._on_air if q.end < keep]
+            self._on_air = [q for q in self._on_air if q.end >= keep]
+            for q in old:
+                self._meta.pop(q, None)
+        self._meta[p] = (power, lost)
+        i = len(self._on_air)
+        while i and self._on_air[i - 1].start > p.start:
+            i -= 1
+        self._on_air.insert(i, p)
+
+    def deliver(self, p: Packet, power: float, lost: bool) -> None:
+        """Another machine's packet ``p`` (in this chip's ticks, its start at
+        or after now) arrives here at ``power`` dBm; ``lost``: with bit
+        errors (random loss).  At its first bit (an event due before every
+        other of that tick, the packets of one tick in a fixed order) the
+        radio is told, and decides whether it hears it; host devices hear
+        it at its end.  RuntimeError when ``p`` began well before now (the
+        timeline let this chip run past a moment another could reach it: a
+        chip runs at most one block of instructions past its bound)."""
+        if p.start + LATE_LIMIT < self.clock.now:
+            raise RuntimeError(f"a packet from {p.sender} reached {self.name} "
+                               f"{(self.clock.now - p.start) / US:.1f} us after its first bit: "
+                               "the timeline let it run too far")
+        self._arrives(p, power, lost)
+        if self._arrive_ev is None:
+            self._arrive_ev = self.clock.event(f"air.{self.name}.arrive", self._arrive)
+        bisect.insort(self._arrivals, (p.start, p.sender, p.freq, p.aa, p))
+        self._arm_arrivals()
+
+    def _arm_arrivals(self) -> None:
+        if self._arrivals:
+            self._arrive_n += 1
+            self._arrive_ev.schedule_first(self._arrivals[0][0], self._arrive_n)
+        else:
+            self._arrive_ev.cancel()
+
+    def _arrive(self) -> None:
+        now = self.clock.now
+        while self._arrivals and self._arrivals[0][0] <= now:
+            p = self._arrivals.pop(0)[-1]
+            for r in self._radios:
+                r.air_packet(p)
+            if self._listeners:
+                if self._remote_ev is None:
+                    self._remote_ev = self.clock.event(f"air.{self.name}.heard",
+                                                       self._remote_end)
+                self._remote_seq += 1
+                bisect.insort(self._remote_due, (p.end, self._remote_seq, p))
+                self._remote_ev.schedule_at(self._remote_due[0][0])
+        self._arm_arrivals()
+
+    def aborted(self, p: Packet, end: int) -> None:
+        """Another machine cut its packet ``p`` at ``end``: whoever receives
+        it gets a CRC error; host devices never hear it."""
+        meta = self._meta.get(p)
+        if meta is not None:
+            self._meta[p] = (meta[0], True)
+        self._arrivals = [a for a in self._arrivals if a[-1] is not p]
+        if self._arrive_ev is not None:
+            self._arm_arrivals()
+        self._remote_due = [d for d in self._remote_due if d[2] is not p]
+        if self._remote_ev is not None:
+            if self._remote_due:
+                self._remote_ev.schedule_at(self._remote_due[0][0])
+            else:
+                self._remote_ev.cancel()
+
+    def _remote_end(self) -> None:
+        now = self.clock.now
+        while self._remote_due and self._remote_due[0][0] <= now:
+            _end, _seq, p = self._remote_due.pop(0)
+            for fn in list(self._listeners):
+                fn(p)
+        if self._remote_due:
+            self._remote_ev.schedule_at(self._remote_due[0][0])

@@ -36,6 +36,7 @@ LFCLK_TICKS = 15_625     # 32 768 Hz
 HF16_TICKS = 32          # 16 MHz
 
 NEVER = 1 << 62
+FIRST_KEYS = 1 << 61        # Event.schedule_first's keys: 0 .. FIRST_KEYS - 1
 
 
 def seconds(s: float) -> int:
@@ -92,6 +93,28 @@ class Event:
 
     def schedule_in(self, ticks: int) -> None:
         self.schedule_at(self.clock.now + ticks)
+
+    def schedule_first(self, when: int, key: int) -> None:
+        """Due at ``when`` (at least now) before every event scheduled with
+        ``schedule_at`` for that tick; among events scheduled so, in the
+        order of their ``key`` (0 <= key < 2**61, unique).  For what
+        reaches a machine from another (emu/timeline.py): its place among
+        the same tick's events must not depend on when it was handed over."""
+        if not 0 <= key < FIRST_KEYS:
+            raise ValueError(f"key must be 0 to 2**61 - 1, not {key}")
+        clock = self.clock
+        if when < clock.now:
+            when = clock.now
+        self._seq = key - FIRST_KEYS * 2
+        self.when = when
+        heap = clock._heap
+        heapq.heappush(heap, (when, self._seq, self))
+        if len(heap) > clock._compact_at:
+            clock._compact()
+        if when < clock.next_deadline:
+            clock.next_deadline = when
+            if clock.on_earlier_deadline is not None:
+                clock.on_earlier_deadline()
 
     def cancel(self) -> None:
         # The heap entry stays until it surfaces; it is skipped then.

@@ -248,7 +248,7 @@ class Radio(NrfPeripheral):
     def task_STOP(self) -> None:
         if self.state == TX:
             self._cancel("tx_address", "tx_payload", "tx_end", "tx_air", "bcmatch")
-            self._tx = None
+            self._abort_tx()
             self.state = TXIDLE
         elif self.state == RX:
             self._cancel("rx_address", "rx_payload", "rx_end", "bcmatch", "devmatch")
@@ -269,7 +269,7 @@ class Radio(NrfPeripheral):
                      "rx_payload", "rx_end", "bcmatch", "devmatch", "disabled",
                      *(("tx_air",) if sending else ()))
         if sending:
-            self._tx = None
+            self._abort_tx()
         self._rx = None
         self._listen_since = None
         if self.state in (TXRU, TXIDLE, TX, TXDISABLE):
@@ -286,8 +286,32 @@ class Radio(NrfPeripheral):
         self.fire(E_DISABLED)
         self._short_enable = False
 
+    def _abort_tx(self) -> None:
+        """STOP or DISABLE cut the packet being sent: its last bits never go out."""
+        p, self._tx = self._tx, None
+        if p is not None:
+            self.air.transmit_abort(p, self.clock.now)
+
+    def txpower_dbm(self) -> int:
+        """TXPOWER (+0x50C) in dBm: the register holds the power as a signed
+        byte (PS 23.14.11: Pos4dBm 0x04 ... Neg40dBm 0xD8)."""
+        v = self.values[0x50C] & 0xFF
+        return v - 256 if v & 0x80 else v
+
+    def earliest_tx(self, busy_from: int) -> int:
+        """The earliest tick at which a packet this radio has not started yet
+        could have its first bit on the air, if nothing reaches the chip from
+        outside and nothing in it acts before ``busy_from`` (the CPU's
+        current tick when it runs, else its next scheduled event): START in
+        TxIdle (or after END, or READY in TxRu) puts the first bit 3 us
+        (2 Mbit) later; from any other state a TXEN and the fast ramp-up
+        (40 us) come first.  emu/timeline.py bounds the other machines by it."""
+        if self._state in (TXIDLE, TX, TXRU):
+            return busy_from + 3 * US
+        return busy_from + 43 * US
+
     def task_RSSISTART(self) -> None:
-        self._rssi = min(127, max(0, -int(self.air.rssi_dbm)))
+        self._rssi = min(127, max(0, -int(round(self.air.rssi_now(self)))))
         self._at(self.clock.now + US // 4, "rssiend")
 
     def _do_rssiend(self, _arg) -> None:
@@ -370,8 +394,9 @@ class Radio(NrfPeripheral):
         end = t_payload + crclen * bt
         freq = self._freq()
         self._tx = Packet(start, end, freq, self.values[MODE], addr, bytes(pdu),
-                          self._crc(addr, pdu), self._whitening(), "watch")
+                          self._crc(addr, pdu), self._whitening(), self.air.name)
         self.state = TX
+        self.air.transmit_start(self._tx, self.txpower_dbm())
         self._at(t_addr, "tx_address")
         self._at(t_payload, "tx_payload")
         self._at(end - self._chain(4, 3), "tx_end")
@@ -434,7 +459,7 @@ class Radio(NrfPeripheral):
         if self.state != RX:
             return
         logical = self._hears(p)
-        if logical is None:
+        if logical is None or not self.air.audible(p):
             self._schedule_inbound()
             return
         self._rx = p
@@ -483,7 +508,7 @@ class Radio(NrfPeripheral):
     def _do_rx_end(self, p: Packet) -> None:
         self._rx = None
         crc = self._crc(p.aa, p.pdu)
-        ok = crc == p.crc and self._whitening() == p.white
+        ok = crc == p.crc and self._whitening() == p.white and self.air.intact(p)
         self.values[CRCSTATUS] = 1 if ok else 0
         self.values[RXCRC] = p.crc
         self._last_end = (p.end, False)

@@ -292,7 +292,7 @@ class LinkCentral:
         if p.aa == ADV_AA:
             if self.state == "initiating":
                 self._advert(p)
-        elif self.state == "connected" and p.aa == self.aa and p.sender == "watch":
+        elif self.state == "connected" and p.aa == self.aa and p.sender != "central":
             self._data(p)
 
     def _advert(self, p: Packet) -> None:
@@ -323,7 +323,7 @@ class LinkCentral:
         hdr_out = 5 | (0x40 if self.own_random else 0) | (0x80 if hdr & 0x40 else 0)  # CONNECT_IND
         pdu = bytes([hdr_out, 34]) + self.address + adva + lldata
         start = p.end + T_IFS
-        if any(q.start == start and q.sender != "watch" for q in self.air.log[-4:]):
+        if any(q.start == start and q.sender != self.air.name for q in self.air.log[-4:]):
             return                           # a scanner's SCAN_REQ has this slot: next advert
         end = start + (1 + 4 + len(pdu) + 3) * 8 * US
         self.air.send(Packet(start, end, p.freq, p.mode, ADV_AA, pdu, crc24(pdu, ADV_CRCINIT),

@@ -21,6 +21,7 @@ register storage.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import struct
 from typing import Callable, Optional
@@ -211,6 +212,34 @@ class Nrf52832:
     def _info_pages(self, uicr_pselreset: Optional[int]) -> tuple:
         """(FICR, UICR) contents at power-on."""
         return default_ficr(), default_uicr(uicr_pselreset)
+
+    def set_identity(self, name: str) -> bytes:
+        """Give this chip factory values of its own, derived from ``name``:
+        DEVICEID, the random static DEVICEADDR (its two top bits set, as
+        the Bluetooth Core spec wants of a static address) and the ER/IR
+        keys.  Every emulated chip otherwise has the same ones (two nodes on
+        one air must not share an address).  Returns the 6-byte address,
+        least significant byte first (as it goes on the air)."""
+        h = hashlib.sha256(b"pinetime-emu identity:" + name.encode()).digest()
+        f = bytearray(self.ficr)
+        f[0x060:0x068] = h[0:8]                       # DEVICEID[0..1]
+        f[0x080:0x090] = h[8:24]                      # ER
+        f[0x090:0x0A0] = h[16:32]                     # IR
+        addr = bytearray(h[24:30])
+        addr[5] |= 0xC0
+        f[0x0A4:0x0AA] = bytes(addr)                  # DEVICEADDR[0], DEVICEADDR[1] low half
+        f[0x0AA:0x0AC] = b"\xff\xff"
+        self.ficr = bytes(f)
+        self.cpu.write_mem(FICR_BASE, self.ficr)
+        return bytes(addr)
+
+    @property
+    def device_address(self) -> bytes:
+        """FICR.DEVICEADDR as it goes on the air (6 bytes, LSB first; the
+        two top bits set for a random static address)."""
+        a = bytearray(self.ficr[0x0A4:0x0AA])
+        a[5] |= 0xC0
+        return bytes(a)
 
     # ------------------------------------------------------------------
     def _build_peripherals(self) -> None:

@@ -8,8 +8,8 @@
   receiver timestamps the sender's edges; the results are the same whatever
   order the machines run in within a window and whatever the windows'
   length (up to the wire's delay, the lookahead), and each edge arrives
-  exactly its delay after it left.  The companion lets a window outrun the
-  lookahead and sees the results change.
+  exactly its delay after it left.  The companion lets the receiver run
+  past the lookahead and sees the late edge refused.
 """
 from __future__ import annotations
 
@@ -53,8 +53,9 @@ def test_two_machines_interleaved_run_as_each_alone(fw, a, b, paths):
         m.close()
     ma, mb = (_machine(fw, n, bd, p) for (n, bd), p in zip((a, b), paths))
     tl = Timeline([ma, mb])
-    tl.run(ms=ms, longest_window=37 * TICKS_PER_US)     # interleaved every 37 us
-    assert tl.windows > 1000
+    tl.run(ms=ms, longest_round=37 * TICKS_PER_US)      # interleaved every 37 us
+    # (until the first of them stops: the cpu_* programs exit)
+    assert tl.rounds >= min(ma.clock.now, mb.clock.now) // (37 * TICKS_PER_US)
     together = [_state(ma, a[1]), _state(mb, b[1])]
     for st_alone, st_tl, (name, _b) in zip(alone, together, (a, b)):
         for k in st_alone:
@@ -66,7 +67,7 @@ def _wired(fw, order="ab", window=None, delay_us=20):
     b = Machine(fw("wire_receiver"), board="nrf52832")
     tl = Timeline([a, b])
     wire = tl.connect(Wire(a, 17, b, 13, delay=delay_us * TICKS_PER_US))
-    res = tl.run(ms=5, order=[a, b] if order == "ab" else [b, a], longest_window=window)
+    res = tl.run(ms=5, order=[a, b] if order == "ab" else [b, a], longest_round=window)
     return a, b, wire, res, tl
 
 
@@ -94,14 +95,13 @@ def test_wired_boards_give_the_same_results_whatever_the_order_and_windows(fw, o
     assert parity_state(b)["ram"] == parity_state(ref_b)["ram"]
 
 
-def test_a_window_past_the_lookahead_is_seen(fw, monkeypatch):
-    """Companion: a timeline whose windows outrun the wire's delay (its
-    horizon claimed 4 delays away) delivers edges into the receiver's past:
-    the timestamps change."""
-    _a, ref_b, _w, _r, _tl = _wired(fw)
-    monkeypatch.setattr(Wire, "horizon", lambda self, now: now + 4 * self.lookahead)
-    _a2, b, _w2, _r2, _tl2 = _wired(fw)
-    assert b.console_text() != ref_b.console_text()
+def test_a_bound_past_the_lookahead_is_seen(fw, monkeypatch):
+    """Companion: a timeline that lets the receiver run 50 delays past the
+    sender's tick delivers edges into the receiver's past: refused."""
+    monkeypatch.setattr(Wire, "bound", lambda self, k, h, now: (
+        now[self._src_side] + 50 * self.delay if k is self._dst_side else 1 << 62))
+    with pytest.raises(RuntimeError, match="reached its destination .* late"):
+        _wired(fw)
 
 
 def test_machines_join_a_timeline_at_one_tick(fw):

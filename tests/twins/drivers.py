@@ -41,8 +41,14 @@ def drive_clock(clock, seed, steps=3000):
     for step in range(steps):
         r = rnd.random()
         ev = events[rnd.randrange(len(events))]
-        if r < 0.35:
+        if r < 0.31:
             ev.schedule_at(clock.now + rnd.choice((0, 1, 2, 5, 50, 1000, -3)))
+        elif r < 0.35:                       # before the tick's other events, by key
+            key = rnd.choice((step, 3 * step + 1, rnd.randrange(1 << 61), -1, 1 << 61))
+            try:
+                ev.schedule_first(clock.now + rnd.choice((0, 1, 5, 50, -3)), key)
+            except ValueError:
+                log.append(("bad key", key))
         elif r < 0.5:
             ev.schedule_in(rnd.randrange(0, 300))
         elif r < 0.6:
