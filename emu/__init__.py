@@ -1,6 +1,7 @@
 """pinetime-emu: a cycle-timed emulator of the nRF52832 and the PineTime.
 
-``Machine``, ``RunResult``, ``FirmwareError`` and ``load_firmware`` are
+``Machine``, ``RunResult``, ``FirmwareError``, ``load_firmware``, ``World``
+(several devices on one air) and ``AirModel`` are
 imported when first used (PEP 562), so ``import emu.outputs`` and the other
 plain modules do not load Unicorn: ``twister-flash`` runs under a Python
 without the emulator's dependencies.
@@ -16,15 +17,18 @@ from typing import TYPE_CHECKING
 # chose otherwise or imported numpy first.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-__all__ = ["Machine", "RunResult", "FirmwareError", "load_firmware"]
+__all__ = ["Machine", "RunResult", "FirmwareError", "load_firmware", "World", "AirModel"]
 __version__ = "0.1.0"
 
 _LAZY = {"Machine": "emu.machine", "RunResult": "emu.machine",
-         "FirmwareError": "emu.loader", "load_firmware": "emu.loader"}
+         "FirmwareError": "emu.loader", "load_firmware": "emu.loader",
+         "World": "emu.world", "AirModel": "emu.airspace"}
 
 if TYPE_CHECKING:                                   # pragma: no cover
     from emu.loader import FirmwareError, load_firmware
     from emu.machine import Machine, RunResult
+    from emu.world import World
+    from emu.airspace import AirModel
 
 
 def __getattr__(name: str):
