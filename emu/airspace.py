@@ -14,7 +14,8 @@ an ideal air:
   ``PL(d) = PL(d0) + 10 n log10(d / d0)`` with d0 = 1 m, ``PL(d0)`` =
   40.05 dB (free space at 2.44 GHz: 20 log10(4 pi d0 / lambda)) and
   ``n`` = 2 (free space; 2.5 to 4 indoors, Rappaport, *Wireless
-  Communications*, 4.9); closer than d0 counts as d0.  No fading: the same
+  Communications*, 4.9); the same formula holds down to 10 cm (closer
+  counts as 10 cm: the antennas' near field).  No fading: the same
   positions give the same power on every packet.
 * **TX power** comes from the sender's TXPOWER register at START (PS
   23.14.11, +4 to -40 dBm); host nodes (the phone) send at 0 dBm unless told.
@@ -62,6 +63,7 @@ from emu.air import MODE_NAMES, Packet
 from emu.clock import NEVER
 from emu.timeline import Link
 
+MIN_DISTANCE_M = 0.1
 SENSITIVITY_DBM = {0: -93.0, 1: -89.0, 3: -96.0, 4: -93.0}
 
 
@@ -96,7 +98,7 @@ class AirModel:
         ``distance_m`` away (to 0.01 dB)."""
         if self.fixed_rssi_dbm is not None:
             return float(self.fixed_rssi_dbm)
-        d = max(distance_m, 1.0)
+        d = max(distance_m, MIN_DISTANCE_M)
         pl = self.reference_loss_db + 10.0 * self.path_loss_exponent * math.log10(d)
         return round(txpower_dbm - pl, 2)
 

@@ -56,12 +56,17 @@ CATEGORY_CALL = 3
 
 
 class GattPhone:
-    def __init__(self, machine, name: str = "InfiniTime"):
+    def __init__(self, machine, name: str = "InfiniTime", address: Optional[str] = None):
+        """``machine``: the watch's Machine, or a phone node of a World
+        (emu/world.py) to talk to any watch on its air; ``name``: the
+        advertised name to connect to; ``address``: the watch's address
+        instead ('c7:6a:...'), when two watches share a name."""
         air = machine.air
         if air is None:
             raise GattError("this board has no RADIO: nothing to connect to")
         self.machine = machine
         self.name = name
+        self.address = address.lower() if address else None
         self.scanner: Optional[Scanner] = None
         self.link = LinkCentral(air)
         self.gatt = GattClient(self.link)
@@ -79,7 +84,10 @@ class GattPhone:
         """Begin connecting (scanning for ``name``) without waiting."""
         if self.scanner is None:
             self.scanner = Scanner(self.machine.air)
-        self.link.connect(name=self.name)
+        if self.address is not None:
+            self.link.connect(target=self.address)
+        else:
+            self.link.connect(name=self.name)
 
     def start_discovery(self):
         """Start the GATT set-up (MTU, discovery, subscriptions) as a task."""

@@ -139,6 +139,8 @@ class Scanner:
         hdr = 3 | 0x40 | (0x80 if adv_random else 0)     # SCAN_REQ, TxAdd random, RxAdd
         pdu = bytes([hdr, 12]) + self.address + adva
         start = adv.end + T_IFS
+        if any(q.start == start and q.sender != self.air.name for q in self.air.log[-4:]):
+            return                # another host device (a central's CONNECT_IND) has this slot
         end = start + (1 + 4 + len(pdu) + 3) * 8 * US
         self.air.send(Packet(start, end, adv.freq, adv.mode, ADV_AA, pdu, crc24(pdu, ADV_CRCINIT),
                              adv.white, "scanner"))

@@ -53,10 +53,10 @@ def beacon_and_listener(fw, distance=3.0, ms=120, seed=1, air=None, beacon=(), *
 
 
 def expected_rssi(txpower_dbm, d, n=2.0):
-    return round(-(txpower_dbm - (40.05 + 10 * n * math.log10(max(d, 1.0)))))
+    return round(-(txpower_dbm - (40.05 + 10 * n * math.log10(max(d, 0.1)))))
 
 
-@pytest.mark.parametrize("distance", [1.0, 3.0, 10.0, 40.0])
+@pytest.mark.parametrize("distance", [0.05, 0.5, 3.0, 10.0, 40.0])
 def test_reception_at_the_rssi_the_distance_gives(fw, distance):
     w, b, ls = beacon_and_listener(fw, distance)
     got = heard(ls)
