@@ -193,6 +193,15 @@ class Airspace(Link):
         self.position[side] = pos[:3]
         return AirPort(side, air, self.model)
 
+    def join_remote(self, side, position=(0.0, 0.0, 0.0)) -> None:
+        """A node whose air is in another process (emu/worldproc.py): its
+        AirPort is there; here it has a place."""
+        pos = tuple(float(v) for v in position) + (0.0,) * (3 - len(position))
+        if any(s.name == side.name for s in self.nodes):
+            raise ValueError(f"two nodes named {side.name!r} on one air")
+        self.nodes.append(side)
+        self.position[side] = pos[:3]
+
     def members(self) -> list:
         return list(self.nodes)
 

@@ -96,7 +96,9 @@ class Side:
 
     # -- the round ------------------------------------------------------------
     def apply(self, messages: list) -> None:
-        for kind, *args in messages:
+        """Hand over what reached this node: [(message, effect tick)]; a
+        message is (kind, ...) and goes to ``handlers[kind]``."""
+        for (kind, *args), _effect in messages:
             self.handlers[kind](*args)
 
     def emit(self, kind: str, *args) -> None:
@@ -110,6 +112,13 @@ class Side:
     def step(self, until: int):
         """Run to ``until`` (this node's ticks) or until it sends a packet."""
         raise NotImplementedError
+
+    def begin_step(self, until: int) -> None:
+        """Start ``step`` (a node in another process runs meanwhile)."""
+        self.step(until)
+
+    def end_step(self) -> None:
+        """Wait for the step begun (nothing to wait for here)."""
 
     def take(self) -> list:
         out, self.outbox = self.outbox, []
@@ -363,10 +372,14 @@ class Timeline:
         while self.now < until_tick:
             bounds = self.bounds(until_tick, longest_round)
             self._deliver_all()
+            stepped = []
             for s in running:
                 b = bounds[s]
                 if s.stopped is None and b > s.to_global(s.now()):
-                    s.step(s.to_local(b))
+                    s.begin_step(s.to_local(b))
+                    stepped.append(s)
+            for s in stepped:
+                s.end_step()
             self._route()
             self.rounds += 1
             self.now = min(until_tick, min(self._reached(s, until_tick) for s in self.sides))
@@ -383,7 +396,7 @@ class Timeline:
             msgs = self._inbox[s]
             if msgs:
                 self._inbox[s] = []
-                s.apply([m for m, _e in msgs])
+                s.apply(msgs)
 
     def _reached(self, s: Side, until: int) -> int:
         if s.stopped is not None:

@@ -104,6 +104,40 @@ class MachineNode(Node):
         return f"<MachineNode {self.name} at {self.position}>"
 
 
+class RemoteMachineNode(Node):
+    """A machine node in a process of its own (``World(processes=True)``):
+    what crosses a pipe (emu/worldproc.py)."""
+
+    def __init__(self, world, name, position, ppm, side):
+        self.world, self.name, self.position, self.ppm, self.side = \
+            world, name, position, ppm, side
+
+    @property
+    def machine(self):
+        raise AttributeError(f"node {self.name} runs in its own process: its Machine is "
+                             "there (World(processes=False) keeps every machine here)")
+
+    @property
+    def address(self) -> Optional[str]:
+        return self.side.address
+
+    @property
+    def board_name(self) -> str:
+        return self.side.board_name
+
+    def console_text(self) -> str:
+        return self.side.console.decode("utf-8", "replace")
+
+    def uart_output(self) -> bytes:
+        return self.side.call("uart")
+
+    def screenshot_png(self) -> Optional[bytes]:
+        return self.side.call("screenshot")
+
+    def __repr__(self) -> str:
+        return f"<RemoteMachineNode {self.name} at {self.position}>"
+
+
 class HostSide(Side):
     """A host node's clock and air (the phone): no CPU; it acts only in
     events on its own clock, and stops after each packet it sends."""
@@ -168,8 +202,10 @@ class World:
     ``seed`` drives the air's random loss; ``air``: the channel model
     (emu.airspace.AirModel; ``AirModel.ideal()`` for an ideal air)."""
 
-    def __init__(self, seed: int = 0, air: Optional[AirModel] = None):
+    def __init__(self, seed: int = 0, air: Optional[AirModel] = None,
+                 processes: bool = False):
         self.seed = checks.integer("seed", seed, 0, (1 << 63) - 1)
+        self.processes = bool(processes)
         self.model = air if air is not None else AirModel()
         self.timeline = Timeline()
         self.airspace = Airspace(self.model, self.seed)
@@ -192,14 +228,36 @@ class World:
         return name
 
     def add(self, machine, *, name: Optional[str] = None, position=(0.0, 0.0, 0.0),
-            ppm: float = 0.0, identity: bool = True, **machine_options) -> MachineNode:
+            ppm: float = 0.0, identity: bool = True, preload=(),
+            **machine_options) -> MachineNode:
         """Add a machine: a Machine (at tick 0), or a firmware path built into
         one with ``machine_options`` (``board=``, ``flash_file=``...).
         ``identity``: give its chip factory values of its own, from
-        ``name`` (emu/soc/nrf52832.py ``set_identity``)."""
+        ``name`` (emu/soc/nrf52832.py ``set_identity``); ``preload``:
+        (address, bytes) written into its memory before it starts (UICR
+        words a test firmware reads its parameters from).  With
+        ``processes`` the machine is built in a process of its own and the
+        node is a RemoteMachineNode."""
         name = self._new_name(name, "node")
         pos = _check_position(position)
         ppb = _ppb(ppm)
+        preload = [(checks.integer("preload address", a, 0, 0xFFFFFFFF), bytes(d))
+                   for a, d in preload]
+        if self.processes:
+            if not isinstance(machine, (str, bytes)) and not hasattr(machine, "__fspath__"):
+                raise TypeError("World(processes=True) builds each machine in its own "
+                                "process: give a firmware path, not a Machine")
+            from emu.worldproc import RemoteSide
+            import os
+            spec = {"firmware": os.fspath(machine), "options": machine_options,
+                    "name": name, "ppb": ppb, "identity": identity, "preload": preload,
+                    "model": self.model}
+            side = RemoteSide(spec)
+            self.timeline.add(side)
+            self.airspace.join_remote(side, pos)
+            node = RemoteMachineNode(self, name, pos, ppb / 1000, side)
+            self.nodes[name] = node
+            return node
         from emu.machine import Machine
         if not isinstance(machine, Machine):
             machine = Machine(machine, **machine_options)
@@ -210,6 +268,8 @@ class World:
         machine.name = name
         if identity and hasattr(machine.soc, "set_identity"):
             machine.soc.set_identity(name)
+        for addr, data in preload:
+            machine.cpu.write_mem(addr, data)
         side = MachineSide(machine, name, ppb)
         self.timeline.add(side)
         air = machine.air
@@ -240,6 +300,7 @@ class World:
 
     @property
     def machines(self) -> list:
+        """The Machines of this process (none with ``processes``)."""
         return [n.machine for n in self.nodes.values() if isinstance(n, MachineNode)]
 
     # -- time -----------------------------------------------------------------
@@ -265,9 +326,9 @@ class World:
             until_tick = self.now + span
         else:
             until_tick = checks.integer("until_tick", until_tick, 0, NEVER - 1)
-        res = self.timeline.run(until_tick=until_tick, stop=stop, longest_round=longest_round)
-        return {n.name: res[n.machine] for n in self.nodes.values()
-                if isinstance(n, MachineNode) and n.machine in res}
+        self.timeline.run(until_tick=until_tick, stop=stop, longest_round=longest_round)
+        return {n.name: n.side.last for n in self.nodes.values()
+                if isinstance(n, (MachineNode, RemoteMachineNode)) and n.side.last is not None}
 
     def run_until(self, predicate: Callable[[], bool], timeout_ms: float,
                   poll_ms: float = 1.0) -> bool:
@@ -286,7 +347,7 @@ class World:
             self.timeline.run(until_tick=min(end, self.now + step), stop=predicate)
             if self.timeline.stopped and all(
                     n.side.stopped is not None for n in self.nodes.values()
-                    if isinstance(n, MachineNode)):
+                    if isinstance(n, (MachineNode, RemoteMachineNode))):
                 break
         return predicate()
 
@@ -314,3 +375,11 @@ class World:
         for n in self.nodes.values():
             if isinstance(n, MachineNode):
                 n.machine.close()
+            elif isinstance(n, RemoteMachineNode):
+                n.side.close()
+
+    def __enter__(self) -> "World":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -217,9 +217,11 @@ class Nrf52832:
         """Give this chip factory values of its own, derived from ``name``:
         DEVICEID, the random static DEVICEADDR (its two top bits set, as
         the Bluetooth Core spec wants of a static address) and the ER/IR
-        keys.  Every emulated chip otherwise has the same ones (two nodes on
-        one air must not share an address).  Returns the 6-byte address,
-        least significant byte first (as it goes on the air)."""
+        keys, and a seed of its own for the RNG (two chips that draw the same
+        random numbers would pick the same advertising delays and collide
+        forever).  Every emulated chip otherwise has the same ones (two
+        nodes on one air must not share an address).  Returns the 6-byte
+        address, least significant byte first (as it goes on the air)."""
         h = hashlib.sha256(b"pinetime-emu identity:" + name.encode()).digest()
         f = bytearray(self.ficr)
         f[0x060:0x068] = h[0:8]                       # DEVICEID[0..1]
@@ -231,6 +233,9 @@ class Nrf52832:
         f[0x0AA:0x0AC] = b"\xff\xff"
         self.ficr = bytes(f)
         self.cpu.write_mem(FICR_BASE, self.ficr)
+        rng = self.peripherals.get("rng")
+        if rng is not None:
+            rng.set_seed(int.from_bytes(h[:8], "little"))
         return bytes(addr)
 
     @property

@@ -224,3 +224,44 @@ def test_the_pcap_of_a_run_decodes_in_tshark(fw, tmp_path):
     assert {row[3] for row in rows} == {"emu"}
     t0 = float(rows[0][5])
     assert abs(t0 - w.log[0].start / 512e6) < 1e-6
+
+
+def test_one_process_and_several_give_the_same_bytes(fw, tmp_path):
+    """The same world run in one process and with each machine in a process
+    of its own (emu/worldproc.py): byte-identical pcap and consoles."""
+    runs = []
+    for procs in (False, True):
+        with World(seed=5, processes=procs, air=AirModel(loss=0.2)) as w:
+            w.add(fw("air_beacon"), name="a", board="nrf52832", position=(0, 0),
+                  preload=[(0x10001080, struct.pack("<5I", 10000, 4, 0, 1000, 1))])
+            w.add(fw("air_ponger"), name="p", board="nrf52832", position=(3, 0))
+            w.add(fw("air_listener"), name="l", board="nrf52832", position=(1, 1),
+                  preload=[(0x10001080, struct.pack("<I", 45000))])
+            cap = w.pcap(tmp_path / f"{procs}.pcap")
+            res = w.run(ms=50)
+            cap.close()
+            runs.append(({n: w.node(n).console_text() for n in "apl"},
+                         (tmp_path / f"{procs}.pcap").read_bytes(),
+                         {n: (r.reason, r.time_ticks, r.exit_code) for n, r in res.items()},
+                         w.timeline.rounds))
+    (one, pcap1, res1, rounds1), (several, pcap2, res2, rounds2) = runs
+    assert "PONG n=3 crc=1 tifs=150" in one["a"] and "DONE ok=" in one["l"]
+    assert "crc=0" in one["l"]                        # some lost at 20 %
+    assert several == one and pcap2 == pcap1 and res2 == res1 and rounds2 == rounds1
+    assert res1["l"] == ("exit", res1["l"][1], 0)
+
+
+def test_a_node_that_cannot_be_built_is_one_line(tmp_path):
+    from emu.worldproc import WorldError
+    bad = tmp_path / "bad.elf"
+    bad.write_bytes(b"\x7fELF nonsense")
+    with World(processes=True) as w:
+        with pytest.raises(WorldError, match=r"^node x: FirmwareError: .*bad\.elf"):
+            w.add(str(bad), name="x", board="nrf52832")
+    with World() as w:
+        with pytest.raises(TypeError, match="give a firmware path"):
+            World(processes=True).add(object(), name="y")
+        with pytest.raises(ValueError, match="a node's name"):
+            w.add(str(bad), name="no spaces")
+        with pytest.raises(ValueError, match="a position"):
+            w.add_phone(position=(float("nan"), 0))
