@@ -149,6 +149,10 @@ class Machine:
         self.resets = 0
         self.breakpoint_handler: Optional[Callable[[int, int], bool]] = None
         self.halt_requested = False
+        # set by emu/timeline.py while this machine is on a timeline: run()
+        # called from outside (a phone, a bridge, a scenario, GDB) runs every
+        # machine of it; the timeline's own steps clear it for their run
+        self.world_run: Optional[Callable] = None
         self.rtt = None                   # emu.rtt.Rtt once start_rtt() is called
         # fn() after every power-on and system reset (emu/power.py re-reads its parts)
         self.reset_listeners: list = []
@@ -332,6 +336,7 @@ class Machine:
         """
         if stop is not None and not callable(stop):
             raise TypeError(f"stop must be callable, not {type(stop).__name__}")
+        world_run = self.world_run
         if until_tick is None:
             longest = MAX_RUN_TICKS - self.clock.now
             span = checks.integer("ticks", ticks, 0, longest)
@@ -344,6 +349,10 @@ class Machine:
             until_tick = self.clock.now + span
         else:
             until_tick = checks.integer("until_tick", until_tick, 0, MAX_RUN_TICKS)
+        if world_run is not None:
+            # on a World's timeline (emu/world.py): the whole world runs, so
+            # that no machine gets ahead of what could reach it
+            return world_run(self, until_tick, stop)
         cpu = self.cpu
         scs = self.soc.scs
         while True:

@@ -131,6 +131,9 @@ class MachineSide(Side):
     def __init__(self, machine, name: Optional[str] = None, ppb: int = 0):
         super().__init__(name or getattr(machine, "name", None) or "machine", ppb)
         self.machine = machine
+        self.held = False              # a debugger holds it halted: it does not run
+        self.stop_pred = None          # checked at its slice boundaries (a breakpoint hit)
+        self.timeline = None
 
     @property
     def clock(self):
@@ -167,10 +170,38 @@ class MachineSide(Side):
         m = self.machine
         if self.stopped is not None or m.clock.now >= until:
             return self.stopped or self.last
-        r = m.run(until_tick=until)
+        world_run, m.world_run = m.world_run, None
+        try:
+            r = m.run(until_tick=until, stop=self.stop_pred)
+        finally:
+            m.world_run = world_run
         self.last = r
         if r.reason not in ("deadline", "break", "sleep", "off"):
             self.stopped = r
+        return r
+
+    def run_world(self, machine, until: int, stop):
+        """Machine.run on a timeline: run the whole timeline until this
+        machine reaches ``until`` (its ticks) or ``stop()``; its RunResult."""
+        from emu.machine import RunResult
+        tl = self.timeline
+        self.stop_pred = stop
+        try:
+            goal = self.to_global(until)
+            while self.to_global(machine.clock.now) < goal and self.stopped is None:
+                before = machine.clock.now
+                tl.run(until_tick=max(goal, tl.now), stop=stop)
+                if stop is not None and stop():
+                    break
+                if machine.clock.now == before and tl.now >= goal:
+                    break
+        finally:
+            self.stop_pred = None
+        if self.stopped is not None:
+            return self.stopped
+        r = self.last
+        if r is None or r.time_ticks != machine.clock.now:
+            r = RunResult("break" if stop is not None and stop() else "deadline", machine)
         return r
 
 
@@ -313,6 +344,9 @@ class Timeline:
         if not self.sides:
             self.now = g
         self.sides.append(side)
+        if isinstance(side, MachineSide):
+            side.timeline = self
+            side.machine.world_run = side.run_world
         self._by_obj[id(node)] = side
         self._by_obj[id(side)] = side
         self._inbox[side] = []
@@ -375,11 +409,14 @@ class Timeline:
             stepped = []
             for s in running:
                 b = bounds[s]
-                if s.stopped is None and b > s.to_global(s.now()):
+                if s.stopped is None and not getattr(s, "held", False) \
+                        and b > s.to_global(s.now()):
                     s.begin_step(s.to_local(b))
                     stepped.append(s)
             for s in stepped:
                 s.end_step()
+            if not stepped and not any(self._inbox[s] for s in self.sides):
+                break                          # every node held or stopped: nothing moves
             self._route()
             self.rounds += 1
             self.now = min(until_tick, min(self._reached(s, until_tick) for s in self.sides))

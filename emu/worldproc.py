@@ -145,6 +145,7 @@ class RemoteSide(Side):
         self._pending: list = []
         self._stepping = False
         self.console = bytearray()
+        self.console_listener = None          # fn(bytes) as the console grows
         reply = self._recv()
         _ok, self._now, self._horizon, self.address, self.board_name = reply
 
@@ -189,6 +190,8 @@ class RemoteSide(Side):
         _done, out, self._now, self._horizon, console, stopped, last = self._recv()
         self.outbox.extend(out)
         self.console += console
+        if console and self.console_listener is not None:
+            self.console_listener(console)
         if stopped is not None:
             self.stopped = RemoteResult(*stopped)
         if last is not None:

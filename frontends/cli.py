@@ -29,7 +29,8 @@ import sys
 from typing import Optional
 
 from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _address,
-                              _host, _port, _scale, _seconds, flash_file_problem)
+                              _host, _port, _scale, _seconds, flash_file_problem,
+                              report_stop)
 from frontends.rtt import rtt_address as _rtt_address, rtt_port as _rtt_port
 
 
@@ -187,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("preview", help="screenshots of a firmware after a few steps as a PNG "
                    "strip, a GIF and Markdown for a pull request (pinetime-emu preview --help)",
                    add_help=False)
+    sub.add_parser("world", help="several images on one air: each with its board, name, "
+                   "place and outputs; a pcap for Wireshark (pinetime-emu world --help)",
+                   add_help=False)
     sub.add_parser("twister-serial", help="Zephyr twister's --device-serial-pty program "
                    "(see docs/firmware.md, Twister)", add_help=False)
     sub.add_parser("twister-flash", help="what scripts/twister/west runs for twister's "
@@ -226,6 +230,9 @@ def main(argv: Optional[list] = None) -> int:
         if argv[0] == "twister-flash":
             return twister.flash_main(argv[1:])
         return twister.serial_main(argv[1:], run_main=main)
+    if argv and argv[0] == "world":
+        from frontends.worldcli import main as world_main
+        return world_main(argv[1:])
     if argv and argv[0] == "preview":
         from frontends.preview import main as preview_main
         return preview_main(argv[1:])
@@ -431,28 +438,6 @@ def _print_detection(img) -> None:
         print(f"board:         {d.board}, {BOARD_NAMES[d.board]}{why}")
     for e in d.evidence:
         print(f"evidence:      {e}")
-
-
-def report_stop(machine, result, out=sys.stderr) -> None:
-    info = result.info or machine.cpu.stop_info
-    print(f"pinetime-emu: {info.get('message', result.reason)}", file=out)
-    pc = info.get("pc", machine.cpu.pc)
-    sym = info.get("symbol") or machine.describe_address(pc)
-    print(f"  pc={pc:#010x}{' <' + sym + '>' if sym else ''}  in {info.get('exception', '?')}"
-          f"  at t={machine.time:.6f} s (cycle {machine.cpu.cycles})", file=out)
-    print(f"  CFSR={info.get('cfsr', 0):#010x} HFSR={info.get('hfsr', 0):#010x} "
-          f"BFAR={info.get('bfar', 0):#010x} MMFAR={info.get('mmfar', 0):#010x}", file=out)
-    regs = info.get("registers") or {}
-    names = [f"r{i}" for i in range(13)] + ["sp", "lr", "pc", "xpsr", "msp", "psp", "control"]
-    line = []
-    for n in names:
-        if n in regs:
-            line.append(f"{n}={regs[n]:#010x}")
-            if len(line) == 5:
-                print("  " + " ".join(line), file=out)
-                line = []
-    if line:
-        print("  " + " ".join(line), file=out)
 
 
 def cmd_run(args) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from typing import Optional
 
 EXIT_OK, EXIT_GUEST, EXIT_USAGE = 0, 1, 2
@@ -135,3 +136,28 @@ def flash_file_problem(path: str) -> Optional[str]:
     if not os.access(path, os.R_OK):
         return "not readable"
     return None
+
+
+def report_stop(machine, result, out=None) -> None:
+    """A guest fault or lockup: the message, the PC and its symbol, the
+    fault registers and the core registers (to stderr by default)."""
+    out = sys.stderr if out is None else out
+    info = result.info or machine.cpu.stop_info
+    print(f"pinetime-emu: {info.get('message', result.reason)}", file=out)
+    pc = info.get("pc", machine.cpu.pc)
+    sym = info.get("symbol") or machine.describe_address(pc)
+    print(f"  pc={pc:#010x}{' <' + sym + '>' if sym else ''}  in {info.get('exception', '?')}"
+          f"  at t={machine.time:.6f} s (cycle {machine.cpu.cycles})", file=out)
+    print(f"  CFSR={info.get('cfsr', 0):#010x} HFSR={info.get('hfsr', 0):#010x} "
+          f"BFAR={info.get('bfar', 0):#010x} MMFAR={info.get('mmfar', 0):#010x}", file=out)
+    regs = info.get("registers") or {}
+    names = [f"r{i}" for i in range(13)] + ["sp", "lr", "pc", "xpsr", "msp", "psp", "control"]
+    line = []
+    for n in names:
+        if n in regs:
+            line.append(f"{n}={regs[n]:#010x}")
+            if len(line) == 5:
+                print("  " + " ".join(line), file=out)
+                line = []
+    if line:
+        print("  " + " ".join(line), file=out)
