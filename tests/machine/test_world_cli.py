@@ -187,3 +187,43 @@ def test_the_web_view_serves_a_page_of_every_node(fw):
     assert html.count("<iframe") == 2 and "left" in html and "beacon" in html
     assert w.time >= 0.2
     w.close()
+
+
+def test_gdb_halts_and_steps_one_node_and_the_air_stays_exact(fw):
+    """gdb-multiarch on one node of a world: it halts the node (and so the
+    world), steps it, detaches; the exchange between the chips still has
+    its exact TIFS, as without the debugger."""
+    import re
+    import shutil
+    import time
+    gdb_bin = shutil.which("gdb-multiarch")
+    if gdb_bin is None:
+        pytest.skip("gdb-multiarch not installed")
+    # pings 1 s apart, paced to real time: the debugger halts the world between them
+    proc = subprocess.Popen([sys.executable, "-m", "frontends.cli", "world", "--seconds",
+                             "2.5", "--node", "a@0,0", fw("air_beacon"), "--board", "nrf52832",
+                             "--poke", "0x10001080=1000000", "--poke", "0x10001084=3",
+                             "--poke", "0x10001090=1", "--node", "p@3,0", fw("air_ponger"),
+                             "--board",
+                             "nrf52832", "--gdb", "0"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        deadline = time.monotonic() + 30
+        while port is None and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            m = re.search(r"p: GDB stub on 127\.0\.0\.1:(\d+)", line)
+            if m:
+                port = int(m.group(1))
+        assert port, "no GDB port printed"
+        g = subprocess.run([gdb_bin, "-batch", "-nx", "-ex", "set pagination off",
+                            "-ex", f"target remote 127.0.0.1:{port}", "-ex", "stepi",
+                            "-ex", "stepi", "-ex", "info registers pc", "-ex", "detach",
+                            fw("air_ponger")], capture_output=True, text=True, timeout=60)
+        assert "pc " in g.stdout, g.stdout + g.stderr
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert [l for l in out.splitlines() if l.startswith("[a] PONG")] == \
+        [f"[a] PONG n={i} crc=1 tifs=150" for i in range(3)], out
