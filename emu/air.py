@@ -150,6 +150,7 @@ class Air:
         self._remote_due: list = []  # (end, seq, packet): host devices hear it at its end
         self._remote_seq = 0
         self._remote_ev = None
+        self._rx_on: list = []       # [since, until or None] while the receiver was on (recent)
         self._arrivals: list = []    # (start, sender, freq, aa, packet) not yet at their first bit
         self._arrive_ev = None
         self._arrive_n = 0
@@ -192,6 +193,27 @@ class Air:
             r.air_packet(p)
 
     # -- the chip's radio (emu/peripherals/radio.py) -------------------------
+    def listening(self, on: bool, when: int) -> None:
+        """The receiver turned on (RXEN) or off at ``when``.  On an
+        Airspace a chip whose receiver is off is not bound by the others
+        (nothing they send can reach it); turning it on ends its run there,
+        so that whatever is on the air by then reaches it first."""
+        if on:
+            self._rx_on.append([when, None])
+            if len(self._rx_on) > 16:
+                del self._rx_on[0]
+            if self.space is not None:
+                self.space.listening()
+        elif self._rx_on and self._rx_on[-1][1] is None:
+            self._rx_on[-1][1] = when
+
+    @property
+    def receiver_on(self) -> bool:
+        return bool(self._rx_on) and self._rx_on[-1][1] is None
+
+    def _was_listening(self, t: int) -> bool:
+        return any(a <= t and (b is None or t < b) for a, b in self._rx_on)
+
     def transmit_start(self, p: Packet, txpower_dbm: int) -> None:
         """The chip's RADIO put the first bit of ``p`` on the air (START)."""
         if self.space is not None:
@@ -279,8 +301,12 @@ class Air:
         radio is told, and decides whether it hears it; host devices hear
         it at its end.  RuntimeError when ``p`` began well before now (the
         timeline let this chip run past a moment another could reach it: a
-        chip runs at most one block of instructions past its bound)."""
-        if p.start + LATE_LIMIT < self.clock.now:
+        chip runs at most one block of instructions past its bound; a chip
+        whose receiver was off when ``p`` began, and that has no host
+        devices, may be past it: ``p`` cannot be received there, and it is
+        on the air for the RSSI and the collisions of what comes after)."""
+        if p.start + LATE_LIMIT < self.clock.now and (self._was_listening(p.start)
+                                                      or self._listeners):
             raise RuntimeError(f"a packet from {p.sender} reached {self.name} "
                                f"{(self.clock.now - p.start) / US:.1f} us after its first bit: "
                                "the timeline let it run too far")

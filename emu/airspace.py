@@ -142,6 +142,13 @@ class AirPort:
         if stop is not None:
             stop()
 
+    def listening(self) -> None:
+        """The receiver turned on: stop here (emu/timeline.py's bound for a
+        node whose receiver is off does not count the others)."""
+        stop = getattr(self.side, "request_stop", None)
+        if stop is not None:
+            stop()
+
     def abort(self, air, p: Packet, when: int) -> None:
         self.side.emit("air-abort", p.sender, p.start, when)
 
@@ -217,7 +224,10 @@ class Airspace(Link):
 
     # -- the timeline's side -----------------------------------------------------
     def bound(self, k, h: dict, now: dict) -> int:
-        if k not in self.position:
+        """Node k runs at most to the least horizon of the others, unless
+        nothing on the air can reach it: its receiver is off and it has no
+        host devices listening (it stops when its receiver turns on)."""
+        if k not in self.position or not k.listening():
             return NEVER
         b = NEVER
         for s in self.nodes:

@@ -109,6 +109,15 @@ class Side:
         """The earliest tick (this node's) at which it could start a packet."""
         return NEVER
 
+    def listening(self) -> bool:
+        """Whether something on the air can reach it now (its receiver is on,
+        or host devices listen)."""
+        return True
+
+    def has_pending(self) -> bool:
+        """What reached it waits to be handed over (a worker's, until its next step)."""
+        return False
+
     def step(self, until: int):
         """Run to ``until`` (this node's ticks) or until it sends a packet."""
         raise NotImplementedError
@@ -154,6 +163,10 @@ class MachineSide(Side):
         asleep = cpu.powered_off or (cpu.sleeping and not cpu._wake_condition() and not (
             cpu.sleep_kind == "wfe" and cpu.event_register))
         return clock.next_event_time() if asleep else clock.now
+
+    def listening(self) -> bool:
+        air = self.machine.air
+        return air is not None and (air.receiver_on or air.has_host_devices)
 
     def horizon(self) -> int:
         m = self.machine
@@ -365,7 +378,9 @@ class Timeline:
         for s in self.sides:
             hs = s.to_global(s.horizon())
             for _msg, effect in self._inbox[s]:
-                hs = min(hs, effect)          # what arrives may wake it sooner
+                # what arrives may wake it sooner (not before where it stands:
+                # a chip whose receiver was off may be past a packet's start)
+                hs = min(hs, max(effect, now[s]))
             h[s] = hs
         out = {}
         for s in self.sides:
@@ -405,7 +420,7 @@ class Timeline:
             running = list(self.sides)
         while self.now < until_tick:
             bounds = self.bounds(until_tick, longest_round)
-            self._deliver_all()
+            delivered = self._deliver_all()
             stepped = []
             for s in running:
                 b = bounds[s]
@@ -413,9 +428,12 @@ class Timeline:
                         and b > s.to_global(s.now()):
                     s.begin_step(s.to_local(b))
                     stepped.append(s)
+                elif s.has_pending():
+                    s.begin_step(s.now())      # a worker takes what reached it, runs nothing
+                    stepped.append(s)
             for s in stepped:
                 s.end_step()
-            if not stepped and not any(self._inbox[s] for s in self.sides):
+            if not stepped and not delivered:
                 break                          # every node held or stopped: nothing moves
             self._route()
             self.rounds += 1
@@ -426,14 +444,17 @@ class Timeline:
         return {s.machine: s.last for s in self.sides
                 if isinstance(s, MachineSide) and s.last is not None}
 
-    def _deliver_all(self) -> None:
+    def _deliver_all(self) -> int:
         """Hand over what the last round routed (the nodes all stand at the
-        run's end: the same moment as the next round's start)."""
+        run's end: the same moment as the next round's start); how many."""
+        n = 0
         for s in self.sides:
             msgs = self._inbox[s]
             if msgs:
                 self._inbox[s] = []
                 s.apply(msgs)
+                n += len(msgs)
+        return n
 
     def _reached(self, s: Side, until: int) -> int:
         if s.stopped is not None:

@@ -82,7 +82,7 @@ def _worker(conn, spec: dict) -> None:
         addr = getattr(m.soc, "device_address", None)
         conn.send(("ok", side.now(), side.horizon(),
                    ":".join(f"{b:02x}" for b in reversed(addr)) if addr else None,
-                   m.board_name))
+                   m.board_name, side.listening()))
     except Exception as e:                      # noqa: BLE001 - reported as one line
         conn.send(("error", f"{type(e).__name__}: {e}"))
         return
@@ -100,7 +100,7 @@ def _worker(conn, spec: dict) -> None:
                 console = bytes(m.console[sent:])
                 sent = len(m.console)
                 conn.send(("done", side.take(), side.now(), side.horizon(), console,
-                           _result(side.stopped), _result(side.last)))
+                           _result(side.stopped), _result(side.last), side.listening()))
             elif msg[0] == "call":
                 conn.send(("value", _call(m, msg[1], msg[2:])))
             elif msg[0] == "close":
@@ -147,7 +147,7 @@ class RemoteSide(Side):
         self.console = bytearray()
         self.console_listener = None          # fn(bytes) as the console grows
         reply = self._recv()
-        _ok, self._now, self._horizon, self.address, self.board_name = reply
+        _ok, self._now, self._horizon, self.address, self.board_name, self._listening = reply
 
     def _recv(self):
         try:
@@ -172,11 +172,17 @@ class RemoteSide(Side):
     def horizon(self) -> int:
         h = self._horizon
         for _msg, effect in self._pending:
-            h = min(h, self.to_local(effect))
+            h = min(h, max(self.to_local(effect), self._now))
         return h
+
+    def has_pending(self) -> bool:
+        return bool(self._pending)
 
     def apply(self, messages: list) -> None:
         self._pending.extend(messages)
+
+    def listening(self) -> bool:
+        return self._listening
 
     def begin_step(self, until: int) -> None:
         self.conn.send(("step", self._pending, until))
@@ -187,7 +193,8 @@ class RemoteSide(Side):
         if not self._stepping:
             return
         self._stepping = False
-        _done, out, self._now, self._horizon, console, stopped, last = self._recv()
+        _done, out, self._now, self._horizon, console, stopped, last, self._listening = \
+            self._recv()
         self.outbox.extend(out)
         self.console += console
         if console and self.console_listener is not None:

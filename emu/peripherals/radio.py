@@ -63,6 +63,7 @@ CRCCNF, CRCPOLY, CRCINIT, TIFS, RSSISAMPLE, STATE, DATAWHITEIV = (0x534, 0x538, 
 BCC, DACNF, MODECNF0 = 0x560, 0x640, 0x650
 
 DISABLED, RXRU, RXIDLE, RX, RXDISABLE, TXRU, TXIDLE, TX, TXDISABLE = 0, 1, 2, 3, 4, 9, 10, 11, 12
+RX_STATES = frozenset((RXRU, RXIDLE, RX, RXDISABLE))    # the receiver is on
 
 
 class Radio(NrfPeripheral):
@@ -132,7 +133,12 @@ class Radio(NrfPeripheral):
     @state.setter
     def state(self, value: int) -> None:
         if value != self._state:
+            was = self._state in RX_STATES
             self._state = value
+            if (value in RX_STATES) != was:
+                # the air learns when the receiver starts and stops listening
+                # (emu/airspace.py lets a chip that is not listening run ahead)
+                self.air.listening(not was, self.clock.now)
             if self.power_watch is not None:
                 self.power_watch(self)
 

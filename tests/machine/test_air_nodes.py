@@ -177,12 +177,29 @@ def test_a_horizon_that_claims_too_much_is_seen(fw, monkeypatch):
 
 
 def test_a_sender_that_does_not_stop_at_its_start_is_seen(fw, monkeypatch):
-    """Companion: the sender runs on past its packet's START to the bound it
-    was given; its receiver's answer then reaches it in its past."""
+    """Companion: the sender runs on past its packet's START (and past its
+    RXEN, where a chip whose receiver turns on stops) to the bound it was
+    given; its receiver's answer then reaches it in its past."""
     monkeypatch.setattr(AirPort, "emit", lambda self, air, p, tx: self.side.emit(
         "air", tuple(p), tx))
+    monkeypatch.setattr(AirPort, "listening", lambda self: None)
     with pytest.raises(RuntimeError, match="reached .* after its first bit"):
         ping(fw)
+
+
+def test_a_chip_whose_receiver_is_off_runs_ahead_and_stops_when_it_listens(fw):
+    """The listener turns its receiver on only after 30 ms (air_listener's
+    UICR START word): until then nothing on the air can reach it, and it
+    runs ahead of the beacon in a round; the packets it missed are on the
+    air for RSSI and collisions, and it hears the ones after, as alone."""
+    w = World(seed=1)
+    w.add(fw("air_beacon"), name="b", board="nrf52832")
+    ls = w.add(fw("air_listener"), name="l", board="nrf52832", position=(2, 0),
+               preload=[(0x10001080, struct.pack("<2I", 100000, 30000))])
+    w.run(ms=80)
+    got = heard(ls)
+    assert [n for _a, n, _c, _r in got] == [3, 4, 5, 6, 7], ls.console_text()
+    assert w.timeline.rounds < 40
 
 
 def test_a_crystal_offset_stretches_time_between_nodes(fw):
