@@ -11,7 +11,9 @@ signal power (dBm, signed: the power the packet arrives with at the
 sniffer's position; alone, the air's fixed RSSI), noise power (the noise
 floor), access-address offenses (0), the reference access address (the
 packet's), and flags: de-whitened, signal and noise power valid, reference
-access address valid, CRC checked, and CRC valid when the CRC the sender
+access address valid, the direction of a connection's packets (central
+to peripheral or back: the sender of its CONNECT_IND is the central), CRC
+checked, and CRC valid when the CRC the sender
 computed is the one the Bluetooth LE polynomial gives (a packet with a
 CRC error, a collision at some receiver, or cut short by STOP is still
 written as sent; "CRC valid" says whether its CRC is right as sent).
@@ -60,15 +62,18 @@ def crc_on_air(crc: int) -> bytes:
 
 
 def record(t_ticks: int, freq: int, mode: int, aa: int, pdu: bytes, crc: int,
-           crc_init: Optional[int], power: float, noise: float) -> Optional[bytes]:
+           crc_init: Optional[int], power: float, noise: float,
+           direction: int = 0) -> Optional[bytes]:
     """One pcap record (header and data), or None for a packet that is not
     Bluetooth LE.  ``crc_init``: the CRC's preset, when known (advertising:
-    0x555555; a connection: from its CONNECT_IND), to flag the CRC valid."""
+    0x555555; a connection: from its CONNECT_IND), to flag the CRC valid;
+    ``direction``: the PDU type field (2 central to peripheral, 3 back)."""
     if mode not in (3, 4) or not 2402 <= freq <= 2480:
         return None
     flags = FLAG_DEWHITENED | FLAG_SIGNAL_VALID | FLAG_NOISE_VALID | FLAG_REF_AA_VALID
     if mode == 4:
         flags |= PHY_2M
+    flags |= (direction & 7) << 7
     if crc_init is not None:
         flags |= FLAG_CRC_CHECKED
         if crc24(pdu, crc_init) == crc:
@@ -101,6 +106,7 @@ class PcapWriter:
         self.packets = 0
         self.skipped = 0
         self._crc_inits: dict = {ADV_AA: ADV_CRCINIT}    # access address -> CRC preset
+        self._centrals: dict = {}                         # access address -> the initiator
         self._write(header())
 
     def _write(self, data: bytes) -> None:
@@ -118,10 +124,16 @@ class PcapWriter:
             ll = p.pdu[2 + 12:]
             aa = struct.unpack_from("<I", ll, 0)[0]
             self._crc_inits[aa] = int.from_bytes(ll[4:7], "little")
+            self._centrals[aa] = p.sender
             if len(self._crc_inits) > 64:
-                self._crc_inits.pop(next(k for k in self._crc_inits if k != ADV_AA))
+                old = next(k for k in self._crc_inits if k != ADV_AA)
+                self._crc_inits.pop(old)
+                self._centrals.pop(old, None)
+        direction = 0
+        if p.aa in self._centrals:
+            direction = 2 if p.sender == self._centrals[p.aa] else 3
         rec = record(t, p.freq, p.mode, p.aa, p.pdu, p.crc, self._crc_inits.get(p.aa),
-                     power, noise)
+                     power, noise, direction)
         if rec is None:
             self.skipped += 1
             return

@@ -137,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="save a machine snapshot when the run ends (after --seconds; its "
                         "directory must exist); the same FILE as --snapshot continues that "
                         "snapshot in place")
+    r.add_argument("--pcap", metavar="FILE", default=None,
+                   help="write every packet on the air (the RADIO's and the phone's) as "
+                        "Wireshark reads it, LINKTYPE 256 ('-': stdout, for wireshark -k -i -; "
+                        "several boards on one air: pinetime-emu world, docs/air.md)")
     r.add_argument("--vcd", metavar="FILE", default=None,
                    help="write a value change dump over emulated time: GPIO pins, SPI and I2C "
                         "bytes, interrupt lines, backlight and motor (GTKWave, PulseView)")
@@ -378,6 +382,8 @@ def run_files(args):
     files.write("--screenshot", args.screenshot)
     files.write("--record", args.record)
     files.write("--vcd", args.vcd)
+    if getattr(args, "pcap", None) not in (None, "-"):
+        files.write("--pcap", args.pcap)
     files.write("--trace", args.trace)
     files.write("--trace-mmio", args.trace_mmio)
     files.write("--power", getattr(args, "power", None))
@@ -504,6 +510,26 @@ def cmd_run(args) -> int:
                 c()
             _error(f"--trace: {e}")
             return EXIT_USAGE
+    if getattr(args, "pcap", None):
+        if machine.air is None:
+            for c in closers:
+                c()
+            _error(f"--pcap: the {machine.board_name} board has no radio")
+            return EXIT_USAGE
+        from emu.pcap import MachineCapture
+        try:
+            cap = MachineCapture(machine, args.pcap)
+        except OSError as e:
+            for c in closers:
+                c()
+            _error(f"--pcap {args.pcap}: cannot write ({e.strerror or e})")
+            return EXIT_USAGE
+
+        def close_capture(cap=cap):
+            cap.close()
+            if cap.error:
+                term.fail(f"--pcap {args.pcap}: {cap.error}")
+        closers.append(close_capture)
     if args.vcd:
         try:
             closers.append(machine.vcd(args.vcd).close)

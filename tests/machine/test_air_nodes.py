@@ -282,3 +282,37 @@ def test_a_node_that_cannot_be_built_is_one_line(tmp_path):
             w.add(str(bad), name="no spaces")
         with pytest.raises(ValueError, match="a position"):
             w.add_phone(position=(float("nan"), 0))
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed "
+                    "(apt install tshark)")
+def test_one_chip_and_its_phone_captured_connect_ind_and_data_pdus_decode(fw, tmp_path):
+    """``run --pcap``: our link-layer firmware (periph_radio_conn.c) and the
+    phone's central (emu/phone/link.py) on one machine's air; tshark sees
+    the advertising name, the CONNECT_IND and the data channel's L2CAP
+    packets, each way, with valid CRCs (the firmware checks the link and
+    answers on channel 0x40)."""
+    from emu.phone.link import LinkCentral
+    from emu.pcap import MachineCapture
+    from emu import Machine
+    m = Machine(fw("periph_radio_conn"), board="nrf52832")
+    cap = MachineCapture(m, tmp_path / "conn.pcap")
+    link = LinkCentral(m.air, interval=16, win_size=3, win_offset=2, timeout=100)
+    link.on_state.append(lambda s: s == "connected" and link.send_l2cap(0x40, b"ping" * 5))
+    link.connect(target="c7:05:04:03:02:01")
+    m.run(ms=300)
+    cap.close()
+    assert cap.error is None and cap.packets > 10, m.console_text()
+    r = subprocess.run(["tshark", "-r", str(tmp_path / "conn.pcap"), "-T", "fields",
+                        "-e", "btle.advertising_header.pdu_type", "-e", "btle.data_header.llid",
+                        "-e", "btle.crc.incorrect", "-e", "_ws.col.Source",
+                        "-e", "btl2cap.cid"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("\t") for line in r.stdout.splitlines()]
+    assert any(row[0] == "0x05" for row in rows)                  # CONNECT_IND
+    assert any(row[0] == "0x00" for row in rows)                  # ADV_IND
+    assert not any(row[2] for row in rows)                        # no CRC marked incorrect
+    l2 = [row for row in rows if row[4] == "0x0040"]
+    # the phone's L2CAP PDU and the firmware's answer, each way (the CONNECT_IND's
+    # sender is the central: its packets are flagged central to peripheral)
+    assert {row[3].split("_")[0] for row in l2} == {"Master", "Slave"}
