@@ -4,7 +4,7 @@ import pytest
 from emu.buses import I2cBus
 from emu.clock import TICKS_PER_SECOND, Clock
 from emu.devices.bma421 import Bma421
-from tests.devhelp import i2c_read, i2c_write
+from helpers.devices import i2c_read, i2c_write
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from emu.buses import I2cBus
 from emu.clock import TICKS_PER_MS, Clock
 from emu.devices.cst816s import Cst816s
 from emu.signals import Pin
-from tests.devhelp import i2c_read, i2c_write
+from helpers.devices import i2c_read, i2c_write
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 from emu.buses import I2cBus
 from emu.clock import TICKS_PER_MS, Clock
 from emu.devices.hrs3300 import Hrs3300
-from tests.devhelp import i2c_read, i2c_write
+from helpers.devices import i2c_read, i2c_write
 
 
 def make(bpm=70, seed=1):

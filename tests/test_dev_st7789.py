@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from emu.devices.st7789 import St7789
-from tests.devhelp import SpiRig
+from helpers.devices import SpiRig
 
 
 def rgb565(r, g, b):

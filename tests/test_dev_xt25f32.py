@@ -6,7 +6,7 @@ import pytest
 from emu.clock import TICKS_PER_MS, Clock
 from emu.devices import xt25f32
 from emu.devices.xt25f32 import T_PP, T_SE, Xt25f32
-from tests.devhelp import SpiRig
+from helpers.devices import SpiRig
 
 
 def rig(path=None):

@@ -32,7 +32,7 @@ import emu.softdevice as sdm
 from emu import Machine
 from frontends import bridge as bridge_mod
 from frontends.bridge import BridgeServer
-from fuzzing import CaseTooSlow, time_bound
+from helpers.fuzz import CaseTooSlow, time_bound
 
 SEED = 24
 

@@ -26,7 +26,7 @@ import sys
 
 import pytest
 
-from fuzzing import CaseTooSlow, time_bound
+from helpers.fuzz import CaseTooSlow, time_bound
 
 SEED = 24
 CASES = 1500

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from fuzz_files import (INTERESTING32, byte_mutation, elf_header_mutation, json_mutation,
-                        rezip, zip_header_mutation)
 from frontends import cli
+from helpers.fuzz_files import (INTERESTING32, byte_mutation, elf_header_mutation,
+                                json_mutation, rezip, zip_header_mutation)
 
 SEED = int(os.environ.get("PINETIME_EMU_FUZZ_SEED", "24"))
 SCALE = int(os.environ.get("PINETIME_EMU_FUZZ_SCALE", "1"))     # more cases, by hand

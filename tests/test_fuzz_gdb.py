@@ -25,7 +25,7 @@ from conftest import free_port, served_run
 from emu.clock import TICKS_PER_MS
 from emu.machine import Machine
 from frontends.gdbstub import GdbStub, _checksum
-from fuzzing import CaseTooSlow, time_bound
+from helpers.fuzz import CaseTooSlow, time_bound
 
 SEED = 24
 CASES = 500

@@ -19,7 +19,7 @@ import random
 
 import pytest
 
-from fuzzing import CaseTooSlow, time_bound
+from helpers.fuzz import CaseTooSlow, time_bound
 from emu.clock import NEVER, TICKS_PER_MS
 from frontends.scenario import STEPS, ScenarioError, load_scenario
 

@@ -27,7 +27,7 @@ import pytest
 
 from emu.machine import Machine
 from emu.snapshot import SnapshotError
-from fuzz_files import byte_mutation, json_mutation, rezip, zip_header_mutation
+from helpers.fuzz_files import byte_mutation, json_mutation, rezip, zip_header_mutation
 
 SEED = int(os.environ.get("PINETIME_EMU_FUZZ_SEED", "24"))
 SCALE = int(os.environ.get("PINETIME_EMU_FUZZ_SCALE", "1"))     # more cases, by hand

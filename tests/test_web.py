@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import free_port
-from webhelp import console, decode_png, pause, running_view, screen, wait, ws_url
+from helpers.web import console, decode_png, pause, running_view, screen, wait, ws_url
 
 pytest.importorskip("websockets")
 from websockets.sync.client import connect  # noqa: E402

@@ -3,7 +3,7 @@ Selenium through chromedriver (both installed by scripts/setup.sh, which
 skips them where they cannot be installed: then these tests skip, saying
 so).
 
-Each test runs a WebView in a thread of this process (tests/webhelp.py), so
+Each test runs a WebView in a thread of this process (tests/helpers/web.py), so
 it can look at the machine between two slices while the page shows it.  Our
 firmware/tests/pinetime_web.c runs everywhere (see tests/test_web.py for
 what it draws); the real wasp-os and InfiniTime images run when they are in
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from webhelp import console, pause, running_view, screen, wait
+from helpers.web import console, pause, running_view, screen, wait
 
 WHITE = (255, 255, 255)
 CACHE = Path.home() / ".cache" / "pinetime-emu"
