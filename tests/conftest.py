@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIRMWARE = ROOT / "firmware"
-BUILD = FIRMWARE / "build"
+from helpers.paths import BUILD, FIRMWARE
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +25,18 @@ def firmware_dir() -> Path:
     if r.returncode != 0:
         pytest.fail("building firmware/ failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
     return BUILD
+
+
+@pytest.fixture(scope="module")
+def target_elf():
+    """firmware/build/gdb_target.elf, built on its own (independent of other
+    images), for the GDB stub's tests."""
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.fail("arm-none-eabi-gcc not found")
+    r = subprocess.run(["make", "-C", str(FIRMWARE), "-s", "build/gdb_target.elf"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return str(BUILD / "gdb_target.elf")
 
 
 @pytest.fixture

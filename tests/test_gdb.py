@@ -2,67 +2,16 @@
 frontends.gdbstub serving firmware/tests/gdb_target.c, plus raw-socket protocol tests."""
 from __future__ import annotations
 
-import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from frontends.gdbstub import GdbStub, serve, _checksum
+from frontends.gdbstub import serve, _checksum
 from emu.machine import Machine
-
-GDB = shutil.which("gdb-multiarch")
-
-
-class Served:
-    """A machine under a GDB stub, run by serve() on one emulator thread."""
-
-    def __init__(self, elf: str, wait: bool = True, run_seconds=None):
-        self.machine = Machine(elf)
-        self.stub = GdbStub(self.machine, port=0)
-        self.port = self.stub.port
-        self.error = None
-
-        def target():
-            try:
-                serve(self.machine, self.port, wait=wait, run_seconds=run_seconds, stub=self.stub)
-            except BaseException as e:  # noqa: BLE001 - reported by the test
-                self.error = e
-        self.thread = threading.Thread(target=target, daemon=True)
-        self.thread.start()
-
-    def join(self, timeout=10.0):
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "emulator thread did not finish"
-        assert self.error is None, self.error
-
-
-def gdb(elf: str, port: int, *cmds: str, timeout: float = 30.0) -> str:
-    if GDB is None:
-        pytest.skip("gdb-multiarch not installed")
-    args = [GDB, "-batch", "-nx", "-ex", "set pagination off", "-ex", "set confirm off",
-            "-ex", f"target remote 127.0.0.1:{port}"]
-    for c in cmds:
-        args += ["-ex", c]
-    args.append(elf)
-    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    return r.stdout + r.stderr
-
-
-@pytest.fixture(scope="module")
-def target_elf():
-    """firmware/build/gdb_target.elf, built on its own (independent of other images)."""
-    if shutil.which("arm-none-eabi-gcc") is None:
-        pytest.fail("arm-none-eabi-gcc not found")
-    root = Path(__file__).resolve().parent.parent / "firmware"
-    r = subprocess.run(["make", "-C", str(root), "-s", "build/gdb_target.elf"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return str(root / "build" / "gdb_target.elf")
+from helpers.gdb import GDB, Served, gdb
 
 
 def test_break_on_function_and_read_write_variable(target_elf):

@@ -2,16 +2,13 @@
 an external GDB server, on the stub serving firmware/tests/gdb_target.c."""
 import queue
 import re
-import shutil
 import subprocess
 import threading
 import time
 
 import pytest
 
-from test_gdb import Served, target_elf  # noqa: F401  (fixture)
-
-GDB = shutil.which("gdb-multiarch")
+from helpers.gdb import GDB, Served, gdb
 
 
 class Mi:
@@ -53,7 +50,7 @@ class Mi:
             self.p.kill()
 
 
-def test_cortex_debug_launch_sequence(target_elf):  # noqa: F811
+def test_cortex_debug_launch_sequence(target_elf):
     if GDB is None:
         pytest.skip("gdb-multiarch not installed")
     s = Served(target_elf)
@@ -92,12 +89,11 @@ def test_cortex_debug_launch_sequence(target_elf):  # noqa: F811
     s.join()
 
 
-def test_load_into_flash_reaches_the_image(target_elf):  # noqa: F811
+def test_load_into_flash_reaches_the_image(target_elf):
     """vFlashErase/vFlashWrite land in the emulated flash: after an erase
     the code reads back as the ELF's bytes (GDB's compare-sections)."""
     if GDB is None:
         pytest.skip("gdb-multiarch not installed")
-    from test_gdb import gdb
     s = Served(target_elf)
     out = gdb(target_elf, s.port, "load", "compare-sections .text", "kill")
     s.join()
