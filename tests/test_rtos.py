@@ -30,10 +30,10 @@ from emu import Machine
 from emu.inspect import GuestMemory
 from emu.rtos import FreeRtos, Zephyr, detect, for_machine
 from frontends.gdbstub import GdbStub, _checksum, serve
+from helpers.zephyr import ZEPHYR
 
 GDB = shutil.which("gdb-multiarch")
 CACHE = Path.home() / ".cache" / "pinetime-emu"
-ZEPHYR = Path(os.environ.get("PINETIME_EMU_ZEPHYR_DIR") or CACHE / "zephyr")
 BLINKY_PATTERN = 0x5A000000
 FLOAT_PATTERN = 0x40490FDB
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from emu import Machine
+from helpers.zephyr import ZEPHYR
 
 CACHE = Path.home() / ".cache" / "pinetime-emu"
-ZEPHYR = Path(os.environ.get("PINETIME_EMU_ZEPHYR_DIR") or CACHE / "zephyr")
 LINES = "".join(f"line {i:02d}: abcdefghijklmnopqrstuvwxyz\n" for i in range(10))
 TERMINAL = "hello from rtt\n" + LINES + "echo:ok!\n"
 

@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from test_zephyr_samples import boot
+from helpers.zephyr import boot
 
 VERDICTS = (b"PROJECT EXECUTION SUCCESSFUL", b"PROJECT EXECUTION FAILED")
 # name -> emulated seconds allowed (measured: 1.9, 11.9, 3.8, 3.9, 19.1, 3.3, 0.8);

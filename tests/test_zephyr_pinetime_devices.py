@@ -11,16 +11,11 @@ P0.11), read from the model's host side.
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from emu import Machine
-
-ZEPHYR = Path(os.environ.get("PINETIME_EMU_ZEPHYR_DIR")
-              or Path.home() / ".cache" / "pinetime-emu" / "zephyr")
+from helpers.zephyr import ZEPHYR
 
 
 def boot(sample: str) -> Machine:

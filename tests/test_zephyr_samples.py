@@ -10,32 +10,11 @@ synchronization's two threads taking turns, philosophers' six threads.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
-
-from emu import Machine
 from emu.clock import TICKS_PER_MS, TICKS_PER_SECOND
-
-ZEPHYR = Path(os.environ.get("PINETIME_EMU_ZEPHYR_DIR")
-              or Path.home() / ".cache" / "pinetime-emu" / "zephyr")
-
-
-def image(board: str, sample: str) -> str:
-    p = ZEPHYR / board / sample / "zephyr.elf"
-    if not p.exists():
-        pytest.skip(f"no Zephyr image {p}: build samples/{sample} for {board} "
-                    "(shared ZEPHYR-BUILD.md) or set PINETIME_EMU_ZEPHYR_DIR")
-    return str(p)
-
-
-def boot(board: str, sample: str, emu_board: str, **kw) -> Machine:
-    opts = {"flash_file": None} if emu_board == "pinetime" else {}
-    opts.update(kw)
-    return Machine(image(board, sample), board=emu_board, **opts)
+from helpers.zephyr import boot, image
 
 
 def test_hello_world_on_the_dk():
