@@ -27,21 +27,11 @@ from emu import Machine
 from emu.loader import (MCUBOOT_SLOT, MCUBOOT_VECTOR_COPY, FirmwareError, FirmwareImage,
                         McubootImage, load_firmware, with_bootloader)
 from emu.norfs import LOGO_SIZE, NOR_SIZE, NorFsError, boot_logo
+from helpers.images import nor_with_logo, our_logo
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
 DOCS = ROOT / "docs"
-
-
-def our_logo() -> np.ndarray:
-    """A logo of our own (no third-party artwork): rings on black."""
-    y, x = np.mgrid[0:240, 0:240]
-    r = np.hypot(x - 120, y - 100)
-    img = np.zeros((240, 240, 3), np.uint8)
-    img[(r // 14) % 2 == 0] = (40, 200, 120)
-    img[r > 84] = 0
-    img[190:206, 60:180] = (230, 230, 230)        # a bar under the rings: shows "up"
-    return img
 
 
 def shown(stored: bytes) -> np.ndarray:
@@ -137,13 +127,6 @@ def _files() -> tuple:
     return bl, img
 
 
-def _nor_with_logo(path: Path) -> Path:
-    nor = bytearray(b"\xff" * NOR_SIZE)
-    nor[:LOGO_SIZE] = boot_logo(our_logo())
-    path.write_bytes(nor)
-    return path
-
-
 def _boots_as_shipped(m: Machine, screenshot: Path = None) -> None:
     wdt = m.soc.peripherals["wdt"]
     m.run(seconds=3)                                    # drawn row by row: 2.5 s
@@ -166,7 +149,7 @@ def _boots_as_shipped(m: Machine, screenshot: Path = None) -> None:
 @pytest.mark.parametrize("how", ["pieces", "dump"])
 def test_real_bootloader_boots_infinitime(tmp_path, how):
     bl, img = _files()
-    nor = _nor_with_logo(tmp_path / "nor.bin")
+    nor = nor_with_logo(tmp_path / "nor.bin")
     if how == "pieces":
         m = Machine(img, bootloader=bl, flash_file=str(nor))
     else:
@@ -187,7 +170,7 @@ def test_real_bootloader_boots_infinitime(tmp_path, how):
 
 def test_cli_run_with_bootloader(tmp_path):
     bl, img = _files()
-    nor = _nor_with_logo(tmp_path / "nor.bin")
+    nor = nor_with_logo(tmp_path / "nor.bin")
     shot = tmp_path / "logo.png"
     r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", img, "--bootloader", bl,
                         "--flash-file", str(nor), "--headless", "--seconds", "3",
@@ -210,7 +193,7 @@ def test_companion_without_the_nvmc_stall_the_app_never_starts(tmp_path, monkeyp
     from emu.cpu.cortexm import CortexM
     bl, img = _files()
     monkeypatch.setattr(CortexM, "stall_until", lambda self, until: None)
-    m = Machine(img, bootloader=bl, flash_file=str(_nor_with_logo(tmp_path / "nor.bin")))
+    m = Machine(img, bootloader=bl, flash_file=str(nor_with_logo(tmp_path / "nor.bin")))
     try:
         r = m.run(seconds=9)
         assert m.cpu.read_mem(MCUBOOT_VECTOR_COPY, 8) != m.cpu.read_mem(MCUBOOT_SLOT + 32, 8)

@@ -18,7 +18,6 @@ from what the image says about itself, not from its initial stack pointer.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 import subprocess
@@ -30,6 +29,7 @@ import pytest
 from emu import Machine
 from emu.detect import BOARD_CHIP, NRF51, NRF52, BoardDetectionError, detect
 from emu.loader import FirmwareError, load_firmware
+from helpers.images import mcuboot_image
 
 MICROBIT_HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"
 ZEPHYR_DIR = Path(os.environ.get("PINETIME_EMU_ZEPHYR_DIR")
@@ -88,14 +88,6 @@ def raw_bin(elf, dst: Path) -> Path:
         out[a:a + len(d)] = d
     dst.write_bytes(bytes(out))
     return dst
-
-
-def mcuboot_image(app: bytes) -> bytes:
-    """imgtool's layout: a 32-byte header, the app, a SHA-256 TLV area."""
-    header = struct.pack("<IIHHIIBBHII", 0x96F3B83D, 0, 32, 0, len(app), 0, 1, 0, 0, 0, 0)
-    signed = header.ljust(32, b"\0") + app
-    tlv = struct.pack("<HH", 0x10, 32) + hashlib.sha256(signed).digest()
-    return signed + struct.pack("<HH", 0x6907, 4 + len(tlv)) + tlv
 
 
 def assert_one_line_exit_2(r, *words):
@@ -158,7 +150,8 @@ def test_generic_nrf52_image_runs_on_the_pinetime_with_a_note(fw):
 
 def test_mcuboot_image_is_an_nrf52_pinetime_image(firmware_dir, tmp_path):
     p = tmp_path / "app-image.bin"
-    p.write_bytes(mcuboot_image((firmware_dir / "mcuboot" / "cpu_exceptions.bin").read_bytes()))
+    p.write_bytes(mcuboot_image((firmware_dir / "mcuboot" / "cpu_exceptions.bin").read_bytes(),
+                               version=(1, 0, 0, 0)))
     d = detect(str(p))
     assert (d.chip, d.board, d.guessed) == (NRF52, "pinetime", False), d.evidence
     assert any("MCUBoot" in e.what for e in d.board_evidence)

@@ -8,8 +8,6 @@ echo what the phone sends.
 """
 from __future__ import annotations
 
-import json
-import struct
 import subprocess
 import sys
 import zipfile
@@ -18,24 +16,7 @@ import pytest
 
 from emu import Machine
 from emu.loader import FirmwareError, crc16_ccitt, load_firmware
-
-
-def init_packet(image: bytes, crc: int = None) -> bytes:
-    """Legacy DFU init packet: device type 0x52, revision, app version,
-    one SoftDevice requirement (0xFFFE: any), CRC16 of the image."""
-    crc = crc16_ccitt(image) if crc is None else crc
-    return struct.pack("<HHIHHH", 0x0052, 0xFFFF, 0xFFFFFFFF, 1, 0xFFFE, crc)
-
-
-def make_package(path, image: bytes, dat: bytes = None, manifest: dict = None) -> str:
-    manifest = manifest or {"manifest": {"application": {"bin_file": "app.bin",
-                                                         "dat_file": "app.dat"},
-                                         "dfu_version": 0.5}}
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("manifest.json", json.dumps(manifest))
-        z.writestr("app.bin", image)
-        z.writestr("app.dat", init_packet(image) if dat is None else dat)
-    return str(path)
+from helpers.images import init_packet, make_package
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ import pytest
 from frontends import cli
 from helpers.fuzz_files import (INTERESTING32, byte_mutation, elf_header_mutation,
                                 json_mutation, rezip, zip_header_mutation)
+from helpers.images import init_packet, mcuboot_image
 
 SEED = int(os.environ.get("PINETIME_EMU_FUZZ_SEED", "24"))
 SCALE = int(os.environ.get("PINETIME_EMU_FUZZ_SCALE", "1"))     # more cases, by hand
@@ -57,11 +58,6 @@ def assert_loads_or_one_line(path, capsys, what: str) -> int:
         assert lines[0].startswith("pinetime-emu: error: ") and str(path) in lines[0], \
             (what, lines[0])
     return rc
-
-
-def init_packet(image: bytes) -> bytes:
-    from emu.loader import crc16_ccitt
-    return struct.pack("<HHIHHH", 0x0052, 0xFFFF, 0xFFFFFFFF, 1, 0xFFFE, crc16_ccitt(image))
 
 
 MANIFEST = {"manifest": {"application": {"bin_file": "app.bin", "dat_file": "app.dat"},
@@ -115,7 +111,6 @@ def test_fuzz_dfu_packages(tmp_path, capsys, app_bin):
 def test_fuzz_other_loaders(tmp_path, capsys, firmware_dir, name, count):
     """ELF, Intel HEX, raw binary and MCUBoot images, mutated byte-wise (the
     HEX also line-wise: a record's fields are text)."""
-    from test_mcuboot import mcuboot_image
     rng = random.Random(f"{SEED}-{name}")
     app = data = (firmware_dir / name).read_bytes()
     if name.startswith("mcuboot/"):

@@ -9,47 +9,18 @@ newest ``pinetime-app-*.out`` in ``~/.cache/pinetime-emu/infinitime/``
 (built by hand as the shared INFINITIME-BUILD.md says); without one every
 test here is skipped with that message.
 """
-import os
 from pathlib import Path
-
-import numpy as np
-import pytest
 
 from emu import Machine
 from emu.phone.scanner import Scanner, parse_ad
-
-CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
-
-
-def _image() -> str:
-    p = os.environ.get("PINETIME_EMU_INFINITIME_IMAGE")
-    if not p:
-        found = sorted(CACHE.glob("pinetime-app-*.out"))
-        p = str(found[-1]) if found else ""
-    if not p or not Path(p).exists():
-        pytest.skip("no InfiniTime image: set PINETIME_EMU_INFINITIME_IMAGE or build "
-                    f"pinetime-app into {CACHE} (shared INFINITIME-BUILD.md)")
-    return p
+from helpers.infinitime import colour, face_drawn, infinitime_image, lit
 
 
 def _boot(seconds: float = 3.0, **kw):
-    m = Machine(_image(), flash_file=None, **kw)
+    m = Machine(infinitime_image(), flash_file=None, **kw)
     r = m.run(seconds=seconds)
     assert r.ok, f"{r} {r.info}"
     return m
-
-
-def lit(m, x0, y0, x1, y1, level=64) -> int:
-    return int((m.board.screen()[y0:y1, x0:x1].max(axis=2) > level).sum())
-
-
-def colour(m, x0, y0, x1, y1) -> np.ndarray:
-    return m.board.screen()[y0:y1, x0:x1].reshape(-1, 3).mean(axis=0)
-
-
-def face_drawn(m) -> bool:
-    """The digital face: big time digits (rows 85-155) and the date (170-195)."""
-    return lit(m, 0, 85, 240, 155) > 2000 and lit(m, 30, 170, 210, 195) > 300
 
 
 def press(m, ms=100):
@@ -65,7 +36,7 @@ def settle(m, seconds=1.0):
 
 
 def test_boots_to_the_face_and_advertises_its_name():
-    m = Machine(_image(), flash_file=None)
+    m = Machine(infinitime_image(), flash_file=None)
     sc = Scanner(m.air)
     settle(m, 3.0)
     assert face_drawn(m)
@@ -85,7 +56,7 @@ def test_boots_to_the_face_and_advertises_its_name():
 def test_advertising_is_deterministic():
     logs = []
     for _ in range(2):
-        m = Machine(_image(), flash_file=None)
+        m = Machine(infinitime_image(), flash_file=None)
         Scanner(m.air)
         settle(m, 1.5)
         logs.append([tuple(p) for p in m.air.log])
@@ -197,7 +168,7 @@ def test_tour_scenario_passes(tmp_path):
     import shutil
     import subprocess
     import sys
-    image = _image()
+    image = infinitime_image()
     scen = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
     shutil.copy(scen / "infinitime_tour.yaml", tmp_path / "tour.yaml")
     exe = shutil.which("pinetime-emu")
@@ -217,7 +188,7 @@ def test_settings_survive_a_reboot_through_the_flash_file(tmp_path):
     NOR when the screen closes; a new machine on the same --flash-file boots
     with it (and the first boot had formatted the filesystem)."""
     path = str(tmp_path / "nor.bin")
-    m = Machine(_image(), flash_file=path)
+    m = Machine(infinitime_image(), flash_file=path)
     settle(m, 3.0)
     level = m.board.backlight.level
     m.board.touch.swipe("right")
@@ -229,7 +200,7 @@ def test_settings_survive_a_reboot_through_the_flash_file(tmp_path):
     press(m)                                         # leaving quick settings saves
     settle(m, 2.0)
     m.board.close()
-    m2 = Machine(_image(), flash_file=path)
+    m2 = Machine(infinitime_image(), flash_file=path)
     settle(m2, 3.0)
     assert face_drawn(m2)
     assert m2.board.backlight.level == changed

@@ -19,14 +19,14 @@ from conftest import free_port, served_run
 
 from emu import Machine
 from emu.phone.gattphone import CTS_CURRENT_TIME, STEP_COUNT
-from test_infinitime import _image, colour, face_drawn, lit
+from helpers.infinitime import colour, face_drawn, infinitime_image, lit
 
 # 2027-05-09 13:37:00 UTC, a Sunday
 WHEN = calendar.timegm((2027, 5, 9, 13, 37, 0, 0, 0, 0))
 
 
 def _connected(**kw):
-    m = Machine(_image(), flash_file=None, **kw)
+    m = Machine(infinitime_image(), flash_file=None, **kw)
     m.phone.connect()
     assert m.phone.radio_firmware and m.phone.connected
     assert m.phone.gatt.link.peer_name == "InfiniTime"
@@ -81,7 +81,7 @@ def test_battery_steps_and_the_call_buttons():
     assert m.phone.gatt._do(m.phone.gatt.gatt.read(STEP_COUNT), "steps")[:4] == \
         (1300).to_bytes(4, "little")
     full = m.phone.battery()
-    low = Machine(_image(), flash_file=None)
+    low = Machine(infinitime_image(), flash_file=None)
     low.board.battery.voltage = 3.55
     low.phone.connect()
     assert 0 <= low.phone.battery() < full <= 100
@@ -125,7 +125,7 @@ def test_disconnect_and_reconnect():
 
 
 def test_phone_cli_against_the_bridge(tmp_path):
-    image = _image()
+    image = infinitime_image()
     port = free_port()
     with served_run(image, "--bridge", port):
         def phone(*args):
@@ -162,7 +162,7 @@ def test_phone_scenario_passes(tmp_path):
     """examples/scenarios/infinitime_phone.yaml through ``pinetime-emu test``."""
     import shutil
     from pathlib import Path
-    image = _image()
+    image = infinitime_image()
     scen = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
     shutil.copy(scen / "infinitime_phone.yaml", tmp_path / "phone.yaml")
     r = subprocess.run([sys.executable, "-m", "frontends.cli", "test", "phone.yaml", "--firmware",

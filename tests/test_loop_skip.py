@@ -135,9 +135,9 @@ def test_skipping_changes_nothing_in_a_resources_upload(tmp_path):
     iteration from before a slice boundary once let SpiMaster::Read's poll
     of SPIM EVENTS_END miss its event.  The same cycles, accesses per
     register, screen, NOR, RAM and registers with and without skipping."""
-    from test_ota import enable_ota, press, settle
-    from test_resources import INFINEAT, _files, choose_face, infineat_drawn
-    fw, res = _files()
+    from helpers.infinitime import (INFINEAT, choose_face, enable_ota, image_and_resources,
+                                    infineat_drawn, press, settle)
+    fw, res = image_and_resources()
     runs = []
     for skip in (True, False):
         m = Machine(fw, flash_file=str(tmp_path / f"nor{int(skip)}.bin"))

@@ -17,7 +17,6 @@ absent.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 import subprocess
@@ -28,26 +27,7 @@ import pytest
 
 from emu import Machine
 from emu.loader import FirmwareError, load_firmware
-
-MAGIC = 0x96F3B83D
-
-
-def tlv_area(signed: bytes, sha256: bytes = None) -> bytes:
-    """imgtool's unprotected TLV area: info header, then the SHA-256 TLV."""
-    digest = hashlib.sha256(signed).digest() if sha256 is None else sha256
-    tlv = struct.pack("<HH", 0x10, 32) + digest
-    return struct.pack("<HH", 0x6907, 4 + len(tlv)) + tlv
-
-
-def mcuboot_image(app: bytes, version=(1, 2, 3, 4), hdr_size: int = 32, flags: int = 0,
-                  img_size: int = None) -> bytes:
-    """header (struct image_header) + padding to ih_hdr_size + app + TLVs."""
-    major, minor, rev, build = version
-    header = struct.pack("<IIHHIIBBHII", MAGIC, 0, hdr_size, 0,
-                         len(app) if img_size is None else img_size, flags,
-                         major, minor, rev, build, 0)
-    signed = header.ljust(hdr_size, b"\0") + app
-    return signed + tlv_area(signed)
+from helpers.images import MAGIC, make_package, mcuboot_image
 
 
 @pytest.fixture
@@ -105,7 +85,6 @@ def test_intel_hex_of_the_image_boots_the_same(tmp_path, image):
 
 
 def test_dfu_package_carrying_the_image_boots(tmp_path, image):
-    from test_dfu import make_package
     from conftest import assert_firmware_passed
     pkg = make_package(tmp_path / "dfu.zip", Path(image).read_bytes())
     img = load_firmware(pkg)
@@ -174,7 +153,6 @@ def test_bad_image_is_one_line_and_exit_2(tmp_path, app, case, command):
 
 
 def test_dfu_package_with_a_damaged_image_is_refused(tmp_path, app):
-    from test_dfu import make_package
     good = mcuboot_image(app)
     pkg = make_package(tmp_path / "dfu.zip", good[:32 + len(app)])      # TLVs lost
     r = run_cli("run", pkg, "--headless", "--seconds", "0.01", "--board", "nrf52832")

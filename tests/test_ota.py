@@ -27,7 +27,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import struct
 import time
 import zipfile
 from pathlib import Path
@@ -39,6 +38,8 @@ from emu.loader import MCUBOOT_VECTOR_COPY, crc16_ccitt
 from emu.norfs import NOR_SIZE
 from emu.phone.dfu import package_from_bytes, read_package
 from emu.phone.gatt import GattError
+from helpers.images import init_packet, nor_with_logo
+from helpers.infinitime import enable_ota, press, resources_zip, settings_page, settle
 
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -56,41 +57,6 @@ def _files() -> tuple:
                     "bootloader/bootloader-5.0.4.bin), InfiniTime 1.16.1's MCUBoot image and a "
                     "DFU package of another version (see tests/test_ota.py's docstring)")
     return bl, img, upd
-
-
-def settle(m, s=0.7):
-    m.run(seconds=s)
-
-
-def press(m):
-    m.board.button.press()
-    m.run(ms=100)
-    m.board.button.release()
-    settle(m)
-
-
-def settings_page(m, page: int):
-    """Quick settings, the gear, then ``page`` (0-3) of InfiniTime's Settings
-    list (each screen change waits for its slide to end: longer while the
-    phone is connected)."""
-    m.board.touch.swipe("right")
-    settle(m, 2)
-    m.board.touch.tap(183, 183)                      # the gear tile
-    settle(m, 1.5)
-    for _ in range(page):
-        m.board.touch.swipe("up")
-        settle(m, 1.5)
-
-
-def enable_ota(m):
-    """Settings > Over-the-air (page 3, first entry) > Enabled, then back."""
-    settings_page(m, 3)
-    m.board.touch.tap(120, 28)
-    settle(m, 1.5)
-    m.board.touch.tap(36, 87)                        # "Enabled"
-    settle(m)
-    press(m)
-    press(m)
 
 
 def validate(m):
@@ -125,8 +91,7 @@ def small_package(n: int = 4000) -> bytes:
     """A DFU package of our own (not a firmware): n bytes and a legacy init
     packet whose CRC16 matches them."""
     image = bytes((i * 7 + 3) & 0xFF for i in range(n))
-    dat = struct.pack("<HHIH", 0x0052, 0xFFFF, 0xFFFFFFFF, 1) + struct.pack("<H", 0xFFFE) \
-        + struct.pack("<H", crc16_ccitt(image))
+    dat = init_packet(image)
     manifest = {"manifest": {"application": {"bin_file": "app.bin", "dat_file": "app.dat"}}}
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
@@ -145,8 +110,7 @@ def test_package_reading_and_crc():
 def test_update_revert_and_validate(tmp_path):
     bl, img, upd = _files()
     new = read_package(upd)
-    from test_bootloader import _nor_with_logo
-    nor = _nor_with_logo(tmp_path / "nor.bin")        # the logo shows while it swaps
+    nor = nor_with_logo(tmp_path / "nor.bin")        # the logo shows while it swaps
     m = Machine(img, bootloader=bl, flash_file=str(nor))
     m.run(seconds=11)
     enable_ota(m)
@@ -236,7 +200,6 @@ def test_cli_phone_dfu_against_a_bridge(tmp_path):
     assert NorFs(nor.read_bytes()).exists("/settings.dat")
     pkg = tmp_path / "small.zip"
     pkg.write_bytes(small_package())
-    from test_resources import resources_zip
     res = tmp_path / "res.zip"
     res.write_bytes(resources_zip({"/fonts/x.bin": b"x" * 1000, "/y.bin": b"y" * 300}))
     bad = tmp_path / "bad.zip"

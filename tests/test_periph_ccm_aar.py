@@ -233,7 +233,7 @@ def test_firmware_same_on_both_paths(fw):
 
 
 def test_snapshot_with_encryption_in_flight(fw, tmp_path):
-    from test_snapshot import continue_and_compare
+    from helpers.snapshot import continue_and_compare
     m = Machine(fw("periph_ccm_aar"), board="nrf52832", flash_file=None)
     ccm = m.soc.peripherals["ccm_aar"].variants[2]
     assert m.run_until(lambda: ccm._crypt_ev.pending, timeout_ms=5, poll_ms=0.002)
@@ -289,7 +289,7 @@ def test_softdevice_guard_stays_when_the_ccm_is_enabled(fw, caplog):
     import logging
 
     import emu.softdevice as sdm
-    from test_sd_soc import enable
+    from helpers.softdevice import enable
     m = Machine(fw("sd_soc"), board="nrf52832")
     sd = sdm.attach(m)
     enable(m, sd)
@@ -309,8 +309,8 @@ def test_real_infinitime_encrypted_link_through_the_ccm(monkeypatch):
     channel 25 on receive; KSGEN -> CRYPT by SHORTS on transmit); GATT reads
     work over the encrypted link and every non-empty packet's MIC checks.
     Skipped without the InfiniTime image."""
-    from test_infinitime import _image
-    image = _image()
+    from helpers.infinitime import infinitime_image
+    image = infinitime_image()
     seen = {"encrypt": 0, "mic ok": 0, "mic failed": 0}
     crypt = ccm_aar.Ccm._crypt
 

@@ -12,8 +12,6 @@ package (``$PINETIME_EMU_INFINITIME_RESOURCES`` or
 skipped with a message without them."""
 from __future__ import annotations
 
-import io
-import json
 import os
 import time
 import zipfile
@@ -25,23 +23,11 @@ import pytest
 from emu import Machine
 from emu.norfs import NorFs
 from emu.phone.fstransfer import read_resources, resources_from_bytes
+from helpers.infinitime import (CASIO, INFINEAT, casio_drawn, choose_face, enable_ota,
+                                image_and_resources, infineat_drawn, press, resources_zip,
+                                settle)
 
-CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-
-
-def resources_zip(files: dict, obsolete=(), meta=None) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        entries = []
-        for path, data in files.items():
-            name = os.path.basename(path)
-            z.writestr(name, data)
-            entries.append({"filename": name, "path": path})
-        z.writestr("resources.json", json.dumps(meta if meta is not None else {
-            "resources": entries, "obsolete_files": [{"path": p, "since": "1.0.0"}
-                                                     for p in obsolete]}))
-    return buf.getvalue()
 
 
 def test_read_resources_package():
@@ -72,62 +58,9 @@ def test_no_resources_json(tmp_path):
         read_resources(str(p))
 
 
-def _files() -> tuple:
-    fw = os.environ.get("PINETIME_EMU_INFINITIME_IMAGE")
-    if not fw:
-        found = sorted(CACHE.glob("pinetime-app-*.out"))
-        fw = str(found[-1]) if found else ""
-    res = os.environ.get("PINETIME_EMU_INFINITIME_RESOURCES")
-    if not res:
-        found = sorted(CACHE.glob("infinitime-resources-*.zip"))
-        res = str(found[-1]) if found else ""
-    if not fw or not Path(fw).exists() or not res or not Path(res).exists():
-        pytest.skip("no InfiniTime image or resources package: set "
-                    "PINETIME_EMU_INFINITIME_IMAGE and PINETIME_EMU_INFINITIME_RESOURCES, or "
-                    f"put pinetime-app-*.out and infinitime-resources-*.zip in {CACHE}")
-    return fw, res
-
-
-def choose_face(m, row_y: int):
-    """Settings > Watch face, second page (Infineat, Casio G7710, Pride Flag)."""
-    from test_ota import press, settings_page, settle
-    settle(m, 1)
-    if not m.board.screen().any():                   # asleep: the button wakes it
-        press(m)
-        settle(m, 1)
-    settings_page(m, 0)
-    m.board.touch.tap(120, 212)
-    settle(m)
-    m.board.touch.swipe("up")
-    settle(m)
-    m.board.touch.tap(36, row_y)
-    settle(m)
-    for _ in range(3):
-        press(m)
-    settle(m, 2)
-
-
-INFINEAT, CASIO = 87, 125
-
-
-def infineat_drawn(screen) -> bool:
-    """Infineat's coloured band on the left (orange and red)."""
-    left = screen[:, :40].reshape(-1, 3).astype(int)
-    return int(((left[:, 0] > 150) & (left[:, 2] < 80)).sum()) > 2000
-
-
-def casio_drawn(screen) -> bool:
-    """Casio G7710: grey-green seven-segment digits in the lower half, and
-    its frame lines."""
-    low = screen[110:210].reshape(-1, 3).astype(int)
-    greenish = (low[:, 1] > 120) & (low[:, 1] > low[:, 2] + 10)
-    return int(greenish.sum()) > 3000
-
-
 @pytest.mark.timeout(1200)
 def test_resources_upload_and_the_faces_that_need_them(tmp_path):
-    from test_ota import enable_ota, press, settle
-    fw, res = _files()
+    fw, res = image_and_resources()
     files, _obsolete = read_resources(res)
     nor = tmp_path / "nor.bin"
     m = Machine(fw, flash_file=str(nor))

@@ -11,13 +11,13 @@ import struct
 
 import pytest
 from conftest import assert_firmware_passed
-from unicorn import arm_const as A
 
 from emu import Machine
 from emu.clock import us
 from emu.peripherals.nvmc import T_ERASEPAGE, T_WRITE
 import emu.softdevice as sdm
 from emu.softdevice import soc
+from helpers.softdevice import call, enable
 
 SCRATCH = 0x20008000          # RAM the Python tests use for SVC arguments
 PAGE = 0x7F                   # last flash page
@@ -73,18 +73,6 @@ def sdm_machine(fw):
     m = Machine(fw("sd_soc"), board="nrf52832")
     sd = sdm.attach(m)
     return m, sd
-
-
-def call(m, sd, num: int, *args: int) -> int:
-    regs = (A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3)
-    for r, a in zip(regs, args):
-        m.cpu.set_reg(r, a & 0xFFFFFFFF)
-    assert sd.svc(num)
-    return m.cpu.reg(A.UC_ARM_REG_R0)
-
-
-def enable(m, sd):
-    assert call(m, sd, 0x10, 0, 0) == 0
 
 
 def flash_word(m, addr: int) -> int:

@@ -21,8 +21,8 @@ from conftest import free_port, repl_ready, served_run
 
 from emu import Machine
 from emu.phone.wasptool import paste_lines
+from helpers.wasp import CACHE, wasp_image
 
-CACHE = Path.home() / ".cache" / "pinetime-emu" / "wasp-os"
 HELLO = b'''import wasp
 
 
@@ -36,14 +36,6 @@ class HelloApp():
         draw.string('Hello emu', 0, 108, width=240)
 '''
 REGISTER = "import gc\ngc.collect()\nwasp.system.register('hello.HelloApp')\nprint('registered')\n"
-
-
-def _image() -> str:
-    p = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(CACHE / "upstream" / "micropython.elf")
-    if not Path(p).exists():
-        pytest.skip("no wasp-os image: set PINETIME_EMU_WASP_IMAGE or build one into "
-                    f"{CACHE / 'upstream'} (docs/firmware.md, 'Real wasp-os')")
-    return p
 
 
 def lit(m, x0, y0, x1, y1) -> int:
@@ -78,7 +70,7 @@ def _booted(image, d):
 
 @pytest.fixture(scope="module")
 def booted(tmp_path_factory):
-    return _booted(_image(), tmp_path_factory.mktemp("wasptool"))
+    return _booted(wasp_image(), tmp_path_factory.mktemp("wasptool"))
 
 
 def test_wasptools_upload_does_not_fit_the_upstream_builds_heap(booted):

@@ -429,9 +429,9 @@ def test_reset_on_real_wasp_os_after_its_first_boot(tmp_path):
     fragmented for the REPL's parser: every line answers MemoryError, so
     wasptool's ``watch.reset()`` cannot run.  reset() (Ctrl-C, Ctrl-D) still
     restarts it, and the REPL answers again."""
-    from test_wasptool import _image                 # skips without the image
+    from helpers.wasp import wasp_image              # skips without the image
     from emu import Machine
-    m = Machine(_image(), flash_file=str(tmp_path / "nor.bin"))
+    m = Machine(wasp_image(), flash_file=str(tmp_path / "nor.bin"))
     m.run(seconds=5.0)
     p = m.phone
     p.connect()
