@@ -32,7 +32,7 @@ from emu import Machine
 from emu.cpu import cortexm
 from emu.cpu import _core
 
-from test_cpu_fast_returns import FIRMWARE, fingerprint
+from helpers.cpu import FIRMWARE, fingerprint
 
 REAL_HOOK = _core.ExcHook
 

@@ -8,35 +8,10 @@ Run with ``-s`` to see the coverage per peripheral.
 """
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-import zipfile
-from pathlib import Path
-
 import pytest
 
 from emu.peripherals.base import NrfPeripheral
-from test_svd_conformance import _expand, _int, declared, norm
-
-
-def _svd_nrf51() -> dict:
-    import pyocd
-    z = Path(pyocd.__file__).parent / "debug" / "svd" / "svd_data.zip"
-    with zipfile.ZipFile(z) as zf:
-        root = ET.fromstring(zf.read("nrf51.svd"))
-    dev_reset = _int(root.findtext("resetValue"), 0)
-    periphs = {p.findtext("name"): p for p in root.iter("peripheral")}
-    result: dict = {}
-    for name, p in periphs.items():
-        src = p
-        if p.find("registers") is None and p.get("derivedFrom"):
-            src = periphs[p.get("derivedFrom")]
-        regs: dict = {}
-        elem = src.find("registers")
-        if elem is not None:
-            _expand(elem, "", 0, _int(src.findtext("resetValue"), dev_reset), regs)
-        result.setdefault(_int(p.findtext("baseAddress")), []).append((name, regs))
-    return result
-
+from helpers.svd import declared, norm, svd_peripherals
 
 _SOC = None
 _SVD = None
@@ -53,7 +28,7 @@ def _soc():
 def _svd():
     global _SVD
     if _SVD is None:
-        _SVD = _svd_nrf51()
+        _SVD = svd_peripherals("nrf51.svd")
     return _SVD
 
 

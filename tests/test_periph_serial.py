@@ -41,7 +41,7 @@ def test_irq_line_follows_active_variant():
 
 def test_save_load_state_round_trip_mid_transfer():
     """A state saved mid-byte resumes the transfer at the same tick."""
-    from tests.test_periph_spi import Echo
+    from helpers.periph import Echo
     soc = Nrf52832()
     s = soc.serial0
     s.write(0x524, 0x10000000)       # 1 MHz: 4096 ticks per byte

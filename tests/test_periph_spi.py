@@ -1,26 +1,6 @@
 """Legacy SPI master: byte timing from FREQUENCY, double-buffered TXD/RXD, READY."""
 from emu.soc.nrf52832 import Nrf52832
-
-
-class Echo:
-    """Fake SPI device: returns the previous byte + 1, records traffic."""
-    def __init__(self):
-        self.got, self.sel, self.last = [], [], 0
-
-    def select(self, s):
-        self.sel.append(s)
-
-    def transfer(self, b):
-        self.got.append(b)
-        out, self.last = self.last, (b + 1) & 0xFF
-        return out
-
-
-def on_pins(soc, s, sck=2, mosi=3, miso=4):
-    """PSEL.SCK/MOSI/MISO of slot ``s`` (written while it is disabled)."""
-    s.write(0x508, sck)
-    s.write(0x50C, mosi)
-    s.write(0x510, miso)
+from helpers.periph import Echo, on_pins
 
 
 def make(freq=0x80000000):

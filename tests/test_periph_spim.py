@@ -1,6 +1,6 @@
 """SPIM EasyDMA: bytes from RAM, RX into RAM, ORC, timing, LIST, STOP, flash pointer."""
 from emu.soc.nrf52832 import Nrf52832
-from tests.test_periph_spi import Echo, on_pins
+from helpers.periph import Echo, on_pins
 
 RAM = 0x20002000
 

@@ -1,37 +1,6 @@
 """Legacy TWI master: address/data phases at 9 bit times, ERRORSRC, BB shorts."""
 from emu.soc.nrf52832 import Nrf52832
-
-
-class Reg8:
-    """Fake I2C register device."""
-    def __init__(self):
-        self.mem = bytearray(range(256))
-        self.ptr = None
-        self.log = []
-
-    def i2c_start(self, read):
-        self.log.append(("S", read))
-        if not read:
-            self.ptr = None
-        return True
-
-    def i2c_write(self, b):
-        self.log.append(("W", b))
-        if self.ptr is None:
-            self.ptr = b
-        else:
-            self.mem[self.ptr] = b
-            self.ptr = (self.ptr + 1) & 0xFF
-        return True
-
-    def i2c_read(self):
-        b = self.mem[self.ptr]
-        self.ptr = (self.ptr + 1) & 0xFF
-        return b
-
-    def i2c_stop(self):
-        self.log.append(("P",))
-
+from helpers.periph import Reg8
 
 BIT = (32 << 32) // 0x06680000      # K400 ticks per bit
 

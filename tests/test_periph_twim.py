@@ -1,6 +1,6 @@
 """TWIM EasyDMA: write-then-read with LASTTX_STARTRX + LASTRX_STOP, NACKs."""
 from emu.soc.nrf52832 import Nrf52832
-from tests.test_periph_twi import Reg8
+from helpers.periph import Reg8
 
 RAM = 0x20003000
 BIT = (32 << 32) // 0x01980000      # K100

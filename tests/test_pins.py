@@ -15,7 +15,7 @@ import pytest
 from conftest import assert_firmware_passed
 from emu import Machine
 from emu.soc.nrf52832 import Nrf52832
-from tests.test_periph_spi import Echo
+from helpers.periph import Echo
 
 
 def rgb565(c):

@@ -4,27 +4,14 @@ controller drives it, with the host-side scanner (emu/phone/scanner.py) as its p
 import pytest
 
 from conftest import assert_firmware_passed
-from emu import Machine
-from emu.air import US, Packet, channel_freq, crc24
-from emu.phone.scanner import ADV_AA, ADV_CRCINIT, Scanner, parse_ad
-
-
-def _run(fw, monkeypatch=None, **kw):
-    m = Machine(fw("periph_radio"), board="nrf52832", **kw)
-    sc = Scanner(m.air)
-    assert m.run_until(lambda: "LISTEN38" in m.console_text(), timeout_ms=200)
-    # a packet with a bad CRC on channel 38, 100 us from now
-    start = m.clock.now + 100 * US
-    pdu = bytes([0x42, 6]) + bytes(6)
-    m.air.send(Packet(start, start + (1 + 4 + 8 + 3) * 8 * US, channel_freq(38), 3, ADV_AA, pdu,
-                      crc24(pdu, ADV_CRCINIT) ^ 1, 38 | 0x40, "test"))
-    r = m.run(ms=50)
-    return m, r, sc
+from emu.air import crc24
+from emu.phone.scanner import parse_ad
+from helpers.radio import radio_run
 
 
 @pytest.mark.parametrize("pure", [False, True])
 def test_radio_advertises_receives_and_answers(fw, pure):
-    m, r, sc = _run(fw, pure_python=pure)
+    m, r, sc = radio_run(fw, pure_python=pure)
     assert_firmware_passed(m, r, min_passes=20)
     dev = sc.devices["c6:55:44:33:22:11"]
     assert dev.pdu_type == "ADV_IND" and dev.adverts == 1 and dev.channels == {37}
@@ -35,8 +22,8 @@ def test_radio_advertises_receives_and_answers(fw, pure):
 
 
 def test_radio_runs_are_deterministic(fw):
-    a, _, _ = _run(fw)
-    b, _, _ = _run(fw)
+    a, _, _ = radio_run(fw)
+    b, _, _ = radio_run(fw)
     assert [tuple(p) for p in a.air.log] == [tuple(p) for p in b.air.log]
     assert (a.cpu.cycles, a.clock.now) == (b.cpu.cycles, b.clock.now)
 
@@ -51,7 +38,7 @@ def test_radio_without_tifs_is_detected(fw, monkeypatch):
         self._short_enable = False
         orig(self, tx)
     monkeypatch.setattr(radio.Radio, "_enable", no_tifs)
-    m, r, _ = _run(fw)
+    m, r, _ = radio_run(fw)
     assert "FAIL TIFS request end to response start" in m.console_text()
 
 
@@ -61,7 +48,7 @@ def test_radio_with_a_wrong_crc_is_detected(fw, monkeypatch):
     from emu.peripherals import radio
     monkeypatch.setattr(radio, "crc24", lambda data, init, poly=0x65B, nbits=24:
                         crc24(data[1:], init, poly, nbits))
-    m, r, sc = _run(fw)
+    m, r, sc = radio_run(fw)
     text = m.console_text()
     assert "FAIL CRCSTATUS ok" in text
 
@@ -77,5 +64,5 @@ def test_radio_silent_when_disabled_twice_is_detected(fw, monkeypatch):
         if self.state != radio.DISABLED:
             orig(self)
     monkeypatch.setattr(radio.Radio, "task_DISABLE", silent)
-    m, r, _ = _run(fw)
+    m, r, _ = radio_run(fw)
     assert "FAIL DISABLED when already disabled" in m.console_text()

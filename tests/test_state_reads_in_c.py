@@ -17,7 +17,7 @@ from conftest import assert_firmware_passed, assert_same_state, parity_state
 from emu import Machine
 from emu.soc.nrf52832 import Nrf52832
 
-from test_radio import _run as radio_run
+from helpers.radio import radio_run
 
 STATE = (0x40001000, 0x550)
 
