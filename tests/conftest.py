@@ -66,15 +66,23 @@ def assert_firmware_passed(machine, result, min_passes: int = 1) -> None:
     assert len(passes) >= min_passes, f"only {len(passes)} checks ran; console:\n{text}"
 
 
+def run_fw(path: str, ms: float, board: str = "nrf52832", setup=None, **kw):
+    """A machine for the firmware at ``path`` (``Machine(path, board=board,
+    **kw)``; ``setup(machine)`` first, when given: listeners, input, a
+    switch of the test build), run for ``ms`` emulated ms: (machine, result)."""
+    from emu import Machine
+    m = Machine(path, board=board, **kw)
+    if setup is not None:
+        setup(m)
+    return m, m.run(ms=ms)
+
+
 @pytest.fixture
 def run_firmware(fw):
-    """run_firmware(name, ms=100, board="nrf52832") -> (machine, result)"""
-    from emu import Machine
-
+    """run_firmware(name, ms=100, board="nrf52832", setup=None, **kw) ->
+    (machine, result): run_fw on firmware/build/name.elf"""
     def run(name: str, ms: float = 100, board: str = "nrf52832", **kw):
-        m = Machine(fw(name), board=board, **kw)
-        r = m.run(ms=ms)
-        return m, r
+        return run_fw(fw(name), ms, board=board, **kw)
     return run
 
 

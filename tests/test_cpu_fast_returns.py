@@ -16,7 +16,7 @@ import pytest
 from emu import Machine
 from emu.cpu import cortexm
 
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, run_fw
 from helpers.cpu import FIRMWARE, fingerprint
 
 # every run-loop shortcut's switch (CortexM's class attributes)
@@ -33,9 +33,7 @@ def set_fast_paths(mp, fast: bool, wfe_cache: bool) -> None:
 def run(path, monkeypatch, fast=True, pure=False, ms=300, wfe_cache=True):
     with monkeypatch.context() as mp:
         set_fast_paths(mp, fast, wfe_cache)
-        m = Machine(path, board="nrf52832", pure_python=pure)
-        r = m.run(ms=ms)
-    return m, r
+        return run_fw(path, ms, pure_python=pure)
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])

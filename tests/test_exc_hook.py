@@ -27,7 +27,7 @@ returns inside the slice and is asked fewer times)."""
 
 import pytest
 
-from conftest import assert_firmware_passed, cached_image, parity_state
+from conftest import assert_firmware_passed, cached_image, parity_state, run_fw
 from emu import Machine
 from emu.cpu import cortexm
 from emu.cpu import _core
@@ -40,9 +40,7 @@ REAL_HOOK = _core.ExcHook
 def _run(path, monkeypatch, native=True, pure=False, ms=100):
     with monkeypatch.context() as mp:
         mp.setattr(cortexm.CortexM, "native_returns", native)
-        m = Machine(path, board="nrf52832", pure_python=pure)
-        r = m.run(ms=ms)
-    return m, r
+        return run_fw(path, ms, pure_python=pure)
 
 
 def _three_ways(fw, monkeypatch, name):

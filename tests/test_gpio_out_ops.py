@@ -14,7 +14,7 @@ OUTSET/OUTCLR writes change nothing) gives the same cycles, accesses, RAM
 and LEDs with the ops and with the model's Python."""
 import pytest
 
-from conftest import assert_firmware_passed, assert_same_state, parity_state
+from conftest import assert_firmware_passed, assert_same_state, parity_state, run_fw
 from emu import Machine
 from emu.peripherals.gpio import Gpio
 from emu.soc.ops import W_VALUE, Op
@@ -25,11 +25,13 @@ OUTSET, OUTCLR = (0x50000000, 0x508), (0x50000000, 0x50C)
 
 
 def _run(fw, pure=False):
-    m = Machine(fw(FW), board="nrf52832", pure_python=pure)
+    """The firmware's run, and the changes of pins 20 and 21 it made."""
     changes = []
-    for n in (20, 21):
-        m.soc.pins[n].on_change(lambda level, n=n: changes.append((n, level)))
-    r = m.run(ms=20)
+
+    def listen(m):
+        for n in (20, 21):
+            m.soc.pins[n].on_change(lambda level, n=n: changes.append((n, level)))
+    m, r = run_fw(fw(FW), 20, pure_python=pure, setup=listen)
     return m, r, changes
 
 

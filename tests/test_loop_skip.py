@@ -18,18 +18,21 @@ import os
 
 import pytest
 
-from conftest import assert_firmware_passed, cached_image
+from conftest import assert_firmware_passed, cached_image, run_fw
 from emu import Machine
 
 FW = "cpu_poll_loops"
 BOUNDARY = "cpu_poll_loop_boundary"
 
 
-def _run(fw, mode, name=FW):
-    m = Machine(fw(name), board="nrf52832", pure_python=mode == "python")
-    m.cpu.loop_skip = mode == "skip"
-    r = m.run(ms=50)
-    return m, r
+def _run(fw, mode, name=FW, ms=50, setup=None):
+    """``name`` with loops skipped, run, or in pure Python (``mode``: skip,
+    noskip, python), ``setup(machine)`` first when given."""
+    def loop_skip(m):
+        m.cpu.loop_skip = mode == "skip"
+        if setup is not None:
+            setup(m)
+    return run_fw(fw(name), ms, pure_python=mode == "python", setup=loop_skip)
 
 
 def _state(m):
@@ -283,14 +286,12 @@ def _agree_three_ways(run, passes, skipped):
 
 
 def _spin_run(fw, mode, heads=None):
-    m = Machine(fw(SPIN), board="nrf52832", pure_python=mode == "python")
-    m.cpu.loop_skip = mode == "skip"
-    if heads is not None:
-        from unicorn import arm_const as A
-        m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(
-            (head, m.cpu.uc.reg_read(A.UC_ARM_REG_IPSR), reads)))
-    r = m.run(ms=100)
-    return m, r
+    def log(m):
+        if heads is not None:
+            from unicorn import arm_const as A
+            m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(
+                (head, m.cpu.uc.reg_read(A.UC_ARM_REG_IPSR), reads)))
+    return _run(fw, mode, SPIN, ms=100, setup=log)
 
 
 def test_loops_calling_a_leaf_are_counted_and_agree(fw):
@@ -346,15 +347,13 @@ STORES = "cpu_loop_stores"
 
 
 def _stores_run(fw, mode, trust=0, heads=None):
-    m = Machine(fw(STORES), board="nrf52832", pure_python=mode == "python")
-    m.cpu.loop_skip = mode == "skip"
-    if trust:
-        m.cpu.cs.loop_trust_all = trust
-    if heads is not None:
-        m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(
-            [m.soc.bus.slot_register(s, off) for s, off in reads]))
-    r = m.run(ms=100)
-    return m, r
+    def trust_and_log(m):
+        if trust:
+            m.cpu.cs.loop_trust_all = trust
+        if heads is not None:
+            m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(
+                [m.soc.bus.slot_register(s, off) for s, off in reads]))
+    return _run(fw, mode, STORES, ms=100, setup=trust_and_log)
 
 
 def test_loops_that_store_are_counted_and_agree(fw):

@@ -21,7 +21,7 @@ import inspect
 
 import pytest
 
-from conftest import assert_same_state, cached_image, image_both_ways, parity_state
+from conftest import assert_same_state, cached_image, image_both_ways, parity_state, run_fw
 from emu import Machine
 from emu.clock import NEVER, Clock
 from emu.cpu import cortexm
@@ -38,13 +38,16 @@ FIRMWARE = [("cpu_wfi", 3000), ("cpu_sev_wfe", 200), ("cpu_wfe_loop", 200),
             ("periph_timer_core", 100), ("cpu_fpu", 100), ("power_states", 300)]
 
 
-def _run(path, ms, native_loop, monkeypatch, skew=0, **kw):
+def _run(path, ms, native_loop, monkeypatch, skew=0):
+    """The run with the C loop or the Python one: (machine, its
+    parity_state() with the run's stop reason)."""
     monkeypatch.setattr(cortexm.CortexM, "native_loop", native_loop)
-    m = Machine(path, **kw)
-    h = m.cpu._exc_hook
-    if h is not None and skew:           # (a switch of the test build: fault_build)
-        h.skew = skew
-    r = m.run(ms=ms)
+
+    def skewed(m):
+        h = m.cpu._exc_hook
+        if h is not None and skew:       # (a switch of the test build: fault_build)
+            h.skew = skew
+    m, r = run_fw(path, ms, setup=skewed)
     st = parity_state(m)
     st["reason"] = r.reason
     return m, st
@@ -52,8 +55,8 @@ def _run(path, ms, native_loop, monkeypatch, skew=0, **kw):
 
 @pytest.mark.parametrize("name,ms", FIRMWARE, ids=[f for f, _ in FIRMWARE])
 def test_c_loop_and_python_loop_agree(fw, monkeypatch, name, ms):
-    m_c, on = _run(fw(name), ms, True, monkeypatch, board="nrf52832")
-    m_py, off = _run(fw(name), ms, False, monkeypatch, board="nrf52832")
+    m_c, on = _run(fw(name), ms, True, monkeypatch)
+    m_py, off = _run(fw(name), ms, False, monkeypatch)
     assert m_c.cpu._exc_hook.slices > 0            # the C loop ran the slices
     assert m_py.cpu._exc_hook.slices == 0 and m_py.cpu.slices > 0
     assert on["cycles"] > 10
@@ -63,9 +66,8 @@ def test_c_loop_and_python_loop_agree(fw, monkeypatch, name, ms):
 def test_a_skewed_c_loop_is_seen(fw, monkeypatch, fault_build):
     """Companion: a C loop whose slices run 200 cycles past the next event
     (an RTC tick taken late) leaves another state than the Python loop."""
-    _, off = _run(fw("periph_rtc_core"), 300, False, monkeypatch, board="nrf52832")
-    _, skewed = _run(fw("periph_rtc_core"), 300, True, monkeypatch, skew=200,
-                     board="nrf52832")
+    _, off = _run(fw("periph_rtc_core"), 300, False, monkeypatch)
+    _, skewed = _run(fw("periph_rtc_core"), 300, True, monkeypatch, skew=200)
     with pytest.raises(AssertionError):
         assert_same_state(skewed, off, "a skewed C loop and the Python loop")
 

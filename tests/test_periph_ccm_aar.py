@@ -10,7 +10,7 @@ companions that break one detail of the model and see the firmware fail.
 """
 import pytest
 
-from conftest import assert_firmware_passed
+from conftest import assert_firmware_passed, run_fw
 from emu import Machine
 from emu.peripherals import ccm_aar
 from emu.peripherals.ccm_aar import (T_AAR_IRK, T_AAR_START, T_KSGEN, ah, ble_nonce,
@@ -214,20 +214,18 @@ def test_model_state_round_trip_mid_operation():
 
 
 # -- firmware -------------------------------------------------------------------------
-def _run(fw, **kw):
-    m = Machine(fw("periph_ccm_aar"), board="nrf52832", **kw)
-    return m, m.run(ms=20)
+FW = "periph_ccm_aar"
 
 
 @pytest.mark.parametrize("pure", [False, True])
 def test_firmware_drives_ccm_and_aar_like_nimble(fw, pure):
-    m, r = _run(fw, pure_python=pure)
+    m, r = run_fw(fw(FW), 20, pure_python=pure)
     assert_firmware_passed(m, r, min_passes=40)
 
 
 def test_firmware_same_on_both_paths(fw):
-    a, _ = _run(fw)
-    b, _ = _run(fw, pure_python=True)
+    a, _ = run_fw(fw(FW), 20)
+    b, _ = run_fw(fw(FW), 20, pure_python=True)
     assert (a.cpu.cycles, a.clock.now, a.console_text()) == \
         (b.cpu.cycles, b.clock.now, b.console_text())
 
@@ -243,7 +241,7 @@ def test_snapshot_with_encryption_in_flight(fw, tmp_path):
 
 
 def _fails(fw):
-    m, _ = _run(fw)
+    m, _ = run_fw(fw(FW), 20)
     return [line for line in m.console_text().splitlines() if line.startswith("FAIL")]
 
 

@@ -4,33 +4,28 @@ byte times of the PS's BAUDRATE tables: firmware/tests/periph_serial_ppi.c
 PPI), register-level checks, and companions that break each part."""
 import pytest
 
-from conftest import assert_firmware_passed
-from emu import Machine
+from conftest import assert_firmware_passed, run_fw
 from emu.peripherals import serial, uart
 from emu.soc.nrf52832 import Nrf52832
 
 U, SPIM0, PPI, EGU0 = 0x40002000, 0x40003000, 0x4001F000, 0x40014000
-
-
-def _run(fw, pure_python=False):
-    m = Machine(fw("periph_serial_ppi"), board="nrf52832", pure_python=pure_python)
-    return m, m.run(ms=100)
+FW = "periph_serial_ppi"
 
 
 def _fails(fw):
-    m, _ = _run(fw)
+    m, _ = run_fw(fw(FW), 100)
     return [l for l in m.console_text().splitlines() if l.startswith("FAIL")]
 
 
 def test_firmware_passes(fw):
-    m, r = _run(fw)
+    m, r = run_fw(fw(FW), 100)
     assert_firmware_passed(m, r, min_passes=15)
     assert m.board.uart_output() == b"\n\n\n"        # UARTE twice, UART once, on P0.06
 
 
 def test_firmware_same_on_both_paths(fw):
-    a, _ = _run(fw)
-    b, _ = _run(fw, pure_python=True)
+    a, _ = run_fw(fw(FW), 100)
+    b, _ = run_fw(fw(FW), 100, pure_python=True)
     assert (a.cpu.cycles, a.clock.now, a.console_text()) == \
         (b.cpu.cycles, b.clock.now, b.console_text())
 

@@ -9,13 +9,11 @@ from conftest import assert_firmware_passed
 from emu import Machine
 
 
-def _run(fw, **kw):
-    m = Machine(fw("periph_fastpath"), board="nrf52832")
-    return m
+FW = "periph_fastpath"
 
 
 def test_mmio_trace_names_registers_with_values_times_and_pcs(fw, tmp_path):
-    m = _run(fw)
+    m = Machine(fw(FW), board="nrf52832")
     t = m.trace_mmio(str(tmp_path / "mmio.txt"))
     r = m.run(ms=500)
     t.close()
@@ -37,9 +35,9 @@ def test_mmio_trace_names_registers_with_values_times_and_pcs(fw, tmp_path):
 
 
 def test_traces_do_not_change_the_run(fw, tmp_path):
-    a = _run(fw)
+    a = Machine(fw(FW), board="nrf52832")
     a.run(ms=500)
-    b = _run(fw)
+    b = Machine(fw(FW), board="nrf52832")
     t1 = b.trace_mmio(str(tmp_path / "m.txt"))
     t2 = b.trace(str(tmp_path / "i.txt"), range="mix")
     b.run(ms=500)
@@ -50,7 +48,7 @@ def test_traces_do_not_change_the_run(fw, tmp_path):
 
 
 def test_instruction_trace_disassembles_with_symbols_and_changes(fw, tmp_path):
-    m = _run(fw)
+    m = Machine(fw(FW), board="nrf52832")
     t = m.trace(str(tmp_path / "i.txt"), range="main")
     m.run(ms=2)
     t.close()
@@ -65,7 +63,7 @@ def test_instruction_trace_disassembles_with_symbols_and_changes(fw, tmp_path):
 
 
 def test_trace_stops_at_its_limit(fw, tmp_path):
-    m = _run(fw)
+    m = Machine(fw(FW), board="nrf52832")
     t = m.trace_mmio(str(tmp_path / "m.txt"), limit=2000)
     m.run(ms=50)
     t.close()

@@ -11,7 +11,7 @@ wake-up test (CortexM._wake_condition in C) is compared with the Python
 loop's by tests/test_native_loop.py."""
 import pytest
 
-from conftest import assert_same_state, image_both_ways, parity_state
+from conftest import assert_same_state, image_both_ways, parity_state, run_fw
 from emu import Machine
 from emu.cpu import cortexm
 
@@ -19,11 +19,14 @@ FIRMWARE = [("cpu_sev_wfe", 200), ("cpu_wfe_loop", 200), ("cpu_wfi", 3000)]
 
 
 def _run(path, ms, native_wfe, monkeypatch, bug=0):
+    """The run with the WFEs in C or not: (machine, its parity_state() with
+    the run's stop reason and the WFEs _wfe_in_hook did)."""
     monkeypatch.setattr(cortexm.CortexM, "native_wfe", native_wfe)
-    m = Machine(path, board="nrf52832")
-    if bug:                              # (a switch of the test build: fault_build)
-        m.cpu._exc_hook.wfe_bug = bug
-    r = m.run(ms=ms)
+
+    def wfe_bug(m):
+        if bug:                          # (a switch of the test build: fault_build)
+            m.cpu._exc_hook.wfe_bug = bug
+    m, r = run_fw(path, ms, setup=wfe_bug)
     st = parity_state(m)
     st["reason"] = r.reason
     st["wfe_in_hook"] = m.cpu.wfe_in_hook
