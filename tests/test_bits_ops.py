@@ -19,7 +19,7 @@ again): the companion's op never bails and the firmware sees the pend gone.
 InfiniTime's first 3 s are the same with the ops and with the model's code."""
 import pytest
 
-from conftest import assert_firmware_passed, assert_same_state, parity_state
+from conftest import assert_firmware_passed, assert_same_state, image_both_ways
 from emu import Machine
 from emu.cpu import scs
 from emu.soc import ops
@@ -161,30 +161,16 @@ def test_icpr_ispr_ops_change_nothing_on_infinitime(monkeypatch):
     and ~900 ISPR reads an emulated second; advertising heard by a scanner):
     with the ops or with the model's code for them (the CALL op and
     write_word), the same cycles, accesses per register, screen, air, RAM."""
-    import os
-    from pathlib import Path
-
-    from emu.phone.scanner import Scanner
-    cache = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
-    p = os.environ.get("PINETIME_EMU_INFINITIME_IMAGE") or next(
-        iter(sorted(cache.glob("pinetime-app-*.out"))[-1:]), "")
-    if not p or not Path(p).exists():
-        pytest.skip("no image: set PINETIME_EMU_INFINITIME_IMAGE (or put one in "
-                    f"{cache}/pinetime-app-*.out)")
-    runs = []
-    for with_ops in (True, False):
-        if not with_ops:
+    def with_ops(on):
+        if not on:
             real_w, real_r = scs.ScsPage.write_op, scs.ScsPage.read_op
             monkeypatch.setattr(scs.ScsPage, "write_op", lambda self, off: None
                                 if 0x280 <= off < 0x300 else real_w(self, off))
             monkeypatch.setattr(scs.ScsPage, "read_op", lambda self, off: ops.Op(
                 ops.R_CALL, self, (self._rd_pending,)) if 0x200 <= off < 0x300
                 else real_r(self, off))
-        m = Machine(p, flash_file=None)
-        Scanner(m.air)
-        m.run(seconds=3.0)
-        runs.append(dict(parity_state(m, board=True),
-                         icpr_by_model=m.soc.bus.access_stats()[(SCS, 0x280)][3]))
-    on, off = runs
+    on, off = image_both_ways(
+        "infinitime", 3.0, with_ops,
+        extra=lambda m, on: {"icpr_by_model": m.soc.bus.access_stats()[(SCS, 0x280)][3]})
     assert on.pop("icpr_by_model") < off.pop("icpr_by_model")   # the ops did the work
     assert_same_state(on, off, "the ops and the model")

@@ -27,7 +27,7 @@ returns inside the slice and is asked fewer times)."""
 
 import pytest
 
-from conftest import assert_firmware_passed, cached_image, parity_state, run_fw
+from conftest import assert_firmware_passed, assert_same_state, flip, image_both_ways, run_fw
 from emu import Machine
 from emu.cpu import cortexm
 from emu.cpu import _core
@@ -131,26 +131,16 @@ def test_exc_in_c_change_nothing_on_real_firmware(monkeypatch, which, switch):
     """wasp-os's boot and 1 kHz tick to 5 emulated s, InfiniTime's first 3 s
     (advertising heard by a scanner): returns in C or in Python, the same
     cycles, accesses per register, pending events, screen, NOR, air, RAM."""
-    from emu.phone.scanner import Scanner
-    path = (cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
-            if which == "wasp-os" else
-            cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
-    runs = []
-    for native in (True, False):
-        monkeypatch.setattr(cortexm.CortexM, switch, native)
-        m = Machine(path, flash_file=None)
-        Scanner(m.air)
-        m.run(seconds=5.0 if which == "wasp-os" else 3.0)
+    def done_in_c(m, native):
         cpu = m.cpu
-        runs.append(dict(
-            parity_state(m, board=True), tail_chains=cpu.tail_chains,
-            returns_in_hook=cpu.returns_in_hook,
+        return dict(
+            tail_chains=cpu.tail_chains, returns_in_hook=cpu.returns_in_hook,
             in_c=(cpu._exc_hook.returns if switch == "native_returns" else cpu._exc_hook.entries)
-            if cpu._exc_hook is not None else 0))
-    c, py = runs
+            if cpu._exc_hook is not None else 0)
+    c, py = image_both_ways(which, 5.0 if which == "wasp-os" else 3.0,
+                            flip(monkeypatch, cortexm.CortexM, switch), extra=done_in_c)
     assert c.pop("in_c") > 1000 and py.pop("in_c") == 0
-    for k in c:
-        assert c[k] == py[k], f"{k} differs between returns in C and in Python"
+    assert_same_state(c, py, "returns in C and in Python")
 
 
 def _run_watched(path, monkeypatch, native=True, pure=False, ms=20):

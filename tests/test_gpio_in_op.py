@@ -11,7 +11,7 @@ to update IN on a pin change: the press is never seen.  On real wasp-os
 Python give the same cycles, accesses per register, screen, NOR and RAM."""
 import pytest
 
-from conftest import assert_firmware_passed, assert_same_state, cached_image, parity_state
+from conftest import assert_firmware_passed, assert_same_state, both_ways, image_both_ways
 from emu import Machine
 from emu.peripherals.gpio import Gpio
 
@@ -39,7 +39,7 @@ def test_polled_in_sees_the_button(fw, pure):
 
 
 def test_native_and_python_agree(fw):
-    runs = [parity_state(_run(fw, pure)[0]) for pure in (False, True)]
+    runs = both_ways((False, True), lambda pure: _run(fw, pure)[0])
     assert_same_state(runs[0], runs[1], "the op and the model")
 
 
@@ -58,18 +58,11 @@ def test_in_not_updated_on_a_pin_change_is_seen(fw, monkeypatch):
 
 
 def test_op_and_model_agree_on_wasp_os(monkeypatch):
-    p = cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
-    runs = []
-    for op in (True, False):
-        if not op:
+    def op(on):
+        if not on:
             monkeypatch.setattr(Gpio, "read_op", lambda self, off: None if off == 0x510
                                 else super(Gpio, self).read_op(off))
-        m = Machine(p, flash_file=None)
-        m.run(seconds=5.0)
-        st = parity_state(m, board=True)
-        st.update(by_model=m.soc.bus.access_stats()[IN][1])
-        runs.append(st)
-    fast, slow = runs
+    fast, slow = image_both_ways("wasp-os", 5.0, op, scanner=False,
+                                 extra=lambda m, on: {"by_model": m.soc.bus.access_stats()[IN][1]})
     assert fast.pop("by_model") == 0 < slow.pop("by_model")
-    for k in fast:
-        assert fast[k] == slow[k], f"{k} differs between the op and the model"
+    assert_same_state(fast, slow, "the op and the model")

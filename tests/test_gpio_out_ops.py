@@ -14,13 +14,12 @@ OUTSET/OUTCLR writes change nothing) gives the same cycles, accesses, RAM
 and LEDs with the ops and with the model's Python."""
 import pytest
 
-from conftest import assert_firmware_passed, assert_same_state, parity_state, run_fw
-from emu import Machine
+from conftest import assert_firmware_passed, assert_same_state, both_ways, run_fw
 from emu.peripherals.gpio import Gpio
 from emu.soc.ops import W_VALUE, Op
+from helpers.microbit import microbit_typed
 
 FW = "gpio_out_ops"
-MICROBIT_HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"
 OUTSET, OUTCLR = (0x50000000, 0x508), (0x50000000, 0x50C)
 
 
@@ -49,12 +48,12 @@ def test_out_writes(fw, pure):
 
 
 def test_native_and_python_agree(fw):
-    runs = []
-    for pure in (False, True):
-        m, _r, changes = _run(fw, pure)
-        st = parity_state(m)
-        st["changes"] = changes
-        runs.append(st)
+    changes = {}
+
+    def start(pure):
+        m, _r, changes[pure] = _run(fw, pure)
+        return m
+    runs = both_ways((False, True), start, extra=lambda m, pure: {"changes": changes[pure]})
     assert_same_state(runs[0], runs[1], "the GPIO OUT ops and the model")
 
 
@@ -82,19 +81,16 @@ def _strip(op, p):
 
 
 def test_microbit_display_scan_agrees(monkeypatch):
-    runs = []
-    for ops in (True, False):
+    def start(ops):
         if not ops:
             orig = Gpio.write_op
             monkeypatch.setattr(Gpio, "write_op", lambda self, off: None
                                 if 0x504 <= off <= 0x50C else orig(self, off))
-        m = Machine(MICROBIT_HEX, board="microbit")
-        assert m.run_until(lambda: m.console.endswith(b">>> "), timeout_ms=5000)
-        m.board.uart_send(b"display.scroll('HI')\r")
-        m.run(ms=3000)                  # the scroll, then the blank display's scan
-        st = parity_state(m)
-        st["leds"] = m.board.display.bits()
+        # the scroll, then the blank display's scan
+        m = microbit_typed(b"display.scroll('HI')\r", 3000)
         by_op = m.soc.bus.access_stats()[OUTSET][2]
-        runs.append(st)
         assert (by_op > 100) == ops
+        return m
+    runs = both_ways((True, False), start,
+                     extra=lambda m, ops: {"leds": m.board.display.bits()})
     assert_same_state(runs[0], runs[1], "the GPIO OUT ops and the model")

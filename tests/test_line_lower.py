@@ -15,7 +15,8 @@ same cycles, accesses per register, screen, NOR, air and RAM."""
 
 import pytest
 
-from conftest import assert_firmware_passed, assert_same_state, cached_image, parity_state
+from conftest import (assert_firmware_passed, assert_same_state, both_ways, image_both_ways,
+                      run_fw)
 from emu import Machine
 from emu.soc.nrf52832 import Nrf52832
 
@@ -34,11 +35,7 @@ def test_lowering_writes_pass(fw, pure):
 
 
 def test_native_and_python_agree(fw):
-    runs = []
-    for pure in (False, True):
-        m = Machine(fw(FW), board="nrf52832", pure_python=pure)
-        m.run(ms=50)
-        runs.append(parity_state(m))
+    runs = both_ways((False, True), lambda pure: run_fw(fw(FW), 50, pure_python=pure)[0])
     assert_same_state(runs[0], runs[1], "C and Python")
 
 
@@ -73,23 +70,13 @@ def test_lowering_in_c_changes_nothing_on_real_firmware(monkeypatch, which):
     (advertising heard by a scanner, FreeRTOS's tickless idle): lowering in C
     or in the model, the same cycles, accesses per register, screen, NOR,
     air and RAM."""
-    from emu.phone.scanner import Scanner
-    path = (cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
-            if which == "wasp-os" else
-            cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
-    runs = []
-    for in_c in (True, False):
+    def lower_in_c(in_c):
         if not in_c:
             monkeypatch.setattr(Nrf52832, "line_sink", lambda self: ())
-        m = Machine(path, flash_file=None)
-        Scanner(m.air)
-        m.run(seconds=5.0 if which == "wasp-os" else 3.0)
-        st = parity_state(m, board=True)
-        st.update(rtc1_intenclr=m.soc.bus.access_stats().get((RTC1, 0x308)))
-        runs.append(st)
-    fast, slow = runs
+    fast, slow = image_both_ways(
+        which, 5.0 if which == "wasp-os" else 3.0, lower_in_c,
+        extra=lambda m, in_c: {"rtc1_intenclr": m.soc.bus.access_stats().get((RTC1, 0x308))})
     assert fast["cycles"] > 60_000_000
     # the fast path was taken: RTC1's INTENCLRs by the op, before by the model
     assert fast.pop("rtc1_intenclr")[3] < slow.pop("rtc1_intenclr")[3]
-    for k in fast:
-        assert fast[k] == slow[k], f"{k} differs between lowering in C and in the model"
+    assert_same_state(fast, slow, "lowering in C and in the model")

@@ -21,12 +21,13 @@ import inspect
 
 import pytest
 
-from conftest import assert_same_state, cached_image, image_both_ways, parity_state, run_fw
+from conftest import (assert_same_state, both_ways, cached_image, image_both_ways, parity_state,
+                      flip, run_fw)
 from emu import Machine
 from emu.clock import NEVER, Clock
 from emu.cpu import cortexm
+from helpers.microbit import microbit_typed
 
-MICROBIT_HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"
 
 # (firmware, emulated ms): each stops on its own or runs that long
 FIRMWARE = [("cpu_wfi", 3000), ("cpu_sev_wfe", 200), ("cpu_wfe_loop", 200),
@@ -111,17 +112,12 @@ def test_attributes_read_from_the_dict_are_plain(fw):
 
 
 def test_microbit_micropython_agrees(monkeypatch):
-    runs = []
-    for on in (True, False):
+    def start(on):
         monkeypatch.setattr(cortexm.CortexM, "native_loop", on)
-        m = Machine(MICROBIT_HEX, board="microbit")
-        assert m.run_until(lambda: m.console.endswith(b">>> "), timeout_ms=5000)
-        m.board.uart_send(b"for i in range(3000): pass\r\rdisplay.scroll('AB')\r")
-        m.run(ms=800)
-        st = parity_state(m)
-        st["leds"] = m.board.display.bits()
-        st["c_slices"] = m.cpu._exc_hook.slices > 0
-        runs.append(st)
+        return microbit_typed(b"for i in range(3000): pass\r\rdisplay.scroll('AB')\r", 800)
+    runs = both_ways((True, False), start,
+                     extra=lambda m, on: {"leds": m.board.display.bits(),
+                                          "c_slices": m.cpu._exc_hook.slices > 0})
     assert runs[0].pop("c_slices") and not runs[1].pop("c_slices")
     assert_same_state(runs[0], runs[1], "the C run loop and the Python loop")
 
@@ -129,7 +125,7 @@ def test_microbit_micropython_agrees(monkeypatch):
 @pytest.mark.parametrize("which,seconds,cycles", [("wasp-os", 5.0, 100_000_000),
                                                     ("infinitime", 3.0, 60_000_000)])
 def test_real_firmware_agrees(monkeypatch, which, seconds, cycles):
-    on, off = image_both_ways(monkeypatch, which, cortexm.CortexM, "native_loop", seconds)
+    on, off = image_both_ways(which, seconds, flip(monkeypatch, cortexm.CortexM, "native_loop"))
     assert on["cycles"] > cycles
     assert_same_state(on, off, "the C run loop and the Python loop")
 

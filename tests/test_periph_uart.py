@@ -132,20 +132,18 @@ def test_slot_registers_are_the_enabled_variants_ops(fw):
     TXDRDY, then the UARTE's ENDTX after ENABLE switched: the bus forgets the
     first ones at the switch), and the firmware runs natively as in pure
     Python: the same bytes, cycles, registers, RAM and accesses per register."""
-    from conftest import assert_same_state, parity_state
-    from emu import Machine
-    runs = []
-    for pure in (False, True):
-        m = Machine(fw("periph_uart"), board="nrf52832", pure_python=pure)
-        m.soc.uart0.host_send(b"ech\n")
-        m.run(ms=50)
-        st = parity_state(m)
-        st["out"] = bytes(m.soc.uart0.host_output)
-        runs.append(st)
+    from conftest import assert_same_state, both_ways, run_fw
+
+    def start(pure):
+        m, _r = run_fw(fw("periph_uart"), 50, pure_python=pure,
+                       setup=lambda m: m.soc.uart0.host_send(b"ech\n"))
         if not pure:
             stats = m.soc.bus.access_stats()
             txdrdy, endtx = stats[(0x40002000, 0x11C)], stats[(0x40002000, 0x120)]
             assert txdrdy[0] > 30 and txdrdy[1] == 0     # the legacy UART's, by ops
             assert endtx[0] > 0 and endtx[1] == 0        # the UARTE's, by ops
+        return m
+    runs = both_ways((False, True), start,
+                     extra=lambda m, pure: {"out": bytes(m.soc.uart0.host_output)})
     assert runs[0]["out"] == b"hi\nech\n"
     assert_same_state(runs[0], runs[1], "the ops and the model")

@@ -2,7 +2,8 @@
 Machine running firmware/tests/periph_wdt.c."""
 from emu.clock import LFCLK_TICKS as LF
 from emu.soc.nrf52832 import Nrf52832
-from conftest import assert_firmware_passed, assert_same_state
+from conftest import (assert_firmware_passed, assert_same_state, both_ways, image_both_ways,
+                      flip, run_fw)
 
 RELOAD = 0x6E524635
 
@@ -109,19 +110,16 @@ def test_fed_the_common_way_natively_and_in_python(fw):
     every ~5 ms, then writes that reload nothing: it bites 10 ms after the
     last right feed.  The reloads natively in C, the same cycles, registers,
     RAM and accesses as the model's in pure Python."""
-    from conftest import parity_state
-    from emu import Machine
-    runs = []
-    for pure in (False, True):
-        m = Machine(fw("periph_wdt_feed"), board="nrf52832", pure_python=pure)
-        r = m.run(ms=200)
+    def start(pure):
+        m, r = run_fw(fw("periph_wdt_feed"), 200, pure_python=pure)
         assert_firmware_passed(m, r, min_passes=4)
         assert m.resets == 1
         core = m.soc.wdt._core
         assert (core is None) == pure
         if not pure:
             assert core.fed == 10      # every right feed; the wrong ones went to write()
-        runs.append(parity_state(m))
+        return m
+    runs = both_ways((False, True), start)
     assert_same_state(runs[0], runs[1], "the core and the model")
 
 
@@ -152,17 +150,9 @@ def test_core_changes_nothing_on_wasp_os(monkeypatch):
     """wasp-os feeds the dog at every 1 kHz tick: its boot and idle face to
     6 emulated s with the reload in C or in the model, the same cycles,
     accesses per register, pending events, screen, NOR, air and RAM."""
-    from conftest import cached_image, parity_state
-    from emu import Machine
     from emu.peripherals import wdt
-    path = cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
-    runs = []
-    for on in (True, False):
-        monkeypatch.setattr(wdt.Wdt, "native_core", on)
-        m = Machine(path, flash_file=None)
-        m.run(seconds=6.0)
-        st = parity_state(m, board=True)
-        st["fed"] = m.soc.wdt._core.fed if on else None
-        runs.append(st)
+    runs = image_both_ways("wasp-os", 6.0, flip(monkeypatch, wdt.Wdt, "native_core"),
+                           scanner=False,
+                           extra=lambda m, on: {"fed": m.soc.wdt._core.fed if on else None})
     assert runs[0].pop("fed") > 1500 and runs[1].pop("fed") is None
     assert_same_state(runs[0], runs[1], "the WDT core and the model")

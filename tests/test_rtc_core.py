@@ -17,7 +17,8 @@ register, screen, NOR, air and RAM."""
 
 import pytest
 
-from conftest import assert_firmware_passed, assert_same_state, cached_image, parity_state
+from conftest import (assert_firmware_passed, assert_same_state, both_ways, image_both_ways,
+                      flip, parity_state, run_fw)
 from emu import Machine
 from emu.peripherals import rtc
 
@@ -47,11 +48,7 @@ def test_rtc_core_firmware_passes(fw, pure):
 
 
 def test_native_and_python_agree(fw):
-    runs = []
-    for pure in (False, True):
-        m = Machine(fw(FW), board="nrf52832", pure_python=pure)
-        m.run(ms=100)
-        runs.append(parity_state(m))
+    runs = both_ways((False, True), lambda pure: run_fw(fw(FW), 100, pure_python=pure)[0])
     assert_same_state(runs[0], runs[1], "the core and the model")
 
 
@@ -93,21 +90,11 @@ def test_core_changes_nothing_on_real_firmware(monkeypatch, which):
     (advertising heard by a scanner, FreeRTOS's tickless idle on RTC1, NimBLE
     on RTC0): the RTC core on or off, the same cycles, accesses per register,
     pending events, screen, NOR, air and RAM."""
-    from emu.phone.scanner import Scanner
-    path = (cached_image("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.elf")
-            if which == "wasp-os" else
-            cached_image("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out"))
-    runs = []
-    for on in (True, False):
-        monkeypatch.setattr(rtc.Rtc, "native_core", on)
-        m = Machine(path, flash_file=None)
-        Scanner(m.air)
-        m.run(seconds=5.0 if which == "wasp-os" else 3.0)
-        st = parity_state(m, board=True)
+    def fired(m, on):
         core = _rtc1(m)._core
-        st["fired"] = core.fired if core is not None else None
-        runs.append(st)
-    on, off = runs
+        return {"fired": core.fired if core is not None else None}
+    on, off = image_both_ways(which, 5.0 if which == "wasp-os" else 3.0,
+                              flip(monkeypatch, rtc.Rtc, "native_core"), extra=fired)
     assert on.pop("fired") > 500 and off.pop("fired") is None    # the core did the ticks
     assert on["cycles"] > 60_000_000
     assert_same_state(on, off, "the RTC core and the model")

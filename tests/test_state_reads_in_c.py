@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from conftest import assert_firmware_passed, assert_same_state, parity_state
+from conftest import assert_firmware_passed, assert_same_state, both_ways
 from emu import Machine
 from emu.soc.nrf52832 import Nrf52832
 
@@ -82,13 +82,12 @@ def test_radio_state_firmware(fw, pure):
         assert reads[1] == 0 and shorts[3] == 0    # none through the model's Python
 
 
+def _air(m, pure):
+    return {"air": [tuple(p) for p in m.air.log]}
+
+
 def test_radio_state_native_and_python_agree(fw):
-    runs = []
-    for pure in (False, True):
-        m, r, _sc = radio_run(fw, pure_python=pure)
-        st = parity_state(m)
-        st["air"] = [tuple(p) for p in m.air.log]
-        runs.append(st)
+    runs = both_ways((False, True), lambda pure: radio_run(fw, pure_python=pure)[0], extra=_air)
     assert_same_state(runs[0], runs[1], "the STATE op and the model")
 
 
@@ -104,14 +103,12 @@ def test_shorts_op_that_never_clears_is_seen(fw, monkeypatch):
         if offset == 0x200:
             return Op(W_BITS, self, ("shorts", MODE_W1S, 0, None, 0))
         return orig(self, offset, slow_bits)
-    runs = []
-    for pure in (False, True):
+    def start(pure):
         if not pure:
             monkeypatch.setattr(base.NrfPeripheral, "_base_write_op", sticky)
         m, _r, _sc = radio_run(fw, pure_python=pure)
         monkeypatch.setattr(base.NrfPeripheral, "_base_write_op", orig)
-        st = parity_state(m)
-        st["air"] = [tuple(p) for p in m.air.log]
-        runs.append(st)
+        return m
+    runs = both_ways((False, True), start, extra=_air)
     with pytest.raises(AssertionError):
         assert_same_state(runs[0], runs[1], "a sticky SHORTS op and the model")

@@ -21,13 +21,13 @@ import os
 
 import pytest
 
-from conftest import (assert_firmware_passed, assert_same_state, image_both_ways,
-                      parity_state)
+from conftest import (assert_firmware_passed, assert_same_state, both_ways, image_both_ways,
+                      flip, parity_state, run_fw)
 from emu import Machine
 from emu.peripherals import timer
+from helpers.microbit import MICROBIT_HEX, microbit_typed
 
 FW = "periph_timer_core"
-MICROBIT_HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])
@@ -48,11 +48,7 @@ def test_timer_core_firmware_passes(fw, pure):
 
 
 def test_native_and_python_agree(fw):
-    runs = []
-    for pure in (False, True):
-        m = Machine(fw(FW), board="nrf52832", pure_python=pure)
-        m.run(ms=100)
-        runs.append(parity_state(m))
+    runs = both_ways((False, True), lambda pure: run_fw(fw(FW), 100, pure_python=pure)[0])
     assert_same_state(runs[0], runs[1], "the core and the model")
 
 
@@ -103,19 +99,15 @@ def test_core_changes_nothing_on_microbit_micropython(monkeypatch):
     """micro:bit MicroPython boots, runs a loop and scrolls text on its LEDs
     (TIMER1's ticker with a CAPTURE per ms, TIMER0's display timing): the
     same with the core on or off."""
-    runs = []
-    for on in (True, False):
+    def start(on):
         monkeypatch.setattr(timer.Timer, "native_core", on)
-        m = Machine(MICROBIT_HEX, board="microbit")
-        assert m.run_until(lambda: m.console.endswith(b">>> "), timeout_ms=5000)
-        m.board.uart_send(b"for i in range(3000): pass\r\rdisplay.show('A')\r")
-        m.run(ms=600)
-        st = parity_state(m)
-        st["leds"] = m.board.display.bits()
+        return microbit_typed(b"for i in range(3000): pass\r\rdisplay.show('A')\r", 600)
+
+    def leds_and_work(m, on):
         cores = [m.soc.timer0._core, m.soc.timer1._core]
-        st["work"] = [(c.fired, c.captures) for c in cores] if on else None
-        runs.append(st)
-    on, off = runs
+        return {"leds": m.board.display.bits(),
+                "work": [(c.fired, c.captures) for c in cores] if on else None}
+    on, off = both_ways((True, False), start, extra=leds_and_work)
     (f0, _), (f1, cap1) = on.pop("work")
     assert off.pop("work") is None
     assert f0 > 50 and f1 > 50 and cap1 > 500          # the core did the ticker
@@ -127,7 +119,7 @@ def test_core_changes_nothing_on_infinitime(monkeypatch):
     """InfiniTime's first 3 emulated s (NimBLE's TIMER0 with its compares
     routed through PPI to the RADIO, heard by a scanner): the same with the
     core on or off."""
-    runs = image_both_ways(monkeypatch, "infinitime", timer.Timer, "native_core", 3.0)
+    runs = image_both_ways("infinitime", 3.0, flip(monkeypatch, timer.Timer, "native_core"))
     assert runs[0]["cycles"] > 60_000_000
     assert_same_state(runs[0], runs[1], "the TIMER core and the model")
 

@@ -11,7 +11,7 @@ wake-up test (CortexM._wake_condition in C) is compared with the Python
 loop's by tests/test_native_loop.py."""
 import pytest
 
-from conftest import assert_same_state, image_both_ways, parity_state, run_fw
+from conftest import assert_same_state, flip, image_both_ways, parity_state, run_fw
 from emu import Machine
 from emu.cpu import cortexm
 
@@ -71,6 +71,6 @@ def test_replaced_step_gets_the_python_hook(fw, monkeypatch):
 def test_infinitime_agrees(monkeypatch):
     """InfiniTime idles in ``wfe`` behind a code hook (WFE_BEFORE), ~440
     times an emulated second: its first 3 s (boot, face, advertising)."""
-    on, off = image_both_ways(monkeypatch, "infinitime", cortexm.CortexM, "native_wfe", 3.0)
+    on, off = image_both_ways("infinitime", 3.0, flip(monkeypatch, cortexm.CortexM, "native_wfe"))
     assert on["cycles"] > 60_000_000
     assert_same_state(on, off, "the WFEs in C and in Python")
