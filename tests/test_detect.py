@@ -30,10 +30,9 @@ from emu import Machine
 from emu.detect import BOARD_CHIP, NRF51, NRF52, BoardDetectionError, detect
 from emu.loader import FirmwareError, load_firmware
 from helpers.images import mcuboot_image
+from helpers.microbit import MICROBIT_HEX
+from helpers.zephyr import ZEPHYR as ZEPHYR_DIR
 
-MICROBIT_HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"
-ZEPHYR_DIR = Path(os.environ.get("PINETIME_EMU_ZEPHYR_DIR")
-                  or Path.home() / ".cache" / "pinetime-emu" / "zephyr")
 ZEPHYR_BOARDS = {"nrf52dk_nrf52832": "nrf52dk", "pinetime_devkit0": "pinetime",
                  "bbc_microbit": "microbit"}
 TESTS = Path(__file__).resolve().parent.parent / "firmware" / "tests"

@@ -9,8 +9,7 @@ import pytest
 
 from emu import loader
 from emu.loader import FirmwareError, _load_hex_intelhex, _parse_hex, load_firmware
-
-MICROBIT_HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"
+from helpers.microbit import MICROBIT_HEX
 
 
 def _record(kind, addr, payload):

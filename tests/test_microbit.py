@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"
+from helpers.microbit import MICROBIT_HEX as HEX
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(HEX),

@@ -18,6 +18,7 @@ import pytest
 
 from emu.machine import Machine
 from emu.snapshot import SnapshotError, audit
+from helpers.microbit import MICROBIT_HEX
 from helpers.snapshot import assert_same, continue_and_compare, observable
 
 WASP_HEX = os.path.expanduser("~/.cache/pinetime-emu/wasp-os/upstream/micropython.hex")
@@ -239,9 +240,6 @@ def test_tampered_state_is_refused_without_running_anything(tmp_path, fw):
         with pytest.raises(SnapshotError) as e:
             Machine.from_snapshot(rewrite(mutate, name))
         assert "\n" not in str(e.value)
-
-
-MICROBIT_HEX = "/usr/share/firmware-microbit-micropython/firmware.hex"
 
 
 @pytest.mark.skipif(not os.path.exists(MICROBIT_HEX), reason="Debian's micro:bit MicroPython "
