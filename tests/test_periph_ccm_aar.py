@@ -16,6 +16,7 @@ from emu.peripherals import ccm_aar
 from emu.peripherals.ccm_aar import (T_AAR_IRK, T_AAR_START, T_KSGEN, ah, ble_nonce,
                                      ccm_decrypt, ccm_encrypt)
 from emu.soc.nrf52832 import Nrf52832
+from helpers.periph import soc_with
 
 US = 512
 SLOT = 0x4000F000
@@ -71,8 +72,7 @@ CNF, IN, OUT, BACK = 0x20001000, 0x20001100, 0x20001200, 0x20001300
 
 
 def _soc_ccm(direction=1, counter=0):
-    soc = Nrf52832()
-    s = soc.peripherals["ccm_aar"]
+    soc, s = soc_with("ccm_aar")
     soc.cpu.write_mem(CNF, SK + counter.to_bytes(8, "little") + bytes([direction]) + IV)
     for off, v in ((0x500, 2), (0x508, CNF), (0x50C, IN), (0x510, OUT)):
         s.write(off, v)

@@ -1,6 +1,7 @@
 """CLOCK/POWER register-level tests (PS v1.4 sections 17-18)."""
 from emu.clock import ms, us
 from emu.soc.nrf52832 import Nrf52832
+from helpers.periph import soc_with
 
 CP = 0x40000000
 HFCLKSTART, LFCLKSTART, LFCLKSTOP, CAL, CTSTART = 0x000, 0x008, 0x00C, 0x010, 0x014
@@ -11,13 +12,8 @@ LFCLKSRC, CTIV = 0x518, 0x538
 RESETREAS, GPREGRET, GPREGRET2 = 0x400, 0x51C, 0x520
 
 
-def make():
-    soc = Nrf52832()
-    return soc, soc.peripherals["clock_power"]
-
-
 def test_hfclk_start_delay_and_irq0_level():
-    soc, cp = make()
+    soc, cp = soc_with("clock_power")
     cp.write(HFCLKSTART, 1)
     assert cp.read(HFCLKRUN) == 1 and cp.read(HFCLKSTAT) == 0
     soc.clock.advance_to(us(360) - 1)
@@ -32,7 +28,7 @@ def test_hfclk_start_delay_and_irq0_level():
 
 
 def test_lfclk_source_copy_and_startup_per_source():
-    soc, cp = make()
+    soc, cp = soc_with("clock_power")
     cp.write(LFCLKSRC, 1)                  # LFXO
     cp.write(LFCLKSTART, 1)
     cp.write(LFCLKSRC, 0)                  # changing SRC later does not change the copy
@@ -50,7 +46,7 @@ def test_lfclk_source_copy_and_startup_per_source():
 
 
 def test_cal_and_ct_timer():
-    soc, cp = make()
+    soc, cp = soc_with("clock_power")
     cp.write(CTIV, 2)                      # 0.5 s
     cp.write(CTSTART, 1)
     cp.write(CAL, 1)
@@ -61,7 +57,7 @@ def test_cal_and_ct_timer():
 
 
 def test_resetreas_and_gpregret_across_resets():
-    soc, cp = make()
+    soc, cp = soc_with("clock_power")
     assert cp.read(RESETREAS) == 0
     cp.write(GPREGRET, 0x1B5)               # 8 bits
     cp.write(GPREGRET2, 0x42)
@@ -84,7 +80,7 @@ def test_resetreas_and_gpregret_across_resets():
 
 
 def test_ram_power_set_clr_and_systemoff_flag():
-    soc, cp = make()
+    soc, cp = soc_with("clock_power")
     assert cp.read(0x900) == 0xFFFF and cp.read(0x910) == 0xFFFF
     cp.write(0x908, 0x3)                     # RAM[0].POWERCLR S0/S1 power
     assert cp.read(0x900) == 0xFFFC

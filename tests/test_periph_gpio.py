@@ -1,5 +1,5 @@
 """GPIO P0 register-level tests (PS v1.4 section 22)."""
-from emu.soc.nrf52832 import Nrf52832
+from helpers.periph import soc_with
 
 OUT, OUTSET, OUTCLR, IN, DIR, DIRSET, DIRCLR, LATCH, DETECTMODE = (
     0x504, 0x508, 0x50C, 0x510, 0x514, 0x518, 0x51C, 0x520, 0x524)
@@ -9,13 +9,8 @@ def cnf(n):
     return 0x700 + 4 * n
 
 
-def make():
-    soc = Nrf52832()
-    return soc, soc.peripherals["gpio"]
-
-
 def test_output_drives_pin_only_when_dir_output():
-    soc, g = make()
+    soc, g = soc_with("gpio")
     assert g.read(cnf(5)) == 2                   # reset: input, buffer disconnected
     g.write(OUTSET, 1 << 5)
     assert not soc.pins[5].driven
@@ -29,7 +24,7 @@ def test_output_drives_pin_only_when_dir_output():
 
 
 def test_in_needs_connected_buffer_and_pull():
-    soc, g = make()
+    soc, g = soc_with("gpio")
     soc.pins[3].drive("button", True)
     assert g.read(IN) & (1 << 3) == 0            # input buffer disconnected
     g.write(cnf(3), 0)                           # input, connected
@@ -43,7 +38,7 @@ def test_in_needs_connected_buffer_and_pull():
 def test_selected_pin_follows_the_peripheral_not_out():
     """PS 22: a pin a peripheral selects is controlled by it; GPIO OUT applies
     again when it lets go.  An output signal still needs DIR = output."""
-    soc, g = make()
+    soc, g = soc_with("gpio")
     pin = soc.pins[7]
     changes = []
     pin.on_change(changes.append)
@@ -68,7 +63,7 @@ def test_selected_pin_follows_the_peripheral_not_out():
 
 
 def test_own_direction_selection_and_release_to_input():
-    soc, g = make()
+    soc, g = soc_with("gpio")
     pin = soc.pins[9]
     g.select(9, "gpiote0", True, own_dir=True)   # DIR input: it drives anyway
     assert pin.drivers == {"gpiote0": True}
@@ -81,7 +76,7 @@ def test_own_direction_selection_and_release_to_input():
 def test_no_contention_warning_between_gpio_and_a_peripheral(caplog):
     """The bogus 'contention' of a PWM and GPIO OUT on one pin is gone; two
     real drivers of different levels are still reported."""
-    soc, g = make()
+    soc, g = soc_with("gpio")
     g.write(DIRSET, 1 << 16)
     g.write(OUTSET, 1 << 16)                     # motor idle high
     with caplog.at_level("WARNING", logger="emu.signals"):
@@ -95,7 +90,7 @@ def test_no_contention_warning_between_gpio_and_a_peripheral(caplog):
 
 
 def test_sense_latch_and_detect_modes():
-    soc, g = make()
+    soc, g = soc_with("gpio")
     port = []
     soc.peripherals["gpiote"].port_detect = lambda: port.append(soc.clock.now)
     g.write(cnf(10), (3 << 16) | (3 << 2))       # SENSE=Low, pull-up

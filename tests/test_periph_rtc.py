@@ -2,6 +2,7 @@
 overflow, TICK, EVTEN vs INTEN routing, interrupt line as a level."""
 from emu.clock import LFCLK_TICKS as LF
 from emu.soc.nrf52832 import Nrf52832
+from helpers.periph import soc_with
 
 RTC1 = 0x40011000
 START, STOP, CLEAR, TRIGOVRFLW = 0x000, 0x004, 0x008, 0x00C
@@ -10,17 +11,12 @@ INTENSET, INTENCLR, EVTENSET = 0x304, 0x308, 0x344
 COUNTER, PRESCALER, CC0 = 0x504, 0x508, 0x540
 
 
-def make():
-    soc = Nrf52832()
-    return soc, soc.peripherals["rtc1"]
-
-
 def irq_line(soc, irq):
     return bool((soc.cpu.irq_level >> irq) & 1)
 
 
 def test_counter_exact_at_lfclk_edges():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(START, 1)
     soc.clock.advance_to(5 * LF - 1)      # one tick short of the 5th edge
     assert rtc.read(COUNTER) == 4
@@ -32,7 +28,7 @@ def test_counter_exact_at_lfclk_edges():
 
 
 def test_prescaler_and_ignored_while_running():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(PRESCALER, 7)               # 4096 Hz
     rtc.write(START, 1)
     rtc.write(PRESCALER, 0)               # ignored while running
@@ -42,7 +38,7 @@ def test_prescaler_and_ignored_while_running():
 
 
 def test_compare_event_and_level_interrupt():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(CC0 + 4, 10)                # CC[1]
     rtc.write(START, 1)
     soc.clock.advance_to(10 * LF - 1)     # one tick short of CC[1]
@@ -59,7 +55,7 @@ def test_compare_event_and_level_interrupt():
 
 
 def test_cc_written_n_plus_1_does_not_fire_but_n_plus_2_does():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(START, 1)
     soc.clock.advance_to(3 * LF + 5)
     assert rtc.read(COUNTER) == 3
@@ -71,7 +67,7 @@ def test_cc_written_n_plus_1_does_not_fire_but_n_plus_2_does():
 
 
 def test_overflow_via_trigovrflw():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(START, 1)
     rtc.write(TRIGOVRFLW, 1)
     assert rtc.read(COUNTER) == 0xFFFFF0
@@ -83,7 +79,7 @@ def test_overflow_via_trigovrflw():
 
 
 def test_tick_only_scheduled_when_enabled():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(START, 1)
     soc.clock.advance_to(3 * LF)
     assert rtc.read(EV_TICK) == 0
@@ -97,7 +93,7 @@ def test_tick_only_scheduled_when_enabled():
 
 
 def test_evten_gates_ppi_routing():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     seen = []
     rtc.event_listeners.append(lambda p, off: seen.append(off))
     rtc.write(CC0, 2)
@@ -110,7 +106,7 @@ def test_evten_gates_ppi_routing():
 
 
 def test_clear_restarts_count():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(CC0, 3)
     rtc.write(START, 1)
     soc.clock.advance_to(2 * LF + 100)
@@ -138,7 +134,7 @@ def test_cc_written_n_plus_1_fires_when_the_increment_is_far_away():
     """With PRESCALER=4095 (8 Hz) the increment to N+1 is ~125 ms after the
     write, far outside the two-LFCLK-cycle sync window: COMPARE fires.  This
     is how MicroPython's periodic RTCounter re-arms (CC = COUNTER + 1)."""
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(PRESCALER, 4095)
     rtc.write(CC0, 1)
     rtc.write(START, 1)
@@ -157,7 +153,7 @@ def test_cc_written_n_plus_1_fires_when_the_increment_is_far_away():
 def test_cc_written_n_plus_1_just_before_a_slow_increment_is_missed():
     """Same prescaler, but the write lands one LFCLK cycle before the
     increment: inside the sync window, so the worst case (missed) applies."""
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(PRESCALER, 4095)
     rtc.write(START, 1)
     period = 4096 * LF
@@ -169,7 +165,7 @@ def test_cc_written_n_plus_1_just_before_a_slow_increment_is_missed():
 
 
 def test_intenclr_drops_and_intenset_raises_the_line_with_the_event_pending():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(START, 1)
     rtc.write(TRIGOVRFLW, 1)
     soc.clock.advance_to(16 * LF)
@@ -187,7 +183,7 @@ def test_intenclr_drops_and_intenset_raises_the_line_with_the_event_pending():
 
 
 def test_intenset_tick_starts_tick_events():
-    soc, rtc = make()
+    soc, rtc = soc_with("rtc1")
     rtc.write(START, 1)
     soc.clock.advance_to(3 * LF)
     rtc.write(INTENSET, 1)                # TICK on: an event every LFCLK edge

@@ -1,22 +1,10 @@
 """Legacy SPI master: byte timing from FREQUENCY, double-buffered TXD/RXD, READY."""
-from emu.soc.nrf52832 import Nrf52832
-from helpers.periph import Echo, on_pins
-
-
-def make(freq=0x80000000):
-    soc = Nrf52832()
-    dev = Echo()
-    soc.buses.add_spi("spi", sck=2, mosi=3, miso=4).attach(dev, soc.pins[5])
-    soc.pins[5].drive("test", 0)      # CS low: selected
-    s = soc.serial0
-    on_pins(soc, s)
-    s.write(0x524, freq)
-    s.write(0x500, 1)
-    return soc, s, dev
+from helpers.periph import Echo, spi_master
 
 
 def test_byte_completes_after_eight_bit_times():
-    soc, s, dev = make(0x80000000)   # 8 MHz: 1 us = 512 ticks per byte
+    # 8 MHz: 1 us = 512 ticks per byte
+    soc, s, dev = spi_master("serial0", cs=5, enable=1, freq=0x80000000)
     t0 = soc.clock.now
     s.write(0x51C, 0x41)
     soc.clock.advance_to(t0 + 511)   # one tick short
@@ -27,7 +15,7 @@ def test_byte_completes_after_eight_bit_times():
 
 def test_late_poll_sees_back_to_back_timing():
     """Polled lazily: a READY read long after the bytes still gives wire timing."""
-    soc, s, dev = make(0x80000000)
+    soc, s, dev = spi_master("serial0", cs=5, enable=1, freq=0x80000000)
     s.write(0x304, 0)                # no interrupt: completion is lazy
     t0 = soc.clock.now
     s.write(0x51C, 1)
@@ -39,7 +27,7 @@ def test_late_poll_sees_back_to_back_timing():
 
 
 def test_frequency_scales_time():
-    soc, s, dev = make(0x10000000)   # 1 MHz: 8 us per byte
+    soc, s, dev = spi_master("serial0", cs=5, enable=1, freq=0x10000000)   # 1 MHz: 8 us per byte
     t0 = soc.clock.now
     s.write(0x51C, 1)
     soc.clock.advance_to(t0 + 8 * 512 - 1)
@@ -49,7 +37,7 @@ def test_frequency_scales_time():
 
 
 def test_double_buffer_and_rx_fifo():
-    soc, s, dev = make()
+    soc, s, dev = spi_master("serial0", cs=5, enable=1)
     t0 = soc.clock.now
     s.write(0x51C, 0x10)
     s.write(0x51C, 0x20)             # buffered behind the first
@@ -63,7 +51,7 @@ def test_double_buffer_and_rx_fifo():
 
 
 def test_ready_interrupt_via_intenset():
-    soc, s, dev = make()
+    soc, s, dev = spi_master("serial0", cs=5, enable=1)
     s.write(0x304, 1 << 2)           # INTENSET.READY
     s.write(0x51C, 0)
     assert not soc.cpu.irq_level & (1 << 3)
@@ -74,7 +62,7 @@ def test_ready_interrupt_via_intenset():
 
 
 def test_unselected_device_sees_nothing():
-    soc, s, dev = make()
+    soc, s, dev = spi_master("serial0", cs=5, enable=1)
     soc.pins[5].drive("test", 1)
     s.write(0x51C, 0x55)
     soc.clock.advance_to(soc.clock.now + 512)

@@ -1,24 +1,11 @@
 """SPIM EasyDMA: bytes from RAM, RX into RAM, ORC, timing, LIST, STOP, flash pointer."""
-from emu.soc.nrf52832 import Nrf52832
-from helpers.periph import Echo, on_pins
+from helpers.periph import spi_master
 
 RAM = 0x20002000
 
 
-def make():
-    soc = Nrf52832()
-    dev = Echo()
-    soc.buses.add_spi("spi", sck=2, mosi=3, miso=4).attach(dev, soc.pins[25])
-    soc.pins[25].drive("test", 0)
-    s = soc.serial2
-    on_pins(soc, s)
-    s.write(0x524, 0x80000000)      # 8 MHz
-    s.write(0x500, 7)
-    return soc, s, dev
-
-
 def test_dma_transfer_timing_and_orc():
-    soc, s, dev = make()
+    soc, s, dev = spi_master("serial2", cs=25, enable=7)
     soc.cpu.write_mem(RAM, bytes([1, 2, 3]))
     s.write(0x544, RAM); s.write(0x548, 3)            # TXD 3 bytes
     s.write(0x534, RAM + 0x100); s.write(0x538, 5)    # RXD 5 bytes -> 2 ORC
@@ -36,7 +23,7 @@ def test_dma_transfer_timing_and_orc():
 
 
 def test_arraylist_advances_ptr_and_end_start_short():
-    soc, s, dev = make()
+    soc, s, dev = spi_master("serial2", cs=25, enable=7)
     soc.cpu.write_mem(RAM, bytes(range(8)))
     s.write(0x544, RAM); s.write(0x548, 2); s.write(0x550, 1)
     s.write(0x200, 1 << 17)                            # END_START
@@ -47,7 +34,7 @@ def test_arraylist_advances_ptr_and_end_start_short():
 
 
 def test_flash_tx_pointer_sends_orc_only():
-    soc, s, dev = make()
+    soc, s, dev = spi_master("serial2", cs=25, enable=7)
     s.write(0x544, 0x1000); s.write(0x548, 2)          # flash: EasyDMA cannot read it
     s.write(0x5C0, 0x5A)
     s.write(0x010, 1)
@@ -56,7 +43,7 @@ def test_flash_tx_pointer_sends_orc_only():
 
 
 def test_stop_mid_transfer():
-    soc, s, dev = make()
+    soc, s, dev = spi_master("serial2", cs=25, enable=7)
     s.write(0x534, RAM); s.write(0x538, 10)
     t0 = soc.clock.now
     s.write(0x010, 1)

@@ -1,6 +1,6 @@
 """TIMER register-level tests (PS v1.4 section 23)."""
 from emu.clock import HF16_TICKS as T16
-from emu.soc.nrf52832 import Nrf52832
+from helpers.periph import soc_with
 
 START, STOP, COUNT, CLEAR, SHUTDOWN, CAPTURE0 = 0x000, 0x004, 0x008, 0x00C, 0x010, 0x040
 EV_CMP0 = 0x140
@@ -8,13 +8,8 @@ SHORTS, INTENSET = 0x200, 0x304
 MODE, BITMODE, PRESCALER, CC0 = 0x504, 0x508, 0x510, 0x540
 
 
-def make(name="timer0"):
-    soc = Nrf52832()
-    return soc, soc.peripherals[name]
-
-
 def test_capture_exact_at_tick():
-    soc, t = make()
+    soc, t = soc_with("timer0")
     t.write(PRESCALER, 0)                  # 16 MHz: 32 ticks per count
     t.write(BITMODE, 3)
     t.write(START, 1)
@@ -27,7 +22,7 @@ def test_capture_exact_at_tick():
 
 
 def test_compare_interrupt_level_and_short_clear():
-    soc, t = make("timer1")
+    soc, t = soc_with("timer1")
     t.write(PRESCALER, 4)                  # 1 MHz
     t.write(BITMODE, 3)
     t.write(CC0, 100)
@@ -49,7 +44,7 @@ def test_compare_interrupt_level_and_short_clear():
 
 
 def test_short_stop():
-    soc, t = make()
+    soc, t = soc_with("timer0")
     t.write(PRESCALER, 0)
     t.write(CC0 + 8, 10)
     t.write(SHORTS, 1 << (8 + 2))          # COMPARE2_STOP
@@ -61,7 +56,7 @@ def test_short_stop():
 
 
 def test_bitmode_8_wraps():
-    soc, t = make()
+    soc, t = soc_with("timer0")
     t.write(PRESCALER, 0)
     t.write(BITMODE, 1)                    # 8 bit
     t.write(START, 1)
@@ -71,7 +66,7 @@ def test_bitmode_8_wraps():
 
 
 def test_counter_mode():
-    soc, t = make("timer3")
+    soc, t = soc_with("timer3")
     assert t.num_cc == 6
     t.write(MODE, 1)
     t.write(CC0 + 20, 3)                   # CC[5]
@@ -88,7 +83,7 @@ def test_counter_mode():
 
 
 def test_prescaler_reset_value():
-    soc, t = make()
+    soc, t = soc_with("timer0")
     assert t.read(PRESCALER) == 4
 
 

@@ -1,25 +1,11 @@
 """Legacy TWI master: address/data phases at 9 bit times, ERRORSRC, BB shorts."""
-from emu.soc.nrf52832 import Nrf52832
-from helpers.periph import Reg8
+from helpers.periph import Reg8, twi_master
 
 BIT = (32 << 32) // 0x06680000      # K400 ticks per bit
 
 
-def make():
-    soc = Nrf52832()
-    dev = Reg8()
-    soc.buses.add_i2c("i2c", scl=7, sda=6).attach(dev, 0x15)
-    t = soc.serial1
-    t.write(0x508, 7)                # PSEL.SCL
-    t.write(0x50C, 6)                # PSEL.SDA
-    t.write(0x524, 0x06680000)
-    t.write(0x588, 0x15)
-    t.write(0x500, 5)
-    return soc, t, dev
-
-
 def test_write_then_read_polled():
-    soc, t, dev = make()
+    soc, t, dev = twi_master("serial1", addr=0x15, freq=0x06680000, enable=5)
     t.write(0x51C, 0x10)             # register pointer
     t0 = soc.clock.now
     t.write(0x008, 1)                # STARTTX
@@ -50,7 +36,7 @@ def test_write_then_read_polled():
 
 
 def test_address_nack_sets_errorsrc_w1c():
-    soc, t, dev = make()
+    soc, t, dev = twi_master("serial1", addr=0x15, freq=0x06680000, enable=5)
     t.write(0x588, 0x44)             # nobody there
     t.write(0x008, 1)
     soc.clock.advance_to(soc.clock.now + 11 * BIT)
@@ -63,7 +49,7 @@ def test_address_nack_sets_errorsrc_w1c():
 
 
 def test_overrun_when_rxd_not_read():
-    soc, t, dev = make()
+    soc, t, dev = twi_master("serial1", addr=0x15, freq=0x06680000, enable=5)
     dev.ptr = 0
     t.write(0x000, 1)
     soc.clock.advance_to(soc.clock.now + 40 * BIT)   # several bytes, RXD never read

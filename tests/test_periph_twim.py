@@ -1,26 +1,12 @@
 """TWIM EasyDMA: write-then-read with LASTTX_STARTRX + LASTRX_STOP, NACKs."""
-from emu.soc.nrf52832 import Nrf52832
-from helpers.periph import Reg8
+from helpers.periph import twi_master
 
 RAM = 0x20003000
 BIT = (32 << 32) // 0x01980000      # K100
 
 
-def make():
-    soc = Nrf52832()
-    dev = Reg8()
-    soc.buses.add_i2c("i2c", scl=7, sda=6).attach(dev, 0x18)
-    t = soc.serial0
-    t.write(0x508, 7)                # PSEL.SCL
-    t.write(0x50C, 6)                # PSEL.SDA
-    t.write(0x524, 0x01980000)
-    t.write(0x588, 0x18)
-    t.write(0x500, 6)
-    return soc, t, dev
-
-
 def test_write_read_chain():
-    soc, t, dev = make()
+    soc, t, dev = twi_master("serial0", addr=0x18, freq=0x01980000, enable=6)
     soc.cpu.write_mem(RAM, bytes([0x20]))
     t.write(0x544, RAM); t.write(0x548, 1)
     t.write(0x534, RAM + 16); t.write(0x538, 4)
@@ -40,7 +26,7 @@ def test_write_read_chain():
 
 
 def test_anack():
-    soc, t, dev = make()
+    soc, t, dev = twi_master("serial0", addr=0x18, freq=0x01980000, enable=6)
     t.write(0x588, 0x19)
     t.write(0x548, 0)
     t.write(0x008, 1)
@@ -49,7 +35,7 @@ def test_anack():
 
 
 def test_dnack_counts_amount():
-    soc, t, dev = make()
+    soc, t, dev = twi_master("serial0", addr=0x18, freq=0x01980000, enable=6)
     dev.i2c_write = lambda b: (dev.log.append(("W", b)), len(dev.log) < 3)[1]
     soc.cpu.write_mem(RAM, bytes([1, 2, 3, 4]))
     t.write(0x544, RAM); t.write(0x548, 4)

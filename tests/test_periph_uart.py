@@ -1,5 +1,6 @@
 """UART/UARTE: baud-timed bytes, host byte streams, RX FIFO, EasyDMA."""
 from emu.soc.nrf52832 import Nrf52832
+from helpers.periph import soc_with
 
 # nRF52832 PS v1.4 BAUDRATE tables: Baud115200 is 0x01D7E000 on the UART, an
 # actual 115 942 baud, and 0x01D60000 on the UARTE, 115 108 baud
@@ -13,8 +14,7 @@ TXD_PIN = 6
 
 
 def make(enable, txd_pin=TXD_PIN):
-    soc = Nrf52832()
-    u = soc.uart0
+    soc, u = soc_with("uart0")
     u.write(0x524, B115200[enable])
     u.write(0x50C, txd_pin)              # PSELTXD / PSEL.TXD: bytes leave on this pin
     u.write(0x500, enable)

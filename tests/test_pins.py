@@ -15,7 +15,7 @@ import pytest
 from conftest import assert_firmware_passed
 from emu import Machine
 from emu.soc.nrf52832 import Nrf52832
-from helpers.periph import Echo
+from helpers.periph import echo_on_spi, on_pins
 
 
 def rgb565(c):
@@ -66,15 +66,8 @@ def test_pwm_pin_follows_the_pwm_not_gpio_out(fw, caplog):
 # ---------------------------------------------------------------- registers
 def spi_soc():
     soc = Nrf52832()
-    bus = soc.buses.add_spi("spi", sck=2, mosi=3, miso=4)
-    dev = Echo()
-    bus.attach(dev, soc.pins[5])
-    soc.pins[5].drive("test", False)
+    bus, dev = echo_on_spi(soc, 5)
     return soc, bus, dev
-
-
-def pins(slot, sck, mosi, miso):
-    slot.write(0x508, sck); slot.write(0x50C, mosi); slot.write(0x510, miso)
 
 
 def spim_byte(soc, slot, b):
@@ -90,7 +83,7 @@ def spim_byte(soc, slot, b):
 def test_route_follows_enable_and_psel_writes():
     soc, bus, dev = spi_soc()
     s = soc.serial1
-    pins(s, 2, 3, 4)
+    on_pins(soc, s, 2, 3, 4)
     assert s.active is None and soc.buses.routes == {}
     s.write(0x500, 7)                            # SPIM1 on the bus's pins
     assert s.active.spi_bus is bus and soc.buses.routes == {"serial1.spim": bus}
@@ -109,7 +102,7 @@ def test_route_follows_enable_and_psel_writes():
 def test_disconnected_miso_reads_zero_but_the_device_is_clocked():
     soc, bus, dev = spi_soc()
     s = soc.serial2
-    pins(s, 2, 3, 0xFFFFFFFF)                    # write-only master
+    on_pins(soc, s, 2, 3, 0xFFFFFFFF)            # write-only master
     s.write(0x500, 7)
     assert s.active.spi_bus is bus and not s.active.miso_on_bus
     spim_byte(soc, s, 0x10)
@@ -119,7 +112,7 @@ def test_disconnected_miso_reads_zero_but_the_device_is_clocked():
 def test_two_masters_on_one_bus_both_drive_it_logged_once(caplog):
     soc, bus, dev = spi_soc()
     for slot in (soc.serial0, soc.serial2):
-        pins(slot, 2, 3, 4)
+        on_pins(soc, slot, 2, 3, 4)
     with caplog.at_level(logging.WARNING, logger="emu.buses"):
         soc.serial0.write(0x500, 1)              # legacy SPI0
         soc.serial2.write(0x500, 7)              # and SPIM2 on the same pins
@@ -153,7 +146,7 @@ def test_enabled_serial_selects_its_output_pins_over_gpio():
     g = soc.gpio
     g.write(0x518, (1 << 2) | (1 << 3))          # DIRSET SCK, MOSI; OUT low
     s = soc.serial0
-    pins(s, 2, 3, 4)
+    on_pins(soc, s, 2, 3, 4)
     s.write(0x554, 4)                            # CONFIG.CPOL = 1: SCK idles high
     s.write(0x500, 1)
     assert soc.pins[2].drivers == {"serial0.spi.SCK": True}

@@ -6,7 +6,7 @@ from conftest import assert_firmware_passed
 from emu import Machine
 from emu.clock import NEVER, TICKS_PER_MS, ms
 from emu.cpu.cortexm import StopReason
-from emu.soc.nrf52832 import Nrf52832
+from helpers.periph import soc_with
 
 POWER, GPIO, RTC1, WDT = 0x40000000, 0x50000000, 0x40011000, 0x40010000
 SYSTEMOFF, RESETREAS, GPREGRET = 0x500, 0x400, 0x51C
@@ -18,10 +18,10 @@ SPIN, RETAINED, LOST = 0x20008004, 0x20008000, 0x2000A000
 
 # -- register level ------------------------------------------------------
 def soc_with_resets():
-    soc = Nrf52832()
+    soc, clock_power, gpio = soc_with("clock_power", "gpio")
     resets = []
     soc.reset_request_handler = resets.append
-    return soc, soc.peripherals["clock_power"], soc.peripherals["gpio"], resets
+    return soc, clock_power, gpio, resets
 
 
 def test_systemoff_powers_core_off_and_stops_peripherals():

@@ -6,7 +6,7 @@ from conftest import assert_firmware_passed
 
 from emu import Machine
 from emu.clock import LFCLK_TICKS, ms
-from emu.soc.nrf52832 import Nrf52832
+from helpers.periph import soc_with
 
 WDT = 0x40010000
 START, TIMEOUT, RUNSTATUS, CRV, RREN, CONFIG = 0x000, 0x100, 0x400, 0x504, 0x508, 0x50C
@@ -15,10 +15,9 @@ PERIOD = 32768 * LFCLK_TICKS                   # CRV = 32767: exactly one second
 
 
 def start(config: int, at: int = 0):
-    soc = Nrf52832()
+    soc, wdt = soc_with("wdt")
     resets = []
     soc.reset_request_handler = resets.append
-    wdt = soc.peripherals["wdt"]
     soc.clock.advance_to(at)
     wdt.write(CRV, 32767)
     wdt.write(CONFIG, config)
