@@ -16,6 +16,7 @@ from conftest import assert_firmware_passed, free_port
 from emu import Machine
 from emu.board import nrf52dk
 from emu.devices import led as led_mod
+from helpers.paths import BUILD
 
 
 def boot(fw, **kw):
@@ -240,8 +241,7 @@ def test_softdevice_hex_accepted_on_the_dk(tmp_path):
     file does not exist, and that is what the one line says)."""
     import subprocess
     import sys
-    from pathlib import Path
-    fwdir = Path(__file__).resolve().parent.parent / "firmware" / "build"
+    fwdir = BUILD
     r = subprocess.run([sys.executable, "-m", "frontends.cli", "run", str(fwdir / "cpu_svc.elf"),
                         "--board", "nrf52dk", "--softdevice-hex", str(tmp_path / "none.hex"),
                         "--headless", "--seconds", "0.01"], capture_output=True, text=True,

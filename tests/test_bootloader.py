@@ -28,8 +28,8 @@ from emu.loader import (MCUBOOT_SLOT, MCUBOOT_VECTOR_COPY, FirmwareError, Firmwa
                         McubootImage, load_firmware, with_bootloader)
 from emu.norfs import LOGO_SIZE, NOR_SIZE, NorFsError, boot_logo
 from helpers.images import nor_with_logo, our_logo
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
 DOCS = ROOT / "docs"
 

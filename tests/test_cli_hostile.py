@@ -4,13 +4,13 @@ problem, exit status 2, and nothing emulated (the demo firmware prints
 proves the run never began)."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 
 from conftest import free_port
+from helpers.paths import EXAMPLES
 
 STARTED = "pinetime demo running"
 
@@ -161,8 +161,7 @@ def test_subcommand_help(command, words):
 
 
 def test_test_command_checks_its_report_path_before_running(demo, tmp_path):
-    scen = os.path.join(os.path.dirname(__file__), "..", "examples", "scenarios",
-                        "pinetime_demo.yaml")
+    scen = str(EXAMPLES / "scenarios" / "pinetime_demo.yaml")
     r = cli("test", scen, "--firmware", demo, "--junit", tmp_path / "no" / "out.xml")
     assert_refused(r, "--junit", "does not exist")
     assert "PASSED" not in r.stdout and "scenario" not in r.stdout

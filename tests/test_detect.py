@@ -32,10 +32,11 @@ from emu.loader import FirmwareError, load_firmware
 from helpers.images import mcuboot_image
 from helpers.microbit import MICROBIT_HEX
 from helpers.zephyr import ZEPHYR as ZEPHYR_DIR
+from helpers.paths import FIRMWARE
 
 ZEPHYR_BOARDS = {"nrf52dk_nrf52832": "nrf52dk", "pinetime_devkit0": "pinetime",
                  "bbc_microbit": "microbit"}
-TESTS = Path(__file__).resolve().parent.parent / "firmware" / "tests"
+TESTS = FIRMWARE / "tests"
 LOW_SP = 0x200010F8             # Zephyr 3.1 hello_world's initial SP on the nRF52 DK
 
 

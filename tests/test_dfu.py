@@ -17,12 +17,12 @@ import pytest
 from emu import Machine
 from emu.loader import FirmwareError, crc16_ccitt, load_firmware
 from helpers.images import init_packet, make_package
+from helpers.paths import BUILD
 
 
 @pytest.fixture
 def app_bin():
-    from pathlib import Path
-    p = Path(__file__).resolve().parent.parent / "firmware" / "build" / "s132" / "sd_nus.bin"
+    p = BUILD / "s132" / "sd_nus.bin"
     if not p.exists():
         pytest.fail(f"{p} missing: run make -C firmware")
     return p.read_bytes()

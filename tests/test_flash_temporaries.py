@@ -18,8 +18,8 @@ from pathlib import Path
 from emu.clock import Clock
 from emu.devices.xt25f32 import STALE_TEMP_SECONDS, Xt25f32, remove_stale_temporaries
 from emu.outputs import temporary_files
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 # a child that saves a dirty flash and is stopped inside the save (fsync sleeps)
 SAVER = """

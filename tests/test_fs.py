@@ -18,8 +18,8 @@ pytest.importorskip("littlefs", reason="littlefs-python is not installed")
 
 from emu.norfs import INFINITIME, LAYOUTS, NOR_SIZE, WASP_OS, NorFs, NorFsError  # noqa: E402
 from frontends import fs as fs_cli  # noqa: E402
+from helpers.paths import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
 BLANK = b"\xff" * NOR_SIZE
 

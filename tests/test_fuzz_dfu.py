@@ -33,7 +33,6 @@ from helpers.images import init_packet, mcuboot_image
 SEED = int(os.environ.get("PINETIME_EMU_FUZZ_SEED", "24"))
 SCALE = int(os.environ.get("PINETIME_EMU_FUZZ_SCALE", "1"))     # more cases, by hand
 CASE_SECONDS = 3.0
-BUILD = Path(__file__).resolve().parent.parent / "firmware" / "build"
 
 
 def info(path, capsys) -> tuple:

@@ -34,8 +34,8 @@ from bumble.transport import open_transport  # noqa: E402
 from emu import Machine  # noqa: E402
 from emu.clock import TICKS_PER_MS  # noqa: E402
 from emu.phone.controller import SUPPORTED, HciController, supported_commands  # noqa: E402
+from helpers.paths import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.path.expanduser("~/.cache/pinetime-emu"))
 WATCH = "C7:05:04:03:02:01"            # periph_radio_conn's AdvA (random static)
 PING = b"ping from a real host over HCI, in two LL packets"

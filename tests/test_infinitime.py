@@ -9,11 +9,11 @@ newest ``pinetime-app-*.out`` in ``~/.cache/pinetime-emu/infinitime/``
 (built by hand as the shared INFINITIME-BUILD.md says); without one every
 test here is skipped with that message.
 """
-from pathlib import Path
 
 from emu import Machine
 from emu.phone.scanner import Scanner, parse_ad
 from helpers.infinitime import colour, face_drawn, infinitime_image, lit
+from helpers.paths import EXAMPLES
 
 
 def _boot(seconds: float = 3.0, **kw):
@@ -169,7 +169,7 @@ def test_tour_scenario_passes(tmp_path):
     import subprocess
     import sys
     image = infinitime_image()
-    scen = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
+    scen = EXAMPLES / "scenarios"
     shutil.copy(scen / "infinitime_tour.yaml", tmp_path / "tour.yaml")
     exe = shutil.which("pinetime-emu")
     cmd = ([exe] if exe else [sys.executable, "-m", "frontends.cli"]) + [

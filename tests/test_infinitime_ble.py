@@ -20,6 +20,7 @@ from conftest import free_port, served_run
 from emu import Machine
 from emu.phone.gattphone import CTS_CURRENT_TIME, STEP_COUNT
 from helpers.infinitime import colour, face_drawn, infinitime_image, lit
+from helpers.paths import EXAMPLES
 
 # 2027-05-09 13:37:00 UTC, a Sunday
 WHEN = calendar.timegm((2027, 5, 9, 13, 37, 0, 0, 0, 0))
@@ -161,9 +162,8 @@ def test_phone_cli_against_the_bridge(tmp_path):
 def test_phone_scenario_passes(tmp_path):
     """examples/scenarios/infinitime_phone.yaml through ``pinetime-emu test``."""
     import shutil
-    from pathlib import Path
     image = infinitime_image()
-    scen = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
+    scen = EXAMPLES / "scenarios"
     shutil.copy(scen / "infinitime_phone.yaml", tmp_path / "phone.yaml")
     r = subprocess.run([sys.executable, "-m", "frontends.cli", "test", "phone.yaml", "--firmware",
                         image], capture_output=True, text=True, cwd=tmp_path, timeout=600)

@@ -28,6 +28,7 @@ import pytest
 from emu import Machine
 from emu.loader import FirmwareError, load_firmware
 from helpers.images import MAGIC, make_package, mcuboot_image
+from helpers.paths import BUILD
 
 
 @pytest.fixture
@@ -116,8 +117,7 @@ def _bad_images(app: bytes) -> dict:
     good = mcuboot_image(app)
     flipped = bytearray(good)
     flipped[32 + 100] ^= 0xFF                             # one byte of the image
-    plain = (Path(__file__).resolve().parent.parent / "firmware" / "build" /
-             "cpu_exceptions.bin").read_bytes()           # linked for 0, not the slot
+    plain = (BUILD / "cpu_exceptions.bin").read_bytes()   # linked for 0, not the slot
     return {
         "short-header": (good[:20], ["truncated", "20 bytes", "header alone is 32"]),
         "cut-in-image": (good[:32 + len(app) // 2], ["truncated", f"32 + {len(app)}"]),

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers.paths import ROOT
 
 
 def _cli(*args, **kw):

@@ -40,9 +40,9 @@ from emu.phone.dfu import package_from_bytes, read_package
 from emu.phone.gatt import GattError
 from helpers.images import init_packet, nor_with_logo
 from helpers.infinitime import enable_ota, press, resources_zip, settings_page, settle
+from helpers.paths import DOCS, ROOT
 
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
-DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def _files() -> tuple:
@@ -204,8 +204,7 @@ def test_cli_phone_dfu_against_a_bridge(tmp_path):
     res.write_bytes(resources_zip({"/fonts/x.bin": b"x" * 1000, "/y.bin": b"y" * 300}))
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"PK\x03\x04 not really")
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     port = free_port()
     with served_run(fw, "--flash-file", nor, "--bridge", port):
         deadline = time.monotonic() + 60

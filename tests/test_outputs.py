@@ -29,8 +29,8 @@ import pytest
 
 import emu.outputs as outputs
 from emu.outputs import Files, StreamOutput, atomic_write, temporary_files
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 STARTED = "pinetime demo running"
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 

@@ -12,6 +12,7 @@ import pytest
 from emu import Machine
 from emu.clock import LFCLK_TICKS, TICKS_PER_SECOND, TICKS_PER_US
 from emu.currents import BASES, CURRENT, FIGURES, TXPOWER_DBM
+from helpers.paths import DOCS
 
 BL_TICKS, TX_TICKS = 100, 66          # as firmware/tests/power_states.c
 T_TXRU, T_TXDISABLE = 140 * TICKS_PER_US, 6 * TICKS_PER_US   # PS v1.4 RADIO timing
@@ -137,8 +138,7 @@ def _shown(nA: int) -> str:
 def test_the_docs_table_is_the_declaration():
     """docs/energy.md's table of figures says what emu/currents.py says: each key's
     current and basis (so the doc says which figures are checked)."""
-    import pathlib
-    doc = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "energy.md").read_text()
+    doc = (DOCS / "energy.md").read_text()
     rows = {}
     for line in doc.splitlines():
         if line.startswith("| `"):

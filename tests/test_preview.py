@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from emu.png import read_png
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 ISSUE_SCRIPT = ("run 1s, screenshot, swipe up, run 300ms, screenshot, tap 120 200, "
                 "run 300ms, screenshot")
 

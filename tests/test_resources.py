@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import time
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +25,7 @@ from emu.phone.fstransfer import read_resources, resources_from_bytes
 from helpers.infinitime import (CASIO, INFINEAT, casio_drawn, choose_face, enable_ota,
                                 image_and_resources, infineat_drawn, press, resources_zip,
                                 settle)
-
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+from helpers.paths import DOCS
 
 
 def test_read_resources_package():

@@ -6,13 +6,12 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
 from frontends.scenario import load_scenario, main, ScenarioError
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SCEN = ROOT / "examples" / "scenarios"
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.paths import ROOT
+
 SCEN = ROOT / "examples" / "scenarios"
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "wasp-os"
 

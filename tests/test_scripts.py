@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.paths import ROOT
+
 DROP = ("PYTHON", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "DISPLAY", "WAYLAND_DISPLAY",
         "SDL_VIDEODRIVER", "PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST")
 

@@ -9,9 +9,8 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.paths import ROOT
 
 
 def _read_until(fd, needle: bytes, timeout: float) -> bytes:
@@ -80,6 +79,6 @@ def test_flash_runs_without_the_emulators_dependencies():
             "import frontends.cli\n"
             "frontends.cli.main()\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=os.path.join(os.path.dirname(__file__), ".."), timeout=60)
+                       cwd=ROOT, timeout=60)
     assert r.returncode == 0 and "usage" in r.stdout and "Traceback" not in r.stderr, \
         r.stdout + r.stderr

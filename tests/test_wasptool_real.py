@@ -25,8 +25,8 @@ from conftest import free_port, repl_ready, served_run
 
 from emu import Machine
 from emu.phone.wasptool import paste_lines
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = '''"""A module uploaded by wasptool and by pinetime-emu phone."""
 # a comment: wasptool's upload leaves it out
 

@@ -10,7 +10,6 @@ import os
 os.environ["SDL_VIDEODRIVER"] = "dummy"       # before pygame is imported anywhere
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +19,8 @@ pygame = pytest.importorskip("pygame")
 from frontends.input import (GestureTracker, Layout, TextDialog, drag_direction,  # noqa: E402
                              key_action)
 from frontends.window import NoDisplayError, Window, run_window  # noqa: E402
+from helpers.paths import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 TPS = 512_000_000
 
 
