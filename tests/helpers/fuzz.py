@@ -1,4 +1,4 @@
-"""What the seeded fuzz tests (tests/test_fuzz_*.py) share: a per-case time
+"""What the seeded fuzz tests (tests/fuzz/test_fuzz_*.py) share: a per-case time
 bound and hostile values.  Every fuzz test uses a fixed seed and a fixed
 number of cases, so a failure names a case that can be run again."""
 from __future__ import annotations

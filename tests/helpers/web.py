@@ -1,4 +1,4 @@
-"""Helpers for the web view's tests (tests/test_web*.py): a WebView running
+"""Helpers for the web view's tests (tests/frontends/test_web*.py): a WebView running
 in a thread of the test process, so a test can both talk to it as a browser
 does and look at the machine (through ``view.call``, between two slices)."""
 from __future__ import annotations

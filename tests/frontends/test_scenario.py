@@ -196,7 +196,8 @@ EXAMPLES = {
 }
 
 
-# real wasp-os images are not in the repository: tests/test_scenario_wasp.py runs these
+# real wasp-os images are not in the repository:
+# tests/firmware/test_scenario_wasp.py runs these
 # (real firmware: test_scenario_wasp, test_infinitime, test_infinitime_ble)
 WASP_EXAMPLES = {"wasp_stopwatch.yaml", "wasp_phone.yaml",
                  "infinitime_tour.yaml", "infinitime_phone.yaml"}

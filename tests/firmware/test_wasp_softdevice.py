@@ -8,7 +8,7 @@ phone on the emulated air (emu.phone.scanner.Scanner, emu.phone.gattphone.GattPh
 
 Needs two files that are never committed:
 
-* the wasp-os image, as for tests/test_wasp.py (``$PINETIME_EMU_WASP_IMAGE``
+* the wasp-os image, as for tests/firmware/test_wasp.py (``$PINETIME_EMU_WASP_IMAGE``
   or ``~/.cache/pinetime-emu/wasp-os/upstream/micropython.elf``);
 * the SoftDevice: ``$PINETIME_EMU_S132_HEX`` or
   ``~/.cache/pinetime-emu/s132/s132_nrf52_6.1.1_softdevice.hex`` (from
@@ -17,7 +17,7 @@ Needs two files that are never committed:
 
 Skipped with a message when either is absent.  The first boot formats the NOR
 flash; its ``main.py`` then stops with ``MemoryError`` (the firmware's own
-fragmented heap, see tests/test_wasp.py: here the 512-byte block fails a
+fragmented heap, see tests/firmware/test_wasp.py: here the 512-byte block fails a
 little earlier, while registering the default apps), so the watch is booted a
 second time from the formatted flash, as a user would reboot it.
 """

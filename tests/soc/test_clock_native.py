@@ -7,7 +7,7 @@ ticks, and the same state after every step.  The companion runs a clock
 whose equal-time events fire out of scheduling order and sees the
 comparison fail.  A machine with the native helpers runs on the C clock;
 the cycle-for-cycle comparisons of the native and pure-Python paths
-(tests/test_native_loop.py, the firmware tests run both ways) cover it in
+(tests/cpu/test_native_loop.py, the firmware tests run both ways) cover it in
 place."""
 import heapq
 import random

@@ -4,7 +4,8 @@ against ``run --bridge``: our own small app is uploaded, registered the way
 wasp-os users do, shown in the launcher, opened with a tap, and survives a
 watchdog reset on the same flash file.
 
-Needs the upstream wasp-os image (as tests/test_wasp.py); skipped without it.
+Needs the upstream wasp-os image (as tests/firmware/test_wasp.py); skipped
+without it.
 """
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def test_wasptools_upload_does_not_fit_the_upstream_builds_heap(booted):
     """The upstream build at its clock face has about 8 KB free and no
     free run much over 512 bytes: the REPL's parser needs 512 for every
     line, and wasptool's upload (either protocol) runs out part-way, as
-    wasp-os's own wasptool does here (tests/test_wasptool_real.py).  The
+    wasp-os's own wasptool does here (tests/firmware/test_wasptool_real.py).  The
     failure says so, and what it leaves."""
     w = booted.phone.wasp
     w.sync()

@@ -43,7 +43,7 @@ def _files() -> tuple:
         str(CACHE / "wasp-os" / "upstream" / "micropython-dfu.zip")
     if not bl or not all(Path(p).exists() for p in (bl, sd, dfu)):
         pytest.skip("no wasp-os bootloader, S132 or wasp-os DFU package (see "
-                    "tests/test_wasp_ota.py's docstring)")
+                    "tests/firmware/test_wasp_ota.py's docstring)")
     return bl, sd, dfu
 
 

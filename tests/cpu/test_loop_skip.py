@@ -13,7 +13,7 @@ cycles after another clock event (the slice between them one or two
 iterations long), in the same three ways; its companion keeps the loop's
 last iteration across the slice boundary and sees polls end late.  On real
 firmware, when the images are present, skipping changes nothing but the
-time it takes (InfiniTime's resources upload: tests/test_resources.py)."""
+time it takes (InfiniTime's resources upload: tests/firmware/test_resources.py)."""
 import os
 
 import pytest
@@ -134,7 +134,7 @@ def test_skipping_changes_nothing_on_real_firmware(which):
                     reason="about 2.5 minutes: set PINETIME_EMU_SLOW_TESTS=1")
 def test_skipping_changes_nothing_in_a_resources_upload(tmp_path):
     """InfiniTime's resources upload over Bluetooth and Infineat chosen
-    (tests/test_resources.py's steps, 60 emulated s): the run where an
+    (tests/firmware/test_resources.py's steps, 60 emulated s): the run where an
     iteration from before a slice boundary once let SpiMaster::Read's poll
     of SPIM EVENTS_END miss its event.  The same cycles, accesses per
     register, screen, NOR, RAM and registers with and without skipping."""

@@ -287,7 +287,7 @@ def test_infinitime_same_with_and_without_fast_paths(monkeypatch):
         with monkeypatch.context() as mp:
             set_fast_paths(mp, fast, fast)
             # the Python loop's shortcuts (the C loop sleeps without the hook:
-            # tests/test_native_loop.py compares it)
+            # tests/cpu/test_native_loop.py compares it)
             mp.setattr(cortexm.CortexM, "native_loop", False)
             m = Machine(str(IMAGE), flash_file=None)
             m.run(seconds=2.2)

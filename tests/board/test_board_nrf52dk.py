@@ -1,7 +1,7 @@
 """The nRF52 DK board (PCA10040): LEDs, buttons and the UART console as a
 firmware sees them (firmware/tests/board_nrf52dk.c), its Python API, the CLI
 console and --bridge per board, and its window (SDL's dummy video driver, as
-tests/test_window.py)."""
+tests/frontends/test_window.py)."""
 from __future__ import annotations
 
 import os

@@ -8,7 +8,7 @@ lower it, a masked plain register, polled legacy SPI, stores into read-only
 flash).  It runs with the native bus and with the pure-Python one: cycles,
 time, console (with its checksum of every value read), accesses and pin
 levels must be identical.  The companions break an op and see the firmware
-fail.  The same comparison on real wasp-os is in tests/test_wasp.py."""
+fail.  The same comparison on real wasp-os is in tests/firmware/test_wasp.py."""
 import pytest
 
 from emu import Machine

@@ -72,7 +72,7 @@ def test_it_bits_left_by_a_fill_are_seen(fw, monkeypatch):
 
 def test_mpu_goes_back_to_unicorns_tlb(fw):
     """The MPU needs its protection hooks over the RAM: enabling it goes
-    back to Unicorn's own TLB (tests/test_cpu_mpu.py checks the MPU)."""
+    back to Unicorn's own TLB (tests/cpu/test_cpu_mpu.py checks the MPU)."""
     m = Machine(fw("cpu_mpu"), board="nrf52832")
     assert m.cpu.pagemap is not None
     r = m.run(ms=100)

@@ -7,7 +7,7 @@ ICSR: 3000 random NVIC states (pending and active exceptions, IPSR,
 priorities, PRIGROUP, enables, SHCSR) read the same in C and in Python;
 the companion's state is read with a stale priority list and differs.
 STATE: firmware/tests/periph_radio.c (STATE read through its ramp-up, Rx
-and Disabled, with tests/test_radio.py's scanner and packet) passes natively and in pure Python in the same state, the
+and Disabled, with tests/peripherals/test_radio.py's scanner and packet) passes natively and in pure Python in the same state, the
 reads by the op."""
 import random
 

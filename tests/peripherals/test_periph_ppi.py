@@ -163,7 +163,7 @@ def test_chenset_chenclr_as_bus_ops_change_nothing(fw, monkeypatch, name, ms, pu
     """CHENSET/CHENCLR carried out by the bus (bits of CHEN set and cleared
     without the model; the routing follows CHEN when an event fires) give
     the same machine as the model's writes, natively and in pure Python.
-    (tests/test_radio_conn.py compares a whole connection too.)"""
+    (tests/peripherals/test_radio_conn.py compares a whole connection too.)"""
     from conftest import assert_firmware_passed
     m, r, chenset, fast = _ppi_run(fw, name, ms, True, pure, monkeypatch)
     _m, _r, slow_chenset, slow = _ppi_run(fw, name, ms, False, pure, monkeypatch)

@@ -5,7 +5,7 @@ InfiniTime's services the way Gadgetbridge does (emu/phone/gattphone.py): the
 Current Time Service, Alert Notification, battery, steps, music and the
 call buttons; and the same through ``--bridge`` from another process.
 
-Skipped without the InfiniTime image (see tests/test_infinitime.py).
+Skipped without the InfiniTime image (see tests/firmware/test_infinitime.py).
 """
 import calendar
 import subprocess

@@ -8,7 +8,7 @@ event register, WFE loops, Nordic's ``sev; wfe; wfe``) and InfiniTime's
 first 3 s end in the same state with the C hook as with the Python one;
 the companion leaves the event register set and is seen.  The C run loop's
 wake-up test (CortexM._wake_condition in C) is compared with the Python
-loop's by tests/test_native_loop.py."""
+loop's by tests/cpu/test_native_loop.py."""
 import pytest
 
 from conftest import assert_same_state, flip, image_both_ways, parity_state, run_fw

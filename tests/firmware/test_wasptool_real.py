@@ -4,7 +4,7 @@ row against one running emulator, as a developer at a desk runs them.
 
 Needs a wasp-os tree (PINETIME_EMU_WASP_TREE, else
 ~/.cache/pinetime-emu/wasp-os/tree: its tools/wasptool is copied, never
-changed), the wasp-os image (as tests/test_wasp.py) and pexpect (the test
+changed), the wasp-os image (as tests/firmware/test_wasp.py) and pexpect (the test
 extras); skipped, saying which is missing, without them.
 """
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _tree() -> Path:
 def _image() -> str:
     """The lean build (docs/firmware.md: the clock face alone at boot, 12 KB
     of heap free): the upstream build's heap at the clock face has no room
-    for wasptool's upload (tests/test_wasptool.py shows it failing)."""
+    for wasptool's upload (tests/firmware/test_wasptool.py shows it failing)."""
     p = os.environ.get("PINETIME_EMU_WASP_LEAN_IMAGE") or str(CACHE / "lean" / "micropython.elf")
     if not Path(p).exists():
         pytest.skip("no lean wasp-os build: set PINETIME_EMU_WASP_LEAN_IMAGE or build one into "

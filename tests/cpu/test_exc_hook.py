@@ -6,7 +6,7 @@ entries the run loop and the block hook make (ExcHook.take and
 enter_in_hook: _take_pending, _enter_in_hook, exception_entry, _enter) when
 the entry is all that happens (no MPU, no fault, no stacking error).
 
-The exception firmware of tests/test_cpu_fast_returns.py (nesting,
+The exception firmware of tests/cpu/test_cpu_fast_returns.py (nesting,
 tail-chains, PendSV, FP frames, masked pends, IT blocks, SysTick wake-ups,
 the RTC) runs with the hook in C, with the Python hook, and in pure Python
 in the same cycles, time, console and tail-chains.  The companions give the

@@ -55,7 +55,7 @@ def _files() -> tuple:
     if missing:
         pytest.skip(f"missing {', '.join(missing)}: the bootloader (InfiniTime's "
                     "bootloader/bootloader-5.0.4.bin), InfiniTime 1.16.1's MCUBoot image and a "
-                    "DFU package of another version (see tests/test_ota.py's docstring)")
+                    "DFU package of another version (see tests/firmware/test_ota.py's docstring)")
     return bl, img, upd
 
 

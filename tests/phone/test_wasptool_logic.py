@@ -6,7 +6,7 @@ Before issue 24: reset() typed ``watch.reset()``, which a REPL answering
 every line MemoryError (wasp-os's heap after its first boot) cannot run; a
 failed upload left a truncated file under the real name; a bridge streaming
 bytes without a prompt grew the client's buffer until the timeout.
-(tests/test_wasptool.py runs the same verbs on the real wasp-os image.)
+(tests/firmware/test_wasptool.py runs the same verbs on the real wasp-os image.)
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The web view (``run --web``) without a browser: its WebSocket protocol,
 its HTTP pages, its input rules, the command line.  The browser itself is
-tests/test_web_browser.py.
+tests/frontends/test_web_browser.py.
 
 The firmware is firmware/tests/pinetime_web.c: it draws a face, reacts to
 touch (a tap paints a white square where the finger was, a swipe repaints

@@ -5,7 +5,7 @@ so).
 
 Each test runs a WebView in a thread of this process (tests/helpers/web.py), so
 it can look at the machine between two slices while the page shows it.  Our
-firmware/tests/pinetime_web.c runs everywhere (see tests/test_web.py for
+firmware/tests/pinetime_web.c runs everywhere (see tests/frontends/test_web.py for
 what it draws); the real wasp-os and InfiniTime images run when they are in
 ~/.cache/pinetime-emu (skipped otherwise).  One browser serves the module.
 """

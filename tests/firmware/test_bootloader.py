@@ -10,8 +10,8 @@ InfiniTime's tree, bootloader/), and InfiniTime's MCUBoot image
 INFINITIME-BUILD.md says); they are skipped with that message when absent.
 They run it as shipped: the logo drawn from the NOR, the 5 s wait for the
 button, the vector table relocated through the NVMC (which needs the CPU
-stalled while it erases, tests/test_periph_nvmc.py), the watchdog started,
-InfiniTime's watch face."""
+stalled while it erases, tests/peripherals/test_periph_nvmc.py), the
+watchdog started, InfiniTime's watch face."""
 from __future__ import annotations
 
 import os
