@@ -7,7 +7,7 @@ screen on and off, and where the time goes.
 
 The image comes from ``$PINETIME_EMU_INFINITIME_IMAGE`` or the newest
 ``pinetime-app-*.out`` in ``~/.cache/pinetime-emu/infinitime/`` (the path
-tests/test_mcuboot.py uses; the shared INFINITIME-BUILD.md says how it was
+tests/firmware/test_mcuboot.py uses; the shared INFINITIME-BUILD.md says how it was
 built).  Each run builds a machine with an erased NOR flash
 (``flash_file=None``) and
 

@@ -3,7 +3,7 @@
     python3 bench/bench_wasp.py [--runs N] [--idle SECONDS] [--python] [--perf] [--profile]
 
 The image comes from ``$PINETIME_EMU_WASP_IMAGE`` or the cache path
-tests/test_wasp.py uses (``~/.cache/pinetime-emu/wasp-os/upstream/
+tests/firmware/test_wasp.py uses (``~/.cache/pinetime-emu/wasp-os/upstream/
 micropython.elf``; README, "Real wasp-os").  Each run builds a machine with
 an erased NOR flash (``flash_file=None``) and
 
@@ -99,7 +99,8 @@ class Probe:
 
 
 def clock_face_drawn(m) -> bool:
-    """The big digits of wasp-os's clock face are on the screen (as tests/test_wasp.py checks)."""
+    """The big digits of wasp-os's clock face are on the screen (as
+    tests/firmware/test_wasp.py checks)."""
     return int((m.board.screen()[60:150, 0:240].max(axis=2) > 64).sum()) > 2000
 
 

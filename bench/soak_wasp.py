@@ -3,9 +3,9 @@
     python3 bench/soak_wasp.py [--minutes N]
 
 The image comes from ``$PINETIME_EMU_WASP_IMAGE`` or the cache path
-tests/test_wasp.py uses.  The watch boots from an erased NOR flash, the
+tests/firmware/test_wasp.py uses.  The watch boots from an erased NOR flash, the
 emulated phone connects over Bluetooth (as Gadgetbridge stays connected) and
-soft-resets the REPL once (as tests/test_wasp.py does: the first boot's heap
+soft-resets the REPL once (as tests/firmware/test_wasp.py does: the first boot's heap
 is fragmented by the format), then the watch idles on its clock face.  Every
 emulated minute the phone asks, through the REPL, for ``gc.mem_free()`` and
 the watch's clock (``wasp.watch.rtc.time()``), and the script prints both

@@ -20,7 +20,7 @@ A machine with the native helpers runs on ``emu.soc._mmio.Clock``
 (``emu.soc.ops.new_clock``), these two classes in C with the same API and steps
 (emu/soc/_clock.h): the native bus, the peripherals' cores and the run loop
 in C then schedule and fire events without Python.  These classes stay the
-reference (the pure-Python path); tests/test_clock_native.py drives both
+reference (the pure-Python path); tests/soc/test_clock_native.py drives both
 with the same schedules.
 """
 from __future__ import annotations

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIRMWARE = ROOT / "firmware"
-BUILD = FIRMWARE / "build"
+from helpers.paths import BUILD, FIRMWARE
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +25,18 @@ def firmware_dir() -> Path:
     if r.returncode != 0:
         pytest.fail("building firmware/ failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
     return BUILD
+
+
+@pytest.fixture(scope="module")
+def target_elf():
+    """firmware/build/gdb_target.elf, built on its own (independent of other
+    images), for the GDB stub's tests."""
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.fail("arm-none-eabi-gcc not found")
+    r = subprocess.run(["make", "-C", str(FIRMWARE), "-s", "build/gdb_target.elf"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return str(BUILD / "gdb_target.elf")
 
 
 @pytest.fixture
@@ -56,15 +66,23 @@ def assert_firmware_passed(machine, result, min_passes: int = 1) -> None:
     assert len(passes) >= min_passes, f"only {len(passes)} checks ran; console:\n{text}"
 
 
+def run_fw(path: str, ms: float, board: str = "nrf52832", setup=None, **kw):
+    """A machine for the firmware at ``path`` (``Machine(path, board=board,
+    **kw)``; ``setup(machine)`` first, when given: listeners, input, a
+    switch of the test build), run for ``ms`` emulated ms: (machine, result)."""
+    from emu import Machine
+    m = Machine(path, board=board, **kw)
+    if setup is not None:
+        setup(m)
+    return m, m.run(ms=ms)
+
+
 @pytest.fixture
 def run_firmware(fw):
-    """run_firmware(name, ms=100, board="nrf52832") -> (machine, result)"""
-    from emu import Machine
-
+    """run_firmware(name, ms=100, board="nrf52832", setup=None, **kw) ->
+    (machine, result): run_fw on firmware/build/name.elf"""
     def run(name: str, ms: float = 100, board: str = "nrf52832", **kw):
-        m = Machine(fw(name), board=board, **kw)
-        r = m.run(ms=ms)
-        return m, r
+        return run_fw(fw(name), ms, board=board, **kw)
     return run
 
 
@@ -105,21 +123,48 @@ IMAGES = {"wasp-os": ("PINETIME_EMU_WASP_IMAGE", "wasp-os/upstream/micropython.e
           "infinitime": ("PINETIME_EMU_INFINITIME_IMAGE", "infinitime/pinetime-app-*.out")}
 
 
-def image_both_ways(monkeypatch, which: str, owner, switch: str, seconds: float) -> list:
+def both_ways(ways, start, board: bool = False, extra=None) -> list:
+    """A fast path and the path it stands for (natively and in pure Python,
+    a switch on and off, ...), each run to the point where they are
+    compared: for each of ``ways``, ``start(way)`` returns that machine;
+    its parity_state() (with ``board``), updated with ``extra(machine,
+    way)`` when given (what else the test compares or checks).  The list of
+    the states, in the order of ``ways``."""
+    runs = []
+    for way in ways:
+        m = start(way)
+        st = parity_state(m, board=board)
+        if extra is not None:
+            st.update(extra(m, way))
+        runs.append(st)
+    return runs
+
+
+def flip(monkeypatch, owner, name: str):
+    """turn(on): sets the switch ``owner.name`` (a class attribute such as
+    CortexM.native_loop) for the rest of the test."""
+    return lambda on: monkeypatch.setattr(owner, name, on)
+
+
+def image_both_ways(which: str, seconds: float, turn, scanner: bool = True,
+                    extra=None) -> list:
     """The cached image ``which`` (IMAGES; skipped when absent) run for
-    ``seconds`` with ``owner.switch`` True, then False, a scanner on the
-    air: the two parity_state()s with the board's screen, NOR and air."""
+    ``seconds`` after ``turn(True)``, then after ``turn(False)`` (see
+    flip()), with a scanner on the air unless ``scanner`` is False: the
+    two parity_state()s with the board's screen, NOR and air (and
+    ``extra``, as both_ways)."""
     from emu import Machine
     from emu.phone.scanner import Scanner
     path = cached_image(*IMAGES[which])
-    runs = []
-    for on in (True, False):
-        monkeypatch.setattr(owner, switch, on)
+
+    def start(on):
+        turn(on)
         m = Machine(path, flash_file=None)
-        Scanner(m.air)
+        if scanner:
+            Scanner(m.air)
         m.run(seconds=seconds)
-        runs.append(parity_state(m, board=True))
-    return runs
+        return m
+    return both_ways((True, False), start, board=True, extra=extra)
 
 
 def assert_same_state(a: dict, b: dict, between: str) -> None:

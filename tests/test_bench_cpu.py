@@ -4,9 +4,8 @@ deterministic), so instructions / wall time of the timed run is exact."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.paths import ROOT
 
 
 def load_bench():

@@ -14,13 +14,12 @@ import re
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from conftest import free_port
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 
 

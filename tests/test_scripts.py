@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.paths import ROOT
+
 DROP = ("PYTHON", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "DISPLAY", "WAYLAND_DISPLAY",
         "SDL_VIDEODRIVER", "PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST")
 
@@ -70,6 +71,6 @@ def test_demo_and_test_scripts_from_a_clean_copy_with_system_python(tmp_path):
     assert r.returncode == 0 and r.stdout == "", r.stdout + r.stderr
     assert time.monotonic() - t0 < 30
 
-    r = sh(tree, "scripts/test.sh", "-p", "no:cacheprovider", "tests/test_demo.py")
+    r = sh(tree, "scripts/test.sh", "-p", "no:cacheprovider", "tests/board/test_demo.py")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert " passed" in r.stdout and "setup: installing" not in r.stdout

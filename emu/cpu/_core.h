@@ -214,7 +214,7 @@ typedef struct {
 
 /* An attribute of the cpu or the clock: from its instance dict when there
  * (what generic getattr finds for an attribute no data descriptor of the
- * class shadows: tests/test_native_loop.py checks the names), else through
+ * class shadows: tests/cpu/test_native_loop.py checks the names), else through
  * getattr (a class default, a property). */
 static inline PyObject *dg(PyObject *d, PyObject *o, PyObject *name) {
     if (d != NULL) {

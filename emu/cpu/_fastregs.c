@@ -188,7 +188,7 @@ static void Regs_dealloc(Regs *r) {
  * in Python, step for step (same reads, same writes, same order); the NVIC
  * bookkeeping (pending, active, tail-chaining, SLEEPONEXIT) stays in
  * Python.  emu/cpu/cortexm.py uses these unless running pure Python, and
- * tests/test_cpu_exc_native.py checks both give the same machine.
+ * tests/cpu/test_cpu_exception_frames.py checks both give the same machine.
  */
 uint32_t xr(Regs *r, int i, int *err) {
     uint64_t v = 0;

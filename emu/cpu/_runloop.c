@@ -12,7 +12,7 @@
  * an engine error).  CortexM.run calls it only while none of the methods it
  * stands for is replaced (CortexM._native_loop_ok); with it off, or without
  * the native helpers, the Python loop runs: the reference, compared cycle
- * for cycle in tests/test_native_loop.py.
+ * for cycle in tests/cpu/test_native_loop.py.
  */
 #include "_core.h"
 /* Clock.next_event_time (the C clock's: loop_setup takes no other) */

@@ -18,7 +18,7 @@ tasks run in C (emu.soc._mmio.TimerCore: the same steps as _on_compare,
 _rearm, the CC write and task_CAPTURE), calling this model's fire() for a
 compare whenever a shortcut, PPI or the energy model is involved; the
 pure-Python path runs this file's code (the reference;
-tests/test_timer_core.py).
+tests/peripherals/test_timer_core.py).
 
 Not modelled: the HFCLK source dependency (TIMER counts whether or not
 HFCLK was started) and the 1 MHz/PCLK16M selection difference in power; the

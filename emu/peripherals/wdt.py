@@ -33,7 +33,7 @@ With native Cells the common reload (RR[0], only RR[0] enabled, running,
 not paused, the timeout armed) is a bus op carried out in C
 (emu.soc._mmio.WdtCore: the same steps as the branch of ``write`` for it);
 every other RR write goes to ``write``.  The pure-Python path runs this
-file's code (tests/test_periph_wdt.py compares both).
+file's code (tests/peripherals/test_periph_wdt.py compares both).
 
 Not modelled: pausing and resuming take effect at the exact tick rather than
 on the next 32.768 kHz edge (the count loses or gains less than one LFCLK

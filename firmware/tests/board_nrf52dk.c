@@ -3,7 +3,7 @@
  * the console on UART0 TX P0.06 / RX P0.08 at 115200 baud.  The firmware
  * mirrors the buttons onto the LEDs and reports each change on the console
  * until it receives 'q'; the Python test presses the buttons and reads the
- * LEDs and the console (tests/test_board_nrf52dk.py). */
+ * LEDs and the console (tests/board/test_board_nrf52dk.py). */
 #include "harness.h"
 #include "cm4.h"
 HARNESS_STATE

@@ -1,4 +1,4 @@
-/* Target for the GDB stub tests (tests/test_gdb*.py): a global counter
+/* Target for the GDB stub tests (tests/frontends/test_gdb*.py): a global counter
  * changed in a loop, a function to break on, a SysTick handler that runs
  * repeatedly, and some single-precision float math.  The firmware is also a
  * determinism probe: it prints a digest of what it observed, so a run with

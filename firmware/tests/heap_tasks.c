@@ -1,7 +1,7 @@
 /* Structures laid out as FreeRTOS's heap_4 and task lists, and as
  * MicroPython's GC tables, under their symbol names: our own small code, so
  * that emu/inspect's readers are tested without InfiniTime or wasp-os
- * (tests/test_inspect.py).
+ * (tests/machine/test_inspect.py).
  *   heap: a first-fit allocator over ucHeap with heap_4's BlockLink_t free
  *         list in address order (xStart ... *pxEnd), xFreeBytesRemaining,
  *         xMinimumEverFreeBytesRemaining; four allocations, two freed;

@@ -4,8 +4,8 @@
  * TIMER0 at ADDRESS and END.
  *   1. advertise: an ADV_IND on channel 37 with READY_START | END_DISABLE |
  *      DISABLED_RXEN, so the radio turns round to receive;
- *   2. the host-side peer (tests/test_radio.py) answers with a SCAN_REQ 150 us
- *      after the advertisement ends; the radio receives it: ADDRESS,
+ *   2. the host-side peer (tests/peripherals/test_radio.py) answers with a
+ *      SCAN_REQ 150 us after the advertisement ends; the radio receives it: ADDRESS,
  *      BCMATCH after the header, END, CRCSTATUS ok, RXMATCH 0, the PDU in RAM;
  *   3. answers with a SCAN_RSP through DISABLED_TXEN: it must start 150 us
  *      after the request ends (TIFS);

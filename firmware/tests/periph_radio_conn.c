@@ -1,7 +1,7 @@
 /* A Bluetooth LE peripheral's link layer on the RADIO, TIMER0 and PPI, driven
  * the way a controller drives them (NimBLE's nRF52 PHY and LL: TIMER0 at
  * 1 MHz, the pre-programmed PPI channels, SHORTS for the T_IFS turn-round),
- * connected by the host-side central emu/blelink.py (tests/test_radio_conn.py).
+ * connected by the host-side central emu/blelink.py (tests/peripherals/test_radio_conn.py).
  * Core spec v5.x Vol 6 Part B.
  *   1. advertise a connectable ADV_IND on channel 37 (AdvA c7:05:04:03:02:01,
  *      random) and turn round to RX with DISABLED_RXEN: the central's

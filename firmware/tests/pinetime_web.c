@@ -1,6 +1,6 @@
 /* A PineTime firmware for the web view's and the previews' tests
- * (tests/test_web*.py, tests/test_preview.py): it draws on the ST7789 and
- * reacts to everything the page can send, as real firmware does.
+ * (tests/frontends/test_web*.py, tests/frontends/test_preview.py): it draws on
+ * the ST7789 and reacts to everything the page can send, as real firmware does.
  *
  * - The screen: a dark face with a seconds counter (two 3x5 digits, redrawn
  *   once a second: a frame to push) and a bar that grows with it.

@@ -1,5 +1,5 @@
 /* Known power states for known emulated times, for the energy model's
- * integral (tests/test_power.py).  Everything timed comes from RTC1 on the
+ * integral (tests/machine/test_power.py).  Everything timed comes from RTC1 on the
  * LFXO through the PPI, so each state begins and ends on an exact LFCLK tick
  * whatever the CPU does:
  *   CC[0] -> GPIOTE CLR: P0.23 (LCD_BACKLIGHT_HIGH) low, backlight level 3

@@ -3,7 +3,7 @@
  * kernel's variables, and the ARM_CM4F port's saved context (r4-r11 and
  * EXC_RETURN, s16-s31 when the task has an FP context, then the exception
  * frame).  Our own code, not FreeRTOS's: it lets CI exercise the FreeRTOS
- * reader of emu/rtos.py and the GDB stub's threads (tests/test_rtos.py).
+ * reader of emu/rtos.py and the GDB stub's threads (tests/machine/test_rtos.py).
  *
  * Tasks: "IDLE" (priority 0) advances the tick, wakes delayed tasks and
  * resumes the worker; "blinky" (1) waits on the delayed list in

@@ -1,4 +1,4 @@
-/* RTT through the probe (tests/test_rtt.py): a control block with two up
+/* RTT through the probe (tests/machine/test_rtt.py): a control block with two up
  * rings and one down ring (firmware/common/rtt.h), as J-Link or OpenOCD
  * would read it.
  * - up 0 "Terminal", 64 bytes, blocking: 360 bytes of text go through it,

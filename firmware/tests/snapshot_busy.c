@@ -1,4 +1,4 @@
-/* A busy PineTime firmware for the snapshot tests (tests/test_snapshot.py):
+/* A busy PineTime firmware for the snapshot tests (tests/machine/test_snapshot.py):
  * at almost any instant something is in flight, so a snapshot taken "at a
  * random moment" catches state in every model.
  *  - SPIM0 with EasyDMA draws moving rectangles on the ST7789, driven by

@@ -27,7 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT
+
 sys.path.insert(0, str(ROOT))
 from emu.native_build import NATIVE_MODULES  # noqa: E402
 

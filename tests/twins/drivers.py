@@ -10,9 +10,8 @@ from __future__ import annotations
 import heapq
 import random
 import struct
-from pathlib import Path
 
-BUILD = Path(__file__).resolve().parents[2] / "firmware" / "build"
+from helpers.paths import BUILD
 
 
 def drive_clock(clock, seed, steps=3000):

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from emu import twins
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
 #: a line that only handles a failure of the C API or the engine
 ERROR_LINE = re.compile(

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import assert_firmware_passed
-from emu import Machine
+from conftest import assert_firmware_passed, run_fw
 
 PASSING = [("cpu_twin_paths", "nrf52832", 100), ("periph_twin_paths", "nrf52832", 300),
            ("pinetime_spi_stream", "pinetime", 300), ("cpu_many_blocks", "nrf52832", 300)]
@@ -20,11 +19,8 @@ LOCKUPS = [("cpu_stack_error", "stack overflow while entering SysTick"),
 
 
 def _run(fw, name, board, ms, pure):
-    kw = {"board": board, "pure_python": pure}
-    if board == "pinetime":
-        kw["flash_file"] = None
-    m = Machine(fw(name), **kw)
-    return m, m.run(ms=ms)
+    kw = {"flash_file": None} if board == "pinetime" else {}
+    return run_fw(fw(name), ms, board=board, pure_python=pure, **kw)
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["native", "python"])

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from emu import twins
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT
 
 
 def test_every_twin_is_in_step_and_every_c_function_registered():
