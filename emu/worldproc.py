@@ -25,7 +25,6 @@ is one line (WorldError), never a hang.
 """
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys

@@ -332,7 +332,7 @@ def main(argv: Optional[list] = None) -> int:
 
 
 def _run(w, world_args, nodes) -> int:
-    from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND
+    from emu.clock import NEVER, TICKS_PER_SECOND
     pollers, closers, stubs = [], [], []
     printers = []
     cap = None

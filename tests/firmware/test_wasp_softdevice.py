@@ -23,13 +23,13 @@ second time from the formatted flash, as a user would reboot it.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from emu import Machine
 from emu.phone.scanner import Scanner
+from helpers.wasp import s132_hex, wasp_image
 
 CACHE = Path.home() / ".cache" / "pinetime-emu"
 NUS_RX = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
@@ -37,18 +37,7 @@ NUS_TX = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
 
 
 def _files() -> tuple:
-    app = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(
-        CACHE / "wasp-os" / "upstream" / "micropython.elf")
-    sd = os.environ.get("PINETIME_EMU_S132_HEX") or str(
-        CACHE / "s132" / "s132_nrf52_6.1.1_softdevice.hex")
-    if not Path(app).exists():
-        pytest.skip(f"no wasp-os image: set PINETIME_EMU_WASP_IMAGE or build one into "
-                    f"{CACHE / 'wasp-os' / 'upstream'} (docs/firmware.md, 'Real wasp-os')")
-    if not Path(sd).exists():
-        pytest.skip(f"no S132 v6.1.1 SoftDevice: set PINETIME_EMU_S132_HEX or copy "
-                    f"s132_nrf52_6.1.1_softdevice.hex into {CACHE / 's132'} (docs/firmware.md, "
-                    "'Real wasp-os')")
-    return app, sd
+    return wasp_image(), s132_hex()
 
 
 def lit(m, x0, y0, x1, y1, threshold=64) -> int:

@@ -3,55 +3,30 @@ image: Zephyr's Bluetooth samples on nRF52 DKs (their own link layer on
 the RADIO, TIMERs, PPI, CCM, AAR and ECB), InfiniTime (NimBLE) and
 wasp-os on the real S132, and the phone of emu/phone as a node.
 
-Images are never committed: Zephyr's under ``$PINETIME_EMU_ZEPHYR_DIR``
-(default ``~/.cache/pinetime-emu/zephyr``, built as the shared
-ZEPHYR-BUILD.md says), InfiniTime's and wasp-os's as for
-tests/test_infinitime.py and tests/test_wasp_softdevice.py; each test skips
-with the path it needs when one is absent.
+Images are never committed: tests/helpers (zephyr, infinitime, wasp) find
+them (Zephyr's built as the shared ZEPHYR-BUILD.md says, InfiniTime's as
+INFINITIME-BUILD.md, wasp-os and Nordic's S132 as docs/firmware.md); each
+test skips with the path it needs when one is absent.
 """
 from __future__ import annotations
 
 import calendar
-import os
 import re
-from pathlib import Path
-
-import pytest
 
 from emu.world import World
+from helpers.infinitime import infinitime_image as infinitime
+from helpers.wasp import s132_hex, wasp_image
+from helpers.zephyr import image
 
-CACHE = Path.home() / ".cache" / "pinetime-emu"
 LL_ENC_REQ, LL_START_ENC_REQ = 0x03, 0x05
 
 
 def zephyr(name: str) -> str:
-    root = Path(os.environ.get("PINETIME_EMU_ZEPHYR_DIR") or CACHE / "zephyr")
-    p = root / "nrf52dk_nrf52832" / name / "zephyr.elf"
-    if not p.exists():
-        pytest.skip(f"no Zephyr {name} image at {p} (shared ZEPHYR-BUILD.md)")
-    return str(p)
-
-
-def infinitime() -> str:
-    p = os.environ.get("PINETIME_EMU_INFINITIME_IMAGE") or ""
-    if not p:
-        found = sorted((CACHE / "infinitime").glob("pinetime-app-*.out"))
-        p = str(found[-1]) if found else ""
-    if not p or not Path(p).exists():
-        pytest.skip("no InfiniTime image: set PINETIME_EMU_INFINITIME_IMAGE (shared "
-                    "INFINITIME-BUILD.md)")
-    return p
+    return image("nrf52dk_nrf52832", name)
 
 
 def wasp_s132() -> tuple:
-    app = os.environ.get("PINETIME_EMU_WASP_IMAGE") or str(
-        CACHE / "wasp-os" / "upstream" / "micropython.elf")
-    sd = os.environ.get("PINETIME_EMU_S132_HEX") or str(
-        CACHE / "s132" / "s132_nrf52_6.1.1_softdevice.hex")
-    for p in (app, sd):
-        if not Path(p).exists():
-            pytest.skip(f"no {p} (tests/test_wasp_softdevice.py says how)")
-    return app, sd
+    return wasp_image(), s132_hex()
 
 
 def uart(node) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import urllib.request
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
