@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything pinetime-emu needs on a Debian-like machine:
 # the ARM cross toolchain (to build firmware/), gdb-multiarch (debugger tests),
+# tshark (the air's captures decoded as Wireshark decodes them),
 # Debian's micro:bit MicroPython firmware (second-board tests), Xvfb, Chromium
 # and its WebDriver (the web view's browser tests; optional: where they cannot
 # be installed those tests skip, saying so), what a
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES="gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi make
-  gdb-multiarch firmware-microbit-micropython xvfb
+  gdb-multiarch tshark firmware-microbit-micropython xvfb
   python3 python3-venv python3-dev gcc libc6-dev ca-certificates git"
 # wanted but not needed: a failure to install these is a warning (the web
 # view's browser tests skip without them)

@@ -58,6 +58,13 @@ def parse_problem(argv: list, capsys):
             from frontends import preview
             preview.build_parser().parse_args(argv[1:])
             return None
+        if argv[0] == "world":
+            from frontends import worldcli
+            try:
+                worldcli.parse(argv[1:])
+            except worldcli.UsageError as e:
+                return str(e)
+            return None
         if argv[0] == "phone":
             # parsed, then no bridge at an unused port: that error means it parsed
             rc = phone_client_main(argv[1:] + ["--port", str(free_port())])
@@ -70,7 +77,7 @@ def parse_problem(argv: list, capsys):
 
 def runnable(argv: list) -> bool:
     """Needs only this repository's files, and no display, server or image."""
-    if argv[0] not in ("run", "info", "test", "preview"):
+    if argv[0] not in ("run", "info", "test", "preview", "world"):
         return False
     if argv[0] == "run" and ("--headless" not in argv or "--gdb" in argv
                              or "--bridge" in argv):
@@ -119,12 +126,13 @@ def test_commands_on_our_firmware_run_as_typed(text, scratch):
                                 "XDG_DATA_HOME": str(scratch / "data")})
         assert r.returncode == 0, (argv, r.stdout[-2000:], r.stderr[-2000:])
         ran.append(argv[0])
-    assert {"run", "info", "test", "preview"} <= set(ran), ran
+    assert {"run", "info", "test", "preview", "world"} <= set(ran), ran
     from emu.png import read_png
     assert read_png(str(scratch / "face.png")).shape == (240, 240, 3)
     assert read_png(str(scratch / "face.png")).max() > 0       # something was drawn
     assert "<testsuite" in (scratch / "out.xml").read_text()
     assert read_png(str(scratch / "preview" / "preview.png")).shape == (256, 3 * 248 + 8, 3)
+    assert (scratch / "air.pcap").read_bytes()[:4] == bytes.fromhex("4d3cb2a1")
 
 
 def test_python_tour_runs(text, scratch, monkeypatch):
