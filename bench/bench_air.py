@@ -12,7 +12,10 @@ Workloads (each node 2 m from the next on a line):
   advertising, the CPU asleep between events).  Each world boots for 4
   emulated seconds (not timed), then runs ``--seconds`` (default 5) timed.
 * one connection: Zephyr ``central_hr`` and ``peripheral_hr`` connected,
-  heart-rate notifications every second (booted for 3 s, then timed).
+  heart-rate notifications every second (booted for 3 s, then timed);
+* two busy nodes that never meet on the air: Zephyr's
+  ``fpu_sharing_generic_short`` kernel test (CPU-bound, no radio) on two
+  DKs: each runs to the end of a run in one round, so processes pay.
 
 Each is run in one process and with ``--processes`` (each machine in a
 worker process), alternating, ``--runs`` times (default 3), and printed as
@@ -91,6 +94,11 @@ def world(kind: str, n: int, processes: bool):
         w.add(zephyr_image("central_hr"), name="central", position=(0, 0))
         w.add(zephyr_image("peripheral_hr"), name="sensor", position=(2, 0))
         return w, 3.0
+    if kind == "busy":
+        for i in range(n):
+            w.add(zephyr_image("fpu_sharing_generic_short"), name=f"busy{i}",
+                  position=(2 * i, 0))
+        return w, 0.5
     for i in range(n):
         if kind == "infinitime":
             w.add(infinitime_image(), name=f"watch{i}", position=(2 * i, 0), flash_file=None)
@@ -172,6 +180,8 @@ def main(argv=None) -> int:
             jobs.append(("connection", 2))
         else:
             print("skipped connection: no Zephyr central_hr/peripheral_hr images")
+        if zephyr_image("fpu_sharing_generic_short"):
+            jobs.append(("busy", 2))
     print(f"{'workload':28s} {'mode':10s} {'x real':>8s} {'rounds/s':>9s} {'pkts/s':>7s} "
           f"{'busy Mc/s':>9s} {'limit':>7s} {'share':>6s}")
     for kind, n in jobs:
@@ -183,7 +193,8 @@ def main(argv=None) -> int:
         for m in modes:
             r = {k: statistics.median(x[k] for x in res[m]) for k in res[m][0]}
             limit = rate / max(r["busy"], 1.0) * (min(cores, n) if m else 1)
-            name = f"{n} x {kind}" if kind != "connection" else "1 connection (Zephyr hr)"
+            name = {"connection": "1 connection (Zephyr hr)",
+                    "busy": f"{n} busy, no radio (Zephyr)"}.get(kind, f"{n} x {kind}")
             spread = ", ".join(f"{x['x']:.1f}" for x in res[m])
             print(f"{name:28s} {'processes' if m else 'one':10s} {r['x']:8.1f} "
                   f"{r['rounds']:9.0f} {r['packets']:7.0f} {r['busy'] / 1e6:9.2f} "

@@ -130,8 +130,13 @@ class Ppi(NrfPeripheral):
         self._rebuild()
 
     def _wr_map(self, new, old) -> None:
+        # an endpoint changed: the maps are stale; the next event (or
+        # routes_from) builds the one it needs (Zephyr's controller writes
+        # EEP and TEP of several channels per radio event: one build, not one
+        # per write)
         self._maps.clear()
-        self._rebuild()
+        self._attach()
+        self._chen = -1
 
     # -- routing -------------------------------------------------------
     # NimBLE enables and disables the same few channel sets ~800 times an

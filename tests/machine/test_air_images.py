@@ -126,3 +126,20 @@ def test_two_watches_and_one_phone_each_gets_its_own_data():
         gp.disconnect()
     # the notification ran the left watch's motor, not the right one's
     assert buzzed(left) > 10 * 512_000 and buzzed(right) == 0
+
+
+def test_window_widening_holds_a_link_within_the_clocks_accuracy_and_not_beyond():
+    """Crystal offsets: with the sensor's clock 300 ppm fast, Zephyr's link
+    layer widens its receive windows and the link holds (a notification a
+    second); 1000 ppm off, past what the two ends' sleep clock accuracies
+    promise, its windows miss the central and the link drops."""
+    counts = {}
+    for ppm in (300.0, 1000.0):
+        w = World(seed=1)
+        c = w.add(zephyr("central_hr"), name="central", position=(0, 0))
+        w.add(zephyr("peripheral_hr"), name="sensor", position=(2, 0), ppm=ppm)
+        w.run(seconds=12)
+        out = uart(c)
+        counts[ppm] = (out.count("[NOTIFICATION]"), out.count("Disconnected"))
+    assert counts[300.0][0] >= 10 and counts[300.0][1] == 0, counts
+    assert counts[1000.0][1] >= 1 and counts[1000.0][0] < 5, counts

@@ -103,7 +103,8 @@ def test_firmware_ppi_chain_toggles_pin_without_cpu(fw):
 def _random_ppi_writes(soc, seed, n=3000):
     """CHEN/CHENSET/CHENCLR/CHG enable-disable among a few channel sets (as
     NimBLE does), with endpoint writes now and then; after each write the
-    routing map must be the one built from the registers."""
+    routing map the next event uses (an endpoint write leaves it to be built
+    then) must be the one built from the registers."""
     import random
     from emu.peripherals.ppi import Ppi
     rnd = random.Random(seed)
@@ -125,6 +126,7 @@ def _random_ppi_writes(soc, seed, n=3000):
             w(soc, PPI + 0x500, rnd.choice(sets))        # CHEN
         else:
             w(soc, PPI + rnd.choice([0x000, 0x004]), 1)  # TASKS_CHG[0].EN / DIS
+        ppi.routes_from(0)                                # as the next event would
         assert ppi._map == Ppi._build(ppi, ppi.values[0x500])
     return ppi
 
