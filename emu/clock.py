@@ -80,16 +80,7 @@ class Event:
         if when == self.when:
             return        # already due then: keep its place among same-time events
         clock._seq += 1
-        self._seq = clock._seq
-        self.when = when
-        heap = clock._heap
-        heapq.heappush(heap, (when, self._seq, self))
-        if len(heap) > clock._compact_at:
-            clock._compact()
-        if when < clock.next_deadline:
-            clock.next_deadline = when
-            if clock.on_earlier_deadline is not None:
-                clock.on_earlier_deadline()
+        _push(self, when, clock._seq)
 
     def schedule_in(self, ticks: int) -> None:
         self.schedule_at(self.clock.now + ticks)
@@ -102,19 +93,7 @@ class Event:
         the same tick's events must not depend on when it was handed over."""
         if not 0 <= key < FIRST_KEYS:
             raise ValueError(f"key must be 0 to 2**61 - 1, not {key}")
-        clock = self.clock
-        if when < clock.now:
-            when = clock.now
-        self._seq = key - FIRST_KEYS * 2
-        self.when = when
-        heap = clock._heap
-        heapq.heappush(heap, (when, self._seq, self))
-        if len(heap) > clock._compact_at:
-            clock._compact()
-        if when < clock.next_deadline:
-            clock.next_deadline = when
-            if clock.on_earlier_deadline is not None:
-                clock.on_earlier_deadline()
+        _push(self, max(when, self.clock.now), key - FIRST_KEYS * 2)
 
     def cancel(self) -> None:
         # The heap entry stays until it surfaces; it is skipped then.
@@ -123,6 +102,23 @@ class Event:
 
     def __repr__(self) -> str:
         return f"<Event {self.name} at {self.when}>"
+
+
+def _push(ev: Event, when: int, seq: int) -> None:
+    """``ev`` due at ``when`` with place ``seq`` among that tick's events
+    (Event.schedule_at's and schedule_first's steps; the C side's
+    clk_schedule_seq)."""
+    clock = ev.clock
+    ev._seq = seq
+    ev.when = when
+    heap = clock._heap
+    heapq.heappush(heap, (when, seq, ev))
+    if len(heap) > clock._compact_at:
+        clock._compact()
+    if when < clock.next_deadline:
+        clock.next_deadline = when
+        if clock.on_earlier_deadline is not None:
+            clock.on_earlier_deadline()
 
 
 class Clock:

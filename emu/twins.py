@@ -123,7 +123,7 @@ TWINS = (
     # -- the clock (emu/clock.py; emu/_clock.h, emu/_clock.c) ---------------
     Twin("clock.schedule",
          python=("emu.clock:Event.schedule_at", "emu.clock:Event.schedule_in",
-                 "emu.clock:Event.schedule_first",
+                 "emu.clock:Event.schedule_first", "emu.clock:_push",
                  "emu.clock:Event.cancel", "emu.clock:Clock.event", "emu.clock:Clock._compact"),
          native=("emu/_clock.h:clk_schedule", "emu/_clock.h:clk_schedule_seq",
                  "emu/_clock.h:clk_schedule_first", "emu/_clock.h:clk_cancel",
@@ -131,7 +131,8 @@ TWINS = (
                  "emu/_clock.c:Event_schedule_first", "emu/_clock.c:Clock_event"),
          cases=(RTC, TIMER, SYSTICK), off=PURE,
          drivers=("tests/twins/drivers.py::clock",),
-         fingerprint="0bce5e973a5b394e/9eed4772b40a8d4d"),
+         fingerprint="da811ac179387984/9eed4772b40a8d4d",
+         alone="the Python side's schedule_at and schedule_first share one _push (as the C side's clk_schedule and clk_schedule_first share clk_schedule_seq): the same steps, written once"),
     Twin("clock.fire",
          python=("emu.clock:Clock._clean", "emu.clock:Clock.next_event_time",
                  "emu.clock:Clock.run_due", "emu.clock:Clock.advance_to",

@@ -268,6 +268,14 @@ def _error(msg: str) -> None:
     print(f"pinetime-emu: error: {msg}", file=sys.stderr)
 
 
+def _give_up(closers: list, msg: str) -> int:
+    """Close what was opened, say why in one line: exit status 2."""
+    for c in closers:
+        c()
+    _error(msg)
+    return EXIT_USAGE
+
+
 def _make_machine(args):
     from emu.loader import FirmwareError
     from emu.machine import BOARDS, Machine
@@ -512,18 +520,12 @@ def cmd_run(args) -> int:
             return EXIT_USAGE
     if getattr(args, "pcap", None):
         if machine.air is None:
-            for c in closers:
-                c()
-            _error(f"--pcap: the {machine.board_name} board has no radio")
-            return EXIT_USAGE
+            return _give_up(closers, f"--pcap: the {machine.board_name} board has no radio")
         from emu.pcap import MachineCapture
         try:
             cap = MachineCapture(machine, args.pcap)
         except OSError as e:
-            for c in closers:
-                c()
-            _error(f"--pcap {args.pcap}: cannot write ({e.strerror or e})")
-            return EXIT_USAGE
+            return _give_up(closers, f"--pcap {args.pcap}: cannot write ({e.strerror or e})")
 
         def close_capture(cap=cap):
             cap.close()
@@ -534,19 +536,13 @@ def cmd_run(args) -> int:
         try:
             closers.append(machine.vcd(args.vcd).close)
         except OSError as e:
-            for c in closers:
-                c()
-            _error(f"--vcd {args.vcd}: {e}")
-            return EXIT_USAGE
+            return _give_up(closers, f"--vcd {args.vcd}: {e}")
     if args.record:
         from frontends.record import Recorder, RecordError
         try:
             rec = Recorder(machine, args.record)
         except RecordError as e:
-            for c in closers:
-                c()
-            _error(f"--record: {e}")
-            return EXIT_USAGE
+            return _give_up(closers, f"--record: {e}")
 
         def close_recording(rec=rec):
             try:

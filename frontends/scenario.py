@@ -947,27 +947,35 @@ STEPS: dict = {
 }
 
 
-def run_scenario(sc: Scenario, machine, out=sys.stdout) -> Scenario:
-    """Run ``sc`` on ``machine``, printing one line per step; fills ``sc.results``."""
+def run_scenario(sc: Scenario, machine, out=sys.stdout, machine_of=None,
+                 label_of=None) -> Scenario:
+    """Run ``sc`` on ``machine``, printing one line per step; fills ``sc.results``.
+    ``machine_of(step)``: the machine a step acts on instead (a world
+    scenario's node: frontends/worldscenario.py), ``label_of(step)`` its label."""
     failed = False
-    ctx = _Context(machine)
+    ctxs: dict = {}
     for step in sc.steps:
+        m = machine_of(step) if machine_of is not None else machine
+        label = label_of(step) if label_of is not None else step.label
         if failed:
-            sc.results.append(StepResult(step, "SKIP", _t(machine)))
-            print(f"  SKIP {'':17} {step.index:2}. {step.label}", file=out)
+            sc.results.append(StepResult(step, "SKIP", _t(m)))
+            print(f"  SKIP {'':17} {step.index:2}. {label}", file=out)
             continue
+        ctx = ctxs.get(id(m))
+        if ctx is None:
+            ctx = ctxs[id(m)] = _Context(m)
         try:
-            STEPS[step.kind](machine, step.args, ctx)
+            STEPS[step.kind](m, step.args, ctx)
         except tb.ExpectationFailed as e:
             failed = True
-            res = StepResult(step, "FAIL", _t(machine), f"expected {e.what}; saw {e.seen}")
+            res = StepResult(step, "FAIL", _t(m), f"expected {e.what}; saw {e.seen}")
         except Exception as e:                    # a model or I/O error: report, keep going
             failed = True
-            res = StepResult(step, "FAIL", _t(machine), f"error: {type(e).__name__}: {e}")
+            res = StepResult(step, "FAIL", _t(m), f"error: {type(e).__name__}: {e}")
         else:
-            res = StepResult(step, "PASS", _t(machine))
+            res = StepResult(step, "PASS", _t(m))
         sc.results.append(res)
-        line = f"  {res.status} [t={res.time_s:.6f} s] {step.index:2}. {step.label}"
+        line = f"  {res.status} [t={res.time_s:.6f} s] {step.index:2}. {label}"
         if res.message:
             line += f"\n       {res.message}"
         print(line, file=out)

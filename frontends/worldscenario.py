@@ -162,8 +162,7 @@ def run(path: str, processes: bool = False, out=sys.stdout):
     """Run one world scenario: (Scenario with results, exit status)."""
     from emu.loader import FirmwareError
     from emu.worldproc import WorldError
-    from frontends.scenario import STEPS, Scenario, StepResult, _Context, _t
-    from frontends import testbench as tb
+    from frontends.scenario import Scenario, run_scenario
     name, spec, steps, base = load(path)
     if processes:
         raise ValueError("a world scenario's steps reach into the machines: run it without "
@@ -172,34 +171,12 @@ def run(path: str, processes: bool = False, out=sys.stdout):
         w = build_world(spec, base)
     except (FirmwareError, WorldError, ValueError, TypeError) as e:
         raise ValueError(str(e)) from None
+    node_of = {id(step): node for node, step in steps}
     sc = Scenario(path, name, None, [s for _n, s in steps])
     print(f"{name} ({path})", file=out)
-    ctxs: dict = {}
-    failed = False
     try:
-        for node_name, step in steps:
-            m = w.node(node_name).machine
-            label = f"[{node_name}] {step.label}"
-            if failed:
-                sc.results.append(StepResult(step, "SKIP", _t(m)))
-                print(f"  SKIP {'':17} {step.index:2}. {label}", file=out)
-                continue
-            ctx = ctxs.setdefault(node_name, _Context(m))
-            try:
-                STEPS[step.kind](m, step.args, ctx)
-            except tb.ExpectationFailed as e:
-                failed = True
-                res = StepResult(step, "FAIL", _t(m), f"expected {e.what}; saw {e.seen}")
-            except Exception as e:                 # noqa: BLE001 - reported, the rest skipped
-                failed = True
-                res = StepResult(step, "FAIL", _t(m), f"error: {type(e).__name__}: {e}")
-            else:
-                res = StepResult(step, "PASS", _t(m))
-            sc.results.append(res)
-            line = f"  {res.status} [t={res.time_s:.6f} s] {step.index:2}. {label}"
-            if res.message:
-                line += f"\n       {res.message}"
-            print(line, file=out)
+        run_scenario(sc, None, out, machine_of=lambda st: w.node(node_of[id(st)]).machine,
+                     label_of=lambda st: f"[{node_of[id(st)]}] {st.label}")
     finally:
         w.close()
     return sc

@@ -132,7 +132,6 @@ class WorldWindow:
             self.closed = True
         elif ev.type == pg.KEYDOWN:
             name = pg.key.name(ev.key)
-            p = self.panels[self.focus]
             if name == "tab":
                 self.focus = (self.focus + 1) % len(self.panels)
             elif name == "q":
@@ -140,21 +139,10 @@ class WorldWindow:
             elif name == "f":
                 self.realtime = not self.realtime
                 self._anchor = (time.monotonic(), self.world.now)
-            elif name in ("space", "b") and getattr(p.board, "button", None) is not None:
-                p.board.button.press()
-            elif name in "1234" and len(name) == 1 and getattr(p.board, "buttons", None):
-                i = int(name) - 1
-                if i < len(p.board.buttons):
-                    p.board.buttons[i].press()
+            else:
+                self._key_button(name, True)
         elif ev.type == pg.KEYUP:
-            name = pg.key.name(ev.key)
-            p = self.panels[self.focus]
-            if name in ("space", "b") and getattr(p.board, "button", None) is not None:
-                p.board.button.release()
-            elif name in "1234" and len(name) == 1 and getattr(p.board, "buttons", None):
-                i = int(name) - 1
-                if i < len(p.board.buttons):
-                    p.board.buttons[i].release()
+            self._key_button(pg.key.name(ev.key), False)
         elif ev.type == pg.MOUSEBUTTONDOWN and ev.button == 1:
             p = self._panel_at(*ev.pos)
             if p is None:
@@ -178,6 +166,18 @@ class WorldWindow:
                 p.held = None
                 return
             self._gestures(p, p.gestures.up(p.to_panel(*ev.pos, clamp=True), time.monotonic()))
+
+    def _key_button(self, name: str, down: bool) -> None:
+        """Space or B: the focused node's side button; 1-4: its DK buttons."""
+        board = self.panels[self.focus].board
+        button = None
+        if name in ("space", "b"):
+            button = getattr(board, "button", None)
+        elif len(name) == 1 and name in "1234" and getattr(board, "buttons", None):
+            i = int(name) - 1
+            button = board.buttons[i] if i < len(board.buttons) else None
+        if button is not None:
+            button.press() if down else button.release()
 
     @staticmethod
     def _gestures(p: _Panel, gestures: list) -> None:
@@ -276,16 +276,19 @@ def run_web(w, port: int, end: int, pollers=(), realtime: bool = True) -> int:
     from frontends.web.view import WebView
     nodes = _machine_nodes(w)
     views = []
+
+    def give_up(what: str, e: OSError) -> int:
+        for v in views:
+            v.close()
+        print(f"pinetime-emu world: error: {what}: cannot listen ({e.strerror or e})",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         for n in nodes:
             views.append(WebView(n.machine, port=0, realtime=realtime,
                                  pollers=pollers if not views else (), title=n.name))
     except OSError as e:
-        for v in views:
-            v.close()
-        print(f"pinetime-emu world: error: --web: cannot listen ({e.strerror or e})",
-              file=sys.stderr)
-        return EXIT_USAGE
+        return give_up("--web", e)
     page = index_page([(n.name, v.url) for n, v in zip(nodes, views)])
 
     class Handler(BaseHTTPRequestHandler):
@@ -304,11 +307,7 @@ def run_web(w, port: int, end: int, pollers=(), realtime: bool = True) -> int:
     try:
         httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     except OSError as e:
-        for v in views:
-            v.close()
-        print(f"pinetime-emu world: error: --web {port}: cannot listen ({e.strerror or e})",
-              file=sys.stderr)
-        return EXIT_USAGE
+        return give_up(f"--web {port}", e)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     print(f"pinetime-emu: world view on http://127.0.0.1:{httpd.server_address[1]}/",
           file=sys.stderr, flush=True)
