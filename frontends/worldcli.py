@@ -106,6 +106,16 @@ def _float_in(lo: float, hi: float):
     return conv
 
 
+def _seed(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= v < 1 << 63:
+        raise argparse.ArgumentTypeError(f"a seed from 0 to 2**63-1, not {text}")
+    return v
+
+
 def _capture(text: str):
     if text.lower() == "none":
         return None
@@ -127,14 +137,15 @@ def _poke(text: str) -> tuple:
 
 
 def world_parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+    p = ArgumentParser(prog=PROG, description="Several images on one emulated air: each "
+                       "--node is a machine with its board, its place and its own options.",
                        usage="%(prog)s [WORLD OPTIONS] --node NAME[@X,Y[,Z]] FIRMWARE "
                              "[NODE OPTIONS] [--node ...]",
                        epilog=__doc__.split("\n\n", 1)[1],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seconds", type=_seconds, default=None, metavar="N",
                    help="emulated seconds (default 5; with --bridge or --gdb until stopped)")
-    p.add_argument("--seed", type=lambda s: int(s, 0), default=0,
+    p.add_argument("--seed", type=_seed, default=0,
                    help="the air's random loss seed (default 0)")
     p.add_argument("--pcap", metavar="FILE", default=None,
                    help="write every packet on the air as Wireshark reads it ('-': stdout)")
