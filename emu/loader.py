@@ -169,6 +169,10 @@ def load_firmware(path: str, base: Optional[int] = None,
                   layout: Optional[MemoryLayout] = None) -> FirmwareImage:
     layout = layout or MemoryLayout()
     name = os.fspath(path)
+    from emu.outputs import path_problem, shown_path
+    problem = path_problem(name)
+    if problem is not None:
+        raise FirmwareError(f"{shown_path(name)}: {problem}")
     if not os.path.exists(name):
         raise FirmwareError(f"{name}: no such file")
     if os.path.isdir(name):

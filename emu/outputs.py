@@ -61,14 +61,33 @@ def output_path_problem(path: str) -> Optional[str]:
     return None
 
 
+def path_problem(path: str) -> Optional[str]:
+    """Why ``path`` cannot name a file at all (None if it can): the system
+    ends a file name at its first NUL byte, so one inside is refused rather
+    than cut short (a command line cannot hold one; a scenario file, a
+    script or a Python caller can)."""
+    if "\x00" in str(path):
+        return "a file name cannot hold a NUL byte"
+    return None
+
+
+def shown_path(path) -> str:
+    """``path`` for a one-line message: a NUL byte written as \\0."""
+    return str(path).replace("\x00", "\\0")
+
+
 def file_identity(path: str) -> tuple:
     """What makes two paths the same file: (device, inode) of a file that
     exists (through symbolic links; hard links share it), else the path with
-    every symbolic link resolved."""
+    every symbolic link resolved (a path no file can have, one holding a NUL
+    byte, is only itself)."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
-        return ("path", os.path.realpath(os.path.abspath(path)))
+        try:
+            return ("path", os.path.realpath(os.path.abspath(path)))
+        except ValueError:
+            return ("path", str(path))
     return ("inode", st.st_dev, st.st_ino)
 
 
@@ -85,7 +104,7 @@ class _Entry:
         self.identity = None
 
     def __str__(self) -> str:
-        return f"{self.label} {self.path}"
+        return f"{self.label} {shown_path(self.path)}"
 
 
 class Files:
@@ -120,6 +139,15 @@ class Files:
     def outputs(self) -> list:
         return [e for e in self.entries if e.output]
 
+    def unnamable(self) -> Optional[str]:
+        """The first path no file can have (a NUL byte in it), in one line
+        naming its option, or None."""
+        for e in self.entries:
+            problem = path_problem(e.path)
+            if problem is not None:
+                return f"{e}: {problem}"
+        return None
+
     def clash(self) -> Optional[str]:
         """The first output that is the same file as an input or as another
         output (one line naming both), or None."""
@@ -141,9 +169,10 @@ class Files:
         return None
 
     def problem(self) -> Optional[str]:
-        """Clashes first, then each output's own problem (a missing folder, a
-        directory, not writable, its ``check``): one line, or None."""
-        problem = self.clash()
+        """A path no file can have (a NUL byte in it), then clashes, then each
+        output's own problem (a missing folder, a directory, not writable,
+        its ``check``): one line, or None."""
+        problem = self.unnamable() or self.clash()
         if problem is not None:
             return problem
         for e in self.outputs:

@@ -47,6 +47,8 @@ DRAIN_TICKS = 10 * TICKS_PER_SECOND   # emulated time the last bytes of a client
 QUIET_TICKS = TICKS_PER_SECOND // 10  # after a hang-up the link stays until the watch has
                                       # sent nothing for this long (a host ends a link some
                                       # time after its last user left, not at once)
+MAX_INPUT = 4 << 20         # bytes of a file --exec, --upload or --push sends: the whole NOR
+MAX_GB_DEPTH = 32           # arrays and objects inside each other in a --gb message
 
 
 class TcpByteServer:
@@ -299,13 +301,62 @@ class BridgeServer(TcpByteServer):
 
 
 def _gb_json(s: str) -> dict:
+    """--gb's JSON object: UTF-8 text, and nested no deeper than a
+    Gadgetbridge message can be (JSON nested a thousand deep raised
+    RecursionError while it was parsed)."""
+    from frontends.common import text_arg
     try:
-        msg = json.loads(s)
+        msg = json.loads(text_arg(s))
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"not JSON ({e})") from None
+    except RecursionError:
+        msg = None
+    if msg is None or _depth(msg) > MAX_GB_DEPTH:
+        raise argparse.ArgumentTypeError(f"arrays and objects nested more than "
+                                         f"{MAX_GB_DEPTH} deep")
     if not isinstance(msg, dict):
         raise argparse.ArgumentTypeError("not a JSON object ({...})")
     return msg
+
+
+def _depth(v) -> int:
+    """How deep lists and dicts are nested in ``v`` (without recursing)."""
+    deepest, stack = 0, [(v, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (list, dict)):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def _input_problem(path: str, limit: int) -> Optional[str]:
+    """Why ``path`` cannot be sent to the watch (None if it can): a regular
+    file of at most ``limit`` bytes (/dev/zero was read until memory ran
+    out)."""
+    import stat
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        return f"cannot read ({e.strerror or e})"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a device, a FIFO)"
+    if st.st_size > limit:
+        return f"{st.st_size} bytes, more than the {limit} the watch's flash can hold"
+    return None
+
+
+def _read_input(path: str, limit: int) -> bytes:
+    """The bytes of a file checked by :func:`_input_problem`, read whole but
+    never more than ``limit`` (OSError if it grew past it since)."""
+    import errno
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"more than the {limit} bytes the watch's flash can hold")
+    return data
 
 
 
@@ -326,6 +377,13 @@ def _unix_time(s: str) -> int:
 
 
 
+def _watch_file(s: str) -> str:
+    """--pull's FILE: the watch's file name (UTF-8 text in a REPL line) and
+    a local one (no NUL byte)."""
+    from frontends.common import path_arg, text_arg
+    return path_arg(text_arg(s))
+
+
 def _pull_destination(name: str) -> str:
     """--pull FILE writes the watch's FILE to a local file of the same name."""
     return os.path.basename(name)
@@ -344,6 +402,30 @@ def phone_files(a):
     return files
 
 
+def _inputs_problem(a) -> Optional[str]:
+    """What is wrong with the files ``phone`` sends, before it connects: each
+    a regular file the watch can hold, and a name the watch can take."""
+    for label, path in (("--exec", a.exec_file), ("--upload", a.upload), ("--push", a.push)):
+        if path is None:
+            continue
+        problem = _input_problem(path, MAX_INPUT)
+        if problem is not None:
+            return f"{label} {path}: {problem}"
+        if label != "--exec" and a.as_name is None:
+            try:
+                os.path.basename(path).encode("utf-8")
+            except UnicodeEncodeError:
+                return (f"{label} {path!r}: the name is not UTF-8 text, which the watch's "
+                        f"file names are: give one with --as NAME")
+    for label, path in (("--dfu", getattr(a, "dfu", None)),
+                        ("--resources", getattr(a, "resources", None))):
+        if path is not None:
+            problem = _input_problem(path, 64 << 20)     # each has its own limit later
+            if problem is not None:
+                return f"{label} {path}: {problem}"
+    return None
+
+
 def _wasptool_verb(a, s) -> int:
     """One of wasptool's verbs against a running --bridge."""
     import time as _host_time   # a host tool: the host's clock is what --rtc sends
@@ -358,8 +440,7 @@ def _wasptool_verb(a, s) -> int:
     for path in (a.exec_file, a.upload, a.push):
         if path is not None:
             try:
-                with open(path, "rb") as f:
-                    data = f.read()
+                data = _read_input(path, MAX_INPUT)
             except OSError as e:
                 return err(f"cannot read {path}: {e.strerror or e}", EXIT_USAGE)
     with s:
@@ -478,7 +559,8 @@ def _console(s, quiet: float = 3.0) -> int:
 def phone_client_main(argv=None) -> int:
     """pinetime-emu phone [--port N] (--gb JSON | --notify T B | --call NAME NUM | --repl LINE)"""
     from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _host,
-                                  remote_port, wait_seconds)
+                                  path_arg, remote_port, text_arg,
+                                  wait_seconds)
     ap = ArgumentParser(prog="pinetime-emu phone",
                         description="Send one Gadgetbridge message, REPL line or wasptool verb "
                                     "to a running 'pinetime-emu run FIRMWARE --bridge PORT' and "
@@ -492,22 +574,25 @@ def phone_client_main(argv=None) -> int:
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--gb", type=_gb_json, metavar="JSON",
                       help="raw Gadgetbridge JSON object, e.g. '{\"t\":\"find\",\"n\":true}'")
-    what.add_argument("--notify", nargs=2, metavar=("TITLE", "BODY"), help="a notification")
-    what.add_argument("--call", nargs=2, metavar=("NAME", "NUMBER"), help="an incoming call")
-    what.add_argument("--repl", metavar="LINE", help="a line for the watch's Python REPL")
+    what.add_argument("--notify", type=text_arg, nargs=2, metavar=("TITLE", "BODY"),
+                      help="a notification")
+    what.add_argument("--call", type=text_arg, nargs=2, metavar=("NAME", "NUMBER"),
+                      help="an incoming call")
+    what.add_argument("--repl", type=text_arg, metavar="LINE",
+                      help="a line for the watch's Python REPL")
     # wasptool's verbs (emu/phone/wasptool.py), with wasptool's meanings
-    what.add_argument("--exec", metavar="FILE", dest="exec_file",
+    what.add_argument("--exec", type=path_arg, metavar="FILE", dest="exec_file",
                       help="run FILE in the REPL (paste mode) and print its output")
-    what.add_argument("--eval", metavar="CODE",
+    what.add_argument("--eval", type=text_arg, metavar="CODE",
                       help="run CODE in paste mode and print what it prints (as wasptool: "
                            "--eval 'print(6*7)'; --repl shows a value)")
-    what.add_argument("--upload", metavar="FILE",
+    what.add_argument("--upload", type=path_arg, metavar="FILE",
                       help="write FILE into the watch's filesystem with wasp-os's shell.upload, "
                            "as wasptool (comments, docstrings and blank lines left out; "
                            "--binary: the bytes as they are); name: --as, else FILE's")
-    what.add_argument("--push", metavar="FILE", help="copy FILE to the watch as it is "
-                      "(--upload --binary)")
-    what.add_argument("--pull", metavar="FILE",
+    what.add_argument("--push", type=path_arg, metavar="FILE",
+                      help="copy FILE to the watch as it is (--upload --binary)")
+    what.add_argument("--pull", type=_watch_file, metavar="FILE",
                       help="copy the watch's FILE to a local file of the same name")
     what.add_argument("--rtc", action="store_true", help="set the watch's clock to the host's")
     what.add_argument("--check-rtc", action="store_true",
@@ -525,26 +610,29 @@ def phone_client_main(argv=None) -> int:
     what.add_argument("--set-time", metavar="UNIX|now", type=_unix_time,
                       help="set the watch's clock (Current Time Service); 'now' is the host's")
     what.add_argument("--steps", action="store_true", help="print the step count")
-    what.add_argument("--music", nargs=2, metavar=("ARTIST", "TRACK"),
+    what.add_argument("--music", type=text_arg, nargs=2, metavar=("ARTIST", "TRACK"),
                       help="show a track in the music app")
     what.add_argument("--music-state", choices=("play", "pause"), help="playing or paused")
     what.add_argument("--firmware-version", action="store_true",
                       help="print the firmware revision (Device Information)")
-    what.add_argument("--read", metavar="UUID", help="read a characteristic, print its hex")
-    what.add_argument("--write", nargs=2, metavar=("UUID", "HEX"),
+    what.add_argument("--read", type=text_arg, metavar="UUID",
+                      help="read a characteristic, print its hex")
+    what.add_argument("--write", type=text_arg, nargs=2, metavar=("UUID", "HEX"),
                       help="write bytes (hex) to a characteristic")
-    what.add_argument("--dfu", metavar="FILE.zip",
+    what.add_argument("--dfu", type=path_arg, metavar="FILE.zip",
                       help="update the watch's firmware over the air with this DFU package "
                            "(legacy Nordic DFU, as Gadgetbridge does; docs/flash.md)")
-    what.add_argument("--resources", metavar="FILE.zip",
+    what.add_argument("--resources", type=path_arg, metavar="FILE.zip",
                       help="put InfiniTime's resources package (fonts, pictures) into the "
                            "watch's files over its file transfer service (docs/flash.md)")
-    ap.add_argument("--as", dest="as_name", metavar="NAME", help="the watch's file name for "
-                    "--upload/--push")
+    ap.add_argument("--as", type=text_arg, dest="as_name", metavar="NAME",
+                    help="the watch's file name for --upload/--push")
     ap.add_argument("--binary", action="store_true",
                     help="--upload the bytes as they are (base64 lines), as wasptool --binary")
-    ap.add_argument("--title", default="Title", help="--send-notification's title (Title)")
-    ap.add_argument("--body", default="Body", help="--send-notification's body (Body)")
+    ap.add_argument("--title", type=text_arg, default="Title",
+                    help="--send-notification's title (Title)")
+    ap.add_argument("--body", type=text_arg, default="Body",
+                    help="--send-notification's body (Body)")
     ap.add_argument("--id", type=int, default=1, help="--send-notification's id (1)")
     ap.add_argument("--timeout", type=wait_seconds, default=30.0, metavar="S",
                     help="seconds to wait for each REPL reply of --repl and the wasptool "
@@ -553,7 +641,7 @@ def phone_client_main(argv=None) -> int:
                     help="seconds to print replies to --gb/--notify/--call (default 1; "
                          "--repl stops at the prompt)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
-    problem = phone_files(a).problem()
+    problem = phone_files(a).problem() or _inputs_problem(a)
     if a.binary and not a.upload:
         problem = "--binary goes with --upload (--push is always binary)"
     if problem is not None:

@@ -30,7 +30,7 @@ from typing import Optional
 
 from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _address,
                               _host, _port, _scale, _seconds, flash_file_problem,
-                              report_stop)
+                              path_arg, report_stop)
 from frontends.rtt import rtt_address as _rtt_address, rtt_port as _rtt_port
 
 
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "line on stderr and exit status 2, before anything runs.  "
                                    "Files written whole (snapshot, screenshot, recording, "
                                    "flash) replace the old file only when complete.")
-    r.add_argument("firmware", metavar="FIRMWARE",
+    r.add_argument("firmware", type=path_arg, metavar="FIRMWARE",
                    help="firmware file: .elf, .hex, raw .bin, 512 KiB flash dump, MCUBoot "
                         "image, DFU .zip")
     r.add_argument("--board", default=None,
@@ -64,11 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="load address of a raw .bin or DFU .zip (default: 0x26000 when a "
                         ".bin's vector table points there or for a .zip, else 0), or the "
                         "slot of an MCUBoot image (default 0x8000)")
-    r.add_argument("--softdevice-hex", metavar="HEX", default=None,
+    r.add_argument("--softdevice-hex", type=path_arg, metavar="HEX", default=None,
                    help="run a real Nordic SoftDevice (its .hex with the MBR, e.g. "
                         "s132_nrf52_6.1.1_softdevice.hex) under an application built for it "
                         "instead of the emulated S132 API: the chip boots from the MBR")
-    r.add_argument("--bootloader", metavar="BIN", default=None,
+    r.add_argument("--bootloader", type=path_arg, metavar="BIN", default=None,
                    help="run the PineTime bootloader (InfiniTime's bootloader-5.0.4.bin, "
                         "MCUBoot on Mynewt) at 0 under FIRMWARE, an MCUBoot image: its logo "
                         "from the NOR, the swap of an update, the watchdog (docs/flash.md)")
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seconds", type=_seconds, default=None, metavar="N",
                    help="emulated seconds to run, a finite number > 0 (headless default 5, "
                         "or until stopped with --bridge or --gdb; window: until closed)")
-    r.add_argument("--screenshot", metavar="PNG", default=None,
+    r.add_argument("--screenshot", type=path_arg, metavar="PNG", default=None,
                    help="save the screen as a PNG when the run ends (its directory must "
                         "exist)")
     r.add_argument("--scale", type=_scale, default=2, metavar="N",
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fast", action="store_true",
                    help="run as fast as possible instead of pacing to real time (the window, "
                         "and --headless with --bridge)")
-    r.add_argument("--flash-file", default=None, metavar="PATH",
+    r.add_argument("--flash-file", type=path_arg, default=None, metavar="PATH",
                    help="file backing the PineTime's 4 MiB external SPI flash: a new file in "
                         "an existing directory, or a 4 MiB flash image (default: a per-user "
                         "data file; 'none' keeps it in memory)")
@@ -130,34 +130,34 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the firmware's debug text (semihosting, ITM) and the board's "
                         "UART console go; with stdout, stdin is typed into the UART console "
                         "(a terminal is taken over on microbit and nrf52dk only)")
-    r.add_argument("--snapshot", metavar="FILE", default=None,
+    r.add_argument("--snapshot", type=path_arg, metavar="FILE", default=None,
                    help="start from a machine snapshot taken on this firmware and board "
                         "(the NOR flash comes from the snapshot unless --flash-file is given)")
-    r.add_argument("--save-snapshot", metavar="FILE", default=None,
+    r.add_argument("--save-snapshot", type=path_arg, metavar="FILE", default=None,
                    help="save a machine snapshot when the run ends (after --seconds; its "
                         "directory must exist); the same FILE as --snapshot continues that "
                         "snapshot in place")
-    r.add_argument("--pcap", metavar="FILE", default=None,
+    r.add_argument("--pcap", type=path_arg, metavar="FILE", default=None,
                    help="write every packet on the air (the RADIO's and the phone's) as "
                         "Wireshark reads it, LINKTYPE 256 ('-': stdout, for wireshark -k -i -; "
                         "several boards on one air: pinetime-emu world, docs/air.md)")
-    r.add_argument("--vcd", metavar="FILE", default=None,
+    r.add_argument("--vcd", type=path_arg, metavar="FILE", default=None,
                    help="write a value change dump over emulated time: GPIO pins, SPI and I2C "
                         "bytes, interrupt lines, backlight and motor (GTKWave, PulseView)")
-    r.add_argument("--record", metavar="FILE.gif|FILE.png", default=None,
+    r.add_argument("--record", type=path_arg, metavar="FILE.gif|FILE.png", default=None,
                    help="record the screen as the firmware drew it, timed in emulated time: "
                         "an animated GIF or PNG (APNG), written when the run ends")
-    r.add_argument("--trace", metavar="FILE", default=None,
+    r.add_argument("--trace", type=path_arg, metavar="FILE", default=None,
                    help="write an instruction trace: time, address, symbol, disassembly and "
                         "the registers each instruction changed (slow; see --trace-range)")
     r.add_argument("--trace-range", metavar="SYMBOL|START-END", default=None,
                    help="trace only this function (by ELF symbol) or address range")
-    r.add_argument("--trace-mmio", metavar="FILE", default=None,
+    r.add_argument("--trace-mmio", type=path_arg, metavar="FILE", default=None,
                    help="write every peripheral access: time, guest PC and symbol, "
                         "register name, address and value")
     r.add_argument("--trace-limit", metavar="SIZE", default="64M",
                    help="stop each trace file at this size (default 64M)")
-    r.add_argument("--power", metavar="FILE.csv|.json|.png", default=None,
+    r.add_argument("--power", type=path_arg, metavar="FILE.csv|.json|.png", default=None,
                    help="run the energy model and write the current over emulated time when "
                         "the run ends: CSV (a row at each change, per part), JSON (average, "
                         "share per part, battery life, the series) or a PNG plot (needs "
@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("info", help="describe a firmware image",
                        description="Print what the loader sees in FIRMWARE.")
-    i.add_argument("firmware", metavar="FIRMWARE")
+    i.add_argument("firmware", type=path_arg, metavar="FIRMWARE")
     i.add_argument("--base", type=_address, default=None, metavar="ADDR",
                    help="load address of a raw .bin or DFU .zip (as for run)")
     i.add_argument("--board", default="pinetime", help=argparse.SUPPRESS)   # accepted, unused
@@ -320,6 +320,9 @@ def _run_args_problem(args) -> Optional[str]:
     """What is wrong with run's options beyond what the parser checks: option
     combinations and the files a run will write (so that a long run never ends
     in a failed save, and a flash file that cannot persist is refused)."""
+    problem = run_files(args).unnamable()        # a NUL byte: before any message shows it
+    if problem is not None:
+        return problem
     if args.gdb_wait and args.gdb is None:
         return "--gdb-wait needs --gdb PORT"
     if args.bridge is not None and args.bridge == args.gdb and args.bridge != 0 \

@@ -24,6 +24,7 @@ class ArgumentParser(argparse.ArgumentParser):
     on stderr naming the problem, and exit status 2 (no usage block)."""
 
     def error(self, message: str):
+        message = message.replace("\x00", "\\0")     # e.g. an unrecognized argument's NUL
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
     def _get_values(self, action, arg_strings):
@@ -116,6 +117,27 @@ def _host(s: str) -> str:
         ok = False
     if not ok:
         raise argparse.ArgumentTypeError(f"not a host name or address: {s!r}")
+    return s
+
+
+def path_arg(s: str) -> str:
+    """A file name on a command line: one a file can have.  The system ends
+    a name at a NUL byte, which a shell cannot pass but a script calling
+    ``main([...])`` can: refused here rather than cut short, or a ValueError
+    deep in ``os``."""
+    if "\x00" in s:
+        raise argparse.ArgumentTypeError(f"a file name cannot hold a NUL byte: {s!r}")
+    return s
+
+
+def text_arg(s: str) -> str:
+    """Text a command sends on (to the watch, in JSON, into a REPL line):
+    UTF-8.  Bytes of the command line that are not UTF-8 reach Python as
+    lone surrogates ('\\udcff'), which no encoder takes."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"not UTF-8 text: {s!r}") from None
     return s
 
 

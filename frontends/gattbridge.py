@@ -340,7 +340,7 @@ def client_verb(a, s, early: bytes) -> int:
                 buf = bytearray(rest)
                 try:
                     msg = json.loads(raw.decode("utf-8", "replace"))
-                except ValueError:
+                except (ValueError, RecursionError):    # not a line of the bridge's
                     continue
                 if not isinstance(msg, dict) or "ok" not in msg:
                     continue                        # events (connected, music...)
@@ -412,7 +412,7 @@ def _zip_client(a, s, early: bytes, err) -> int:
                 buf = bytearray(rest)
                 try:
                     msg = json.loads(raw.decode("utf-8", "replace"))
-                except ValueError:
+                except (ValueError, RecursionError):    # not a line of the bridge's
                     continue
                 if not isinstance(msg, dict):
                     continue

@@ -294,29 +294,29 @@ def capture(scenario, machine, out=sys.stdout) -> tuple:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from frontends.common import ArgumentParser
+    from frontends.common import ArgumentParser, path_arg
     p = ArgumentParser(prog="pinetime-emu preview",
                        description="Run a firmware through a few steps and write its "
                                    "screenshots as a PNG strip, a GIF and a Markdown snippet "
                                    "(for a pull request).  Bad input is one line on stderr "
                                    "and exit status 2, before anything runs.")
-    p.add_argument("firmware", metavar="FIRMWARE",
+    p.add_argument("firmware", type=path_arg, metavar="FIRMWARE",
                    help="ELF, Intel HEX, raw .bin, flash dump, MCUBoot image or DFU .zip")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--script", metavar="STEPS",
                      help='comma-separated steps: "run 1s, screenshot, swipe up, run 300ms, '
                           'screenshot, tap 120 200, run 300ms, screenshot"')
-    how.add_argument("--scenario", metavar="YAML",
+    how.add_argument("--scenario", type=path_arg, metavar="YAML",
                      help="a scenario file (pinetime-emu test); its screenshot steps are "
                           "the frames")
-    p.add_argument("--out", default="preview", metavar="DIR",
+    p.add_argument("--out", type=path_arg, default="preview", metavar="DIR",
                    help="folder for the outputs (default preview/; made if missing)")
     p.add_argument("--name", default="preview", metavar="NAME",
                    help="file names: NAME.png, NAME.gif, NAME.md (default preview)")
     p.add_argument("--board", default=None,
                    help="board (default: the scenario's, else the one the firmware was "
                         "built for)")
-    p.add_argument("--snapshot", metavar="FILE", default=None,
+    p.add_argument("--snapshot", type=path_arg, metavar="FILE", default=None,
                    help="start from this machine snapshot instead of power-on")
     p.add_argument("--scale", type=_scale, default=1, metavar="N",
                    help="scale the images by N, 1 to 8 (nearest neighbour; default 1)")

@@ -124,7 +124,7 @@ from typing import Any, Callable, Optional
 from xml.sax.saxutils import quoteattr, escape
 
 from emu.clock import NEVER, TICKS_PER_MS, TICKS_PER_SECOND
-from emu.outputs import Files, atomic_write, file_identity
+from emu.outputs import Files, atomic_write, file_identity, path_problem
 from frontends import testbench as tb
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -297,13 +297,13 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
     elif kind == "screenshot":
         if not isinstance(v, str) or not v:
             raise ScenarioError(f"{where}: expected a PNG path")
-        a = {"path": os.path.join(base, v)}
+        a = {"path": _path(base, v, where)}
         label = f"screenshot {v}"
     elif kind == "expect_screen":
         if isinstance(v, str):
             v = {"png": v}
         a = _mapping(v, where, ("png",), ("tolerance", "mask"))
-        a["png"] = os.path.join(base, str(a["png"]))
+        a["png"] = _path(base, str(a["png"]), f"{where} png")
         a["tolerance"] = _int(a.get("tolerance", 0), f"{where} tolerance", 0, 255)
         masks = a.get("mask", []) or []
         if not isinstance(masks, list) or not all(
@@ -320,12 +320,12 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
     elif kind in ("save_snapshot", "load_snapshot"):
         if not isinstance(v, str) or not v:
             raise ScenarioError(f"{where}: expected a snapshot file path")
-        a = {"path": os.path.join(base, v)}
+        a = {"path": _path(base, v, where)}
         label = f"{kind} {v}"
     elif kind == "upload":
         a = _mapping({"file": v} if isinstance(v, str) else v, where, ("file",),
                      ("as", "binary", "timeout_ms"))
-        a["path"] = os.path.join(base, _text(a.pop("file"), f"{where} file"))
+        a["path"] = _path(base, _text(a.pop("file"), f"{where} file"), f"{where} file")
         if not isinstance(a.get("binary", False), bool):
             raise ScenarioError(f"{where}: binary is true or false")
         if not os.path.isfile(a["path"]):
@@ -339,7 +339,7 @@ def _parse_step(raw: Any, index: int, base: str) -> Step:
         if ("file" in a) == ("code" in a):
             raise ScenarioError(f"{where}: give exactly one of file or code")
         if "file" in a:
-            path = os.path.join(base, _text(a.pop("file"), f"{where} file"))
+            path = _path(base, _text(a.pop("file"), f"{where} file"), f"{where} file")
             if not os.path.isfile(path):
                 raise ScenarioError(f"{where}: no file {path}")
             try:
@@ -370,6 +370,15 @@ def parse_step(raw: Any, index: int, base: str) -> Step:
     ``base`` is the folder relative paths are taken from (ScenarioError on
     bad input).  ``pinetime-emu preview --script`` builds its steps here."""
     return _parse_step(raw, index, base)
+
+
+def _path(base: str, v: str, what: str) -> str:
+    """A step's file, relative to the scenario's folder; one that no file
+    can have (a NUL byte in it) is refused here, naming the step."""
+    problem = path_problem(v)
+    if problem is not None:
+        raise ScenarioError(f"{what}: {_show(v)}: {problem}")
+    return os.path.join(base, v)
 
 
 def _text(v: Any, what: str) -> str:
@@ -1005,21 +1014,22 @@ def write_junit(path: str, scenarios: list, firmware: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from frontends.common import ArgumentParser       # one-line usage errors, exit status 2
+    from frontends.common import ArgumentParser, path_arg  # one-line usage errors, exit status 2
     p = ArgumentParser(prog="pinetime-emu test",
                        description="Run YAML scenarios against a firmware.  Bad input (a "
                                    "scenario or firmware that cannot be loaded, a report "
                                    "that cannot be written, a bad option) is one line on "
                                    "stderr and exit status 2, before any scenario runs.")
-    p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario .yaml files")
-    p.add_argument("--firmware", "-f", required=True,
+    p.add_argument("scenarios", type=path_arg, nargs="+", metavar="SCENARIO",
+                   help="scenario .yaml files")
+    p.add_argument("--firmware", "-f", type=path_arg, required=True,
                    help="ELF, Intel HEX, raw .bin, flash dump or DFU .zip")
     p.add_argument("--board", default=None,
                    help="board (default: the scenario's 'board', else the one the "
                         "firmware was built for, as 'run' picks it)")
-    p.add_argument("--junit", metavar="OUT.xml",
+    p.add_argument("--junit", type=path_arg, metavar="OUT.xml",
                    help="write a JUnit XML report (its directory must exist)")
-    p.add_argument("--snapshot", metavar="FILE", default=None,
+    p.add_argument("--snapshot", type=path_arg, metavar="FILE", default=None,
                    help="start every scenario from this machine snapshot (taken on the same "
                         "firmware and board, e.g. with 'pinetime-emu run --save-snapshot')")
     return p

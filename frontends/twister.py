@@ -54,6 +54,8 @@ def flash_main(argv: list) -> int:
     p.add_argument("--skip-rebuild", action="store_true")
     p.add_argument("-r", "--runner", default=None)
     args, _rest = p.parse_known_args(argv)    # runner options: not ours
+    if "\x00" in args.build_dir:
+        return _error(prog, "--build-dir: a file name cannot hold a NUL byte")
     elf = os.path.join(args.build_dir, "zephyr", "zephyr.elf")
     if not os.path.isfile(elf):
         return _error(prog, f"no zephyr/zephyr.elf in {args.build_dir}")

@@ -43,7 +43,8 @@ import sys
 from typing import Optional
 
 from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _address,
-                              _port, _seconds, flash_file_problem, report_stop)
+                              _port, _seconds, flash_file_problem, path_arg,
+                              report_stop)
 from frontends.rtt import rtt_port as _rtt_port
 
 PROG = "pinetime-emu world"
@@ -147,7 +148,7 @@ def world_parser() -> argparse.ArgumentParser:
                    help="emulated seconds (default 5; with --bridge or --gdb until stopped)")
     p.add_argument("--seed", type=_seed, default=0,
                    help="the air's random loss seed (default 0)")
-    p.add_argument("--pcap", metavar="FILE", default=None,
+    p.add_argument("--pcap", type=path_arg, metavar="FILE", default=None,
                    help="write every packet on the air as Wireshark reads it ('-': stdout)")
     p.add_argument("--sniffer", type=_coords, default=None, metavar="X,Y[,Z]",
                    help="where the capture measures each packet's power (default: the first "
@@ -171,9 +172,9 @@ def world_parser() -> argparse.ArgumentParser:
                    help="window scale, 1 to 4 (default 1)")
     p.add_argument("--fast", action="store_true",
                    help="run as fast as possible (the window and served runs pace to real time)")
-    p.add_argument("--scenario", metavar="FILE", default=None,
+    p.add_argument("--scenario", type=path_arg, metavar="FILE", default=None,
                    help="a world scenario: its nodes and steps (frontends/worldscenario.py)")
-    p.add_argument("--junit", metavar="FILE", default=None,
+    p.add_argument("--junit", type=path_arg, metavar="FILE", default=None,
                    help="with --scenario: a JUnit XML report")
     p.add_argument("--summary", action="store_true",
                    help="at the end: each node's emulated time, cycles and packets sent")
@@ -184,14 +185,14 @@ def world_parser() -> argparse.ArgumentParser:
 
 def node_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, add_help=False)
-    p.add_argument("firmware", metavar="FIRMWARE")
+    p.add_argument("firmware", type=path_arg, metavar="FIRMWARE")
     p.add_argument("--board", default=None)
     p.add_argument("--base", type=_address, default=None)
     p.add_argument("--ppm", type=_float_in(-1000, 1000), default=0.0)
-    p.add_argument("--flash-file", default=None)
-    p.add_argument("--softdevice-hex", default=None)
-    p.add_argument("--bootloader", default=None)
-    p.add_argument("--screenshot", default=None)
+    p.add_argument("--flash-file", type=path_arg, default=None)
+    p.add_argument("--softdevice-hex", type=path_arg, default=None)
+    p.add_argument("--bootloader", type=path_arg, default=None)
+    p.add_argument("--screenshot", type=path_arg, default=None)
     p.add_argument("--bridge", type=_port, default=None)
     p.add_argument("--gdb", type=_port, default=None)
     p.add_argument("--rtt-port", type=_rtt_port, action="append", default=None)

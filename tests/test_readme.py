@@ -66,10 +66,15 @@ def parse_problem(argv: list, capsys):
                 return str(e)
             return None
         if argv[0] == "phone":
-            # parsed, then no bridge at an unused port: that error means it parsed
+            # parsed, then no bridge at an unused port: that error means it
+            # parsed; so does a file it sends that is not here (an example's
+            # hello.py), checked before it connects
             rc = phone_client_main(argv[1:] + ["--port", str(free_port())])
             err = capsys.readouterr().err
-            return None if rc == 2 and "cannot connect" in err else f"rc {rc}: {err}"
+            missing = [f"{o} {f}: cannot read (No such file or directory)"
+                       for o, f in zip(argv, argv[1:]) if not os.path.exists(f)]
+            parsed = "cannot connect" in err or any(m in err for m in missing)
+            return None if rc == 2 and parsed else f"rc {rc}: {err}"
     except SystemExit:
         return capsys.readouterr().err.strip() or "exited"
     return f"unknown command {argv[0]}"

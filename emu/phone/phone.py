@@ -242,7 +242,7 @@ class Phone:
             return
         try:
             obj = json.loads(s[i:].decode("utf-8", "replace"))
-        except ValueError:
+        except (ValueError, RecursionError):    # RecursionError: arrays nested 2000 deep
             return
         if isinstance(obj, dict):
             self.messages.append(obj)

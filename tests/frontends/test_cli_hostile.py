@@ -4,6 +4,7 @@ problem, exit status 2, and nothing emulated (the demo firmware prints
 proves the run never began)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -186,3 +187,117 @@ def test_phone_without_a_bridge_says_so():
     port = free_port()
     r = cli("phone", "--port", port, "--repl", "1+1")
     assert_refused(r, f"127.0.0.1:{port}", "--bridge")
+
+
+# ---------------------------------------------------------------- issue 45
+NUL = "a\x00b.png"       # a shell cannot pass one; a script calling main([...]) can
+RUN_FILES = ["--screenshot", "--record", "--vcd", "--trace", "--trace-mmio", "--pcap", "--power",
+             "--flash-file", "--save-snapshot", "--snapshot", "--softdevice-hex", "--bootloader"]
+
+
+def in_process(argv, capsys):
+    from frontends.cli import main
+    try:
+        rc = main(argv)
+    except SystemExit as e:                       # argparse's one-line errors
+        rc = e.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "{fw}", "--headless", "--flash-file", "none", option, NUL] for option in RUN_FILES
+] + [["run", NUL, "--headless"], ["info", NUL], ["preview", NUL, "--script", "run 1s"],
+     ["preview", "{fw}", "--script", "run 1s", "--out", NUL],
+     ["world", "--node", "a", NUL], ["world", "--pcap", NUL, "--node", "a", "{fw}"],
+     ["world", "--node", "a", "{fw}", "--screenshot", NUL],
+     ["world", "--node", "a", "{fw}", "--flash-file", NUL],
+     ["fs", "ls", NUL]] + [["phone", option, NUL] for option in
+                           ("--exec", "--upload", "--push", "--pull", "--dfu", "--resources")],
+    ids=lambda argv: " ".join(a for a in argv if a not in (NUL, "{fw}")))
+def test_a_nul_byte_in_a_file_name_is_one_line(demo, capsys, argv):
+    """Every option that names a file refuses a NUL byte in one line (the
+    scenario runner's and run's raised ValueError: embedded null byte)."""
+    rc, out, err = in_process([a.replace("{fw}", demo) for a in argv], capsys)
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1, (rc, err)
+    assert "cannot hold a NUL byte" in lines[0] and "\x00" not in lines[0], lines[0]
+    assert STARTED not in out
+
+
+def test_files_and_the_loader_refuse_a_nul_byte_however_they_are_called(tmp_path):
+    """The checks under the command lines hold for Python callers too."""
+    from emu.loader import FirmwareError, load_firmware
+    from emu.outputs import Files, file_identity
+    assert file_identity(NUL) == ("path", NUL)
+    files = Files()
+    files.read("--in", str(tmp_path / "in.bin"))
+    files.write("--out", str(tmp_path / NUL))
+    assert files.problem() == f"--out {tmp_path}/a\\0b.png: a file name cannot hold a NUL byte"
+    ok = Files()
+    ok.write("--out", str(tmp_path / "out.png"))
+    assert ok.problem() is None
+    with pytest.raises(FirmwareError, match="cannot hold a NUL byte"):
+        load_firmware(NUL)
+
+
+SURROGATE = "\udcff"     # what argv holds for a byte that is not UTF-8 (0xff)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--gb", "[" * 1000 + "]" * 1000], ["--gb", "nested more than 32 deep"]),
+    (["--gb", '{"a": ' + "[" * 40 + "]" * 40 + "}"], ["--gb", "nested more than 32 deep"]),
+    (["--upload", "/dev/zero"], ["--upload /dev/zero", "not a regular file"]),
+    (["--exec", "/dev/zero"], ["--exec /dev/zero", "not a regular file"]),
+    (["--push", "/dev/zero"], ["--push /dev/zero", "not a regular file"]),
+    (["--dfu", "/dev/zero"], ["--dfu /dev/zero", "not a regular file"]),
+    (["--resources", "/dev/zero"], ["--resources /dev/zero", "not a regular file"]),
+    (["--upload", "/"], ["--upload /", "is a directory"]),
+    (["--repl", SURROGATE], ["--repl", "not UTF-8 text", "\\udcff"]),
+    (["--eval", "print(1)" + SURROGATE], ["--eval", "not UTF-8 text"]),
+    (["--notify", SURROGATE, "body"], ["--notify", "not UTF-8 text"]),
+    (["--call", "Bob", SURROGATE], ["--call", "not UTF-8 text"]),
+    (["--gb", '{"t": "' + SURROGATE + '"}'], ["--gb", "not UTF-8 text"]),
+    (["--music", "a", SURROGATE], ["--music", "not UTF-8 text"]),
+    (["--send-notification", "--title", SURROGATE], ["--title", "not UTF-8 text"]),
+    (["--send-notification", "--body", SURROGATE], ["--body", "not UTF-8 text"]),
+    (["--pull", SURROGATE], ["--pull", "not UTF-8 text"]),
+    (["--upload", __file__, "--as", SURROGATE], ["--as", "not UTF-8 text"]),
+    (["--read", SURROGATE], ["--read", "not UTF-8 text"]),
+    (["--write", "2a46", SURROGATE], ["--write", "not UTF-8 text"])])
+def test_phone_refuses_what_it_cannot_send_in_one_line(args, words):
+    """Found by a seeded hostile-input campaign: --gb nested a thousand deep
+    raised RecursionError, --upload /dev/zero read until MemoryError, and
+    arguments that are not UTF-8 raised UnicodeEncodeError once connected.
+    All are refused before connecting (no bridge runs here)."""
+    assert_refused(cli("phone", "--port", free_port(), *args), "pinetime-emu phone", *words)
+
+
+def test_phone_refuses_a_file_larger_than_the_watch_can_hold(tmp_path):
+    from frontends.bridge import MAX_INPUT
+    big = tmp_path / "big.py"
+    with open(big, "wb") as f:
+        f.truncate(MAX_INPUT + 1)                     # sparse: no disk used
+    for option in ("--upload", "--push", "--exec"):
+        assert_refused(cli("phone", "--port", free_port(), option, big), option,
+                       f"{MAX_INPUT + 1} bytes, more than")
+    ok = tmp_path / "ok.py"
+    with open(ok, "wb") as f:
+        f.truncate(MAX_INPUT)                         # the largest is sent: no bridge here
+    assert_refused(cli("phone", "--port", free_port(), "--upload", ok), "cannot connect")
+
+
+def test_phone_upload_of_a_file_whose_name_is_not_utf8_needs_as(tmp_path):
+    odd = tmp_path / os.fsdecode(b"app\xff.py")
+    odd.write_text("x = 1\n")
+    assert_refused(cli("phone", "--port", free_port(), "--upload", odd), "--upload",
+                   "not UTF-8 text", "--as NAME")
+    assert_refused(cli("phone", "--port", free_port(), "--upload", odd, "--as", "app.py"),
+                   "cannot connect")
+
+
+def test_gb_messages_as_gadgetbridge_nests_them_are_still_sent():
+    from frontends.bridge import MAX_GB_DEPTH, _gb_json
+    assert _gb_json('{"t": "notify", "a": [[1, {"b": [2]}]]}')["a"] == [[1, {"b": [2]}]]
+    deepest = "[" * (MAX_GB_DEPTH - 1) + "]" * (MAX_GB_DEPTH - 1)
+    assert _gb_json('{"a": ' + deepest + "}")

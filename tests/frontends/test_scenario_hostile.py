@@ -65,6 +65,33 @@ def test_bad_scenario_is_one_line_and_exit_2(tmp_path, capsys, fw, data, words):
     refused(capsys, p, fw, *words)
 
 
+@pytest.mark.parametrize("step", [
+    'screenshot: "a\\0b.png"', 'save_snapshot: "a\\0b.snap"', 'load_snapshot: "a\\0b.snap"',
+    'expect_screen: "a\\0b.png"', 'expect_screen: {png: "a\\0b.png", tolerance: 1}',
+    'upload: "a\\0b.py"', 'upload: {file: "a\\0b.py", as: x.py}', 'exec: {file: "a\\0b.py"}'])
+def test_a_nul_byte_in_a_steps_file_name_is_one_line(tmp_path, capsys, fw, step):
+    """A file name with a NUL byte (YAML's "\\0") is no file's name: the step
+    says so (it raised ValueError: embedded null byte in emu/outputs.py)."""
+    p = tmp_path / "nul.yaml"
+    p.write_text("- run: {ms: 1}\n- " + step + "\n")
+    line = refused(capsys, p, fw, f"step 2 ({step.split(':')[0]})", "cannot hold a NUL byte")
+    assert "\x00" not in line                       # shown escaped
+
+
+@pytest.mark.parametrize("option", ["--firmware", "--junit", "--snapshot", "SCENARIO"])
+def test_a_nul_byte_in_a_file_option_of_test_is_one_line(tmp_path, capsys, fw, option):
+    scen = tmp_path / "ok.yaml"
+    scen.write_text("- run: {ms: 1}\n")
+    args = {"--firmware": fw("cpu_exceptions"), "SCENARIO": str(scen)}
+    args[option] = str(tmp_path / "a\x00b")
+    argv = [args.pop("SCENARIO")] + [x for kv in args.items() for x in kv]
+    out = io.StringIO()
+    assert main(argv, out=out) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "cannot hold a NUL byte" in lines[0], lines
+    assert option.split("/")[0] in lines[0] and out.getvalue() == ""
+
+
 def test_a_scenario_must_be_a_small_regular_file(tmp_path, capsys, fw):
     refused(capsys, tmp_path, fw, "not a regular file")
     big = tmp_path / "big.yaml"
