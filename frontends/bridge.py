@@ -448,12 +448,16 @@ def _wasptool_verb(a, s) -> int:
             return _console(s, quiet=max(a.wait, 3.0))
         w = WaspTool(SocketTransport(s), timeout_s=a.timeout)
         try:
-            # as wasptool: stop the watch and meet it at the prompt, the verb,
-            # then set it running again (not after --reset: it restarts)
-            w.sync()
             if a.reset:
+                # first, and without wasptool's sync: a watch whose heap is
+                # too fragmented to parse a line (wasp-os after its first
+                # boot) answers sync's print MemoryError, and a reset is
+                # what it needs (WaspTool.reset needs no parser)
                 w.reset()
                 return EXIT_OK
+            # as wasptool: stop the watch and meet it at the prompt, the verb,
+            # then set it running again
+            w.sync()
             if a.exec_file:
                 sys.stdout.write(w.exec_text(data.decode("utf-8", "replace")))
             elif a.eval is not None:

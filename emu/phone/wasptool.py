@@ -30,9 +30,11 @@ runs on the emulated clock) or a running emulator's ``--bridge`` socket
 * ``memfree()`` (before and after ``wasp.gc.collect()``), ``battery()``,
   ``notify(title, body, id)`` (``wasp.system.notify`` and the vibrator's
   pulse, as ``--send-notification``);
-* ``reset()``: paste mode ``import machine`` / ``machine.reset()``, as
-  wasptool; when the watch cannot compile even that (its heap), Ctrl-C,
-  Ctrl-C, Ctrl-D: MicroPython's soft reset, which needs no parser.
+* ``reset()``: Ctrl-C, then paste mode ``import machine`` /
+  ``machine.reset()``, as wasptool; when the watch cannot compile even that
+  (its heap), Ctrl-C, Ctrl-C, Ctrl-D: MicroPython's soft reset, which needs
+  no parser.  Unlike the other verbs it needs no ``sync()`` first, whose
+  ``print`` such a watch answers MemoryError.
 
 Errors raised by the watch (a Python exception printed at the REPL, or
 wasp-os's ``FATAL: uncaught exception``) raise :class:`WaspToolError` with
@@ -56,6 +58,7 @@ from typing import Optional, Sequence, Union
 PROMPT = b">>> "
 PASTE = b"=== "
 FATAL = b"FATAL: uncaught exception"
+SOFT_REBOOT = b"soft reboot"            # MicroPython's answer to Ctrl-D at a prompt
 CHUNK = 64                  # bytes per base64 line (wasptool's --binary upload)
 PULL_CHUNK = 24             # bytes per repr(f.read(n)) (wasptool's --pull)
 SYNC_TAG = "WASPSYNC"       # wasptool's tag is random; any text that its echo does not contain
@@ -474,7 +477,16 @@ class WaspTool:
         waited for.  When the watch answers instead (it could not compile
         even that: a fragmented heap), Ctrl-C, Ctrl-C and Ctrl-D at the
         empty prompt: MicroPython's soft reset, which reruns wasp-os with a
-        fresh heap and needs no parser."""
+        fresh heap and needs no parser.  It needs no :meth:`sync` first
+        (whose ``print`` a fragmented heap answers MemoryError): Ctrl-C
+        stops the watch and clears the line, and its prompt, which the REPL
+        prints without parsing anything, is waited for only briefly."""
+        start = self.t.mark()
+        self.t.send(b"\x03")
+        try:
+            self.t.read_until(PROMPT, min(self.timeout_s, 5.0), start)
+        except WaspToolError:
+            pass                                # paste mode's "=== " tells below
         self._paste_begin()
         self._paste(["import machine", "machine.reset()"], "reset")
         start = self.t.mark()
@@ -484,4 +496,9 @@ class WaspTool:
         except (WaspToolError, OSError):
             return                              # it went: no prompt
         if _ERROR_LINE.search(out) or "Traceback" in out:
+            start = self.t.mark()
             self.t.send(b"\x03\x03\x04")
+            try:                                # its answer, briefly: the bytes
+                self.t.read_until(SOFT_REBOOT, 2.0, start)   # arrived before a hang-up
+            except (WaspToolError, OSError):
+                pass                            # it went (a link dropped): fine

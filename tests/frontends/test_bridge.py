@@ -279,3 +279,56 @@ def test_phone_repl_waits_for_the_prompt_not_a_fixed_time(capsys):
     out = capsys.readouterr().out
     ls.close()
     assert rc == 0 and out.rstrip().endswith("42\r\n>>>"), out
+
+
+def test_phone_reset_restarts_a_watch_whose_repl_answers_memory_error(fw, tmp_path):
+    """`phone --reset` restarts the watch whatever its REPL answers (issue
+    45).  sd_repl_nomem.c answers every line MemoryError, as wasp-os does
+    after its first boot; --reset typed wasptool's sync line first, which
+    such a watch answers MemoryError, and gave up (exit 1, no reset).  Now
+    the reset goes first: Ctrl-C, paste mode (no parser needed), and the
+    soft reset when the paste cannot compile."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from conftest import free_port, repl_ready
+    port = free_port()
+    console = tmp_path / "console.txt"
+    with open(console, "w") as out, open(tmp_path / "stderr.txt", "w") as err:
+        run = subprocess.Popen([sys.executable, "-m", "frontends.cli", "run",
+                                fw("sd_repl_nomem"), "--board", "pinetime", "--flash-file",
+                                "none", "--headless", "--bridge", str(port)],
+                               stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+
+    def phone(*args):
+        return subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port",
+                               str(port), "--timeout", "10", *args], capture_output=True,
+                              text=True, timeout=120)
+
+    def rebooted(n: int) -> bool:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if f"SOFT REBOOT {n}\n" in console.read_text():
+                return True
+            time.sleep(0.2)
+        return False
+    try:
+        repl_ready(port, 60)
+        r = phone("--repl", "1+1")
+        assert r.returncode == 0 and "MemoryError" in r.stdout, (r.stdout, r.stderr)
+        r = phone("--eval", "print(1)")             # the other verbs meet it at sync
+        assert r.returncode == 1 and "MemoryError" in r.stderr, r.stderr
+        for n in (1, 2):
+            r = phone("--reset")
+            assert r.returncode == 0 and not r.stderr, r.stderr
+            assert rebooted(n), console.read_text()
+        assert "SOFT REBOOT 3" not in console.read_text()
+    finally:
+        run.send_signal(signal.SIGTERM)
+        try:
+            run.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait()
+    assert run.returncode == 143, (tmp_path / "stderr.txt").read_text()

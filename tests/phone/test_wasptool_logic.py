@@ -16,6 +16,7 @@ import contextlib
 import io
 import socket
 import threading
+import time
 
 import pytest
 
@@ -443,3 +444,113 @@ def test_reset_on_real_wasp_os_after_its_first_boot(tmp_path):
     p.connect(timeout_ms=8000)
     assert p.wait_for(b">>> ", start=len(p.output), timeout_ms=8000)
     assert w.repl("1+1").strip() == "2"
+
+
+def _serve_fake_repl(repl):
+    """A --bridge stand-in whose far end is ``repl`` (FakeRepl): bytes from
+    each client go to it, what it prints comes back.  (port, stop)."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(4)
+    ls.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                c, _ = ls.accept()
+            except OSError:
+                continue
+            with c:
+                c.settimeout(0.05)
+                sent = len(repl.out)          # a new client sees what is printed from now
+                while not stop.is_set():
+                    try:
+                        data = c.recv(4096)
+                    except socket.timeout:
+                        data = None
+                    except OSError:
+                        break
+                    if data == b"":
+                        break
+                    if data:
+                        repl.send(data)
+                    if len(repl.out) > sent:
+                        c.sendall(bytes(repl.out[sent:]))
+                        sent = len(repl.out)
+        ls.close()
+    threading.Thread(target=serve, daemon=True).start()
+    return ls.getsockname()[1], stop
+
+
+def test_phone_reset_needs_nothing_from_the_repls_parser(capsys):
+    """`pinetime-emu phone --reset` against a REPL that answers every line
+    MemoryError (wasp-os after its first boot): the reset goes first, without
+    wasptool's sync line (which that REPL answers MemoryError: it gave up,
+    exit 1, before issue 45), and ends in MicroPython's soft reset.  The
+    other verbs still sync first, and say what the watch answered."""
+    from frontends.bridge import phone_client_main
+    repl = FakeRepl(fragmented=True)
+    port, stop = _serve_fake_repl(repl)
+    try:
+        assert phone_client_main(["--port", str(port), "--timeout", "5", "--battery"]) == 1
+        assert "MemoryError" in capsys.readouterr().err
+        assert repl.soft_resets == 0 and any("WASP" in line for line in repl.lines)
+        before = len(repl.lines)
+        assert phone_client_main(["--port", str(port), "--timeout", "5", "--reset"]) == 0
+        assert capsys.readouterr().err == ""
+        deadline = time.monotonic() + 10               # the stand-in's thread catches up
+        while repl.soft_resets == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert repl.soft_resets == 1 and repl.pastes == 1      # machine.reset() tried first
+        assert repl.lines[before:] == ["import machine", "machine.reset()"]   # no sync line
+        assert phone_client_main(["--port", str(port), "--timeout", "5", "--battery"]) == 0
+        assert capsys.readouterr().out.strip() == "87%"        # a fresh heap: it answers
+    finally:
+        stop.set()
+
+
+def test_phone_reset_on_a_real_wasp_os_watch_after_its_first_boot(tmp_path):
+    """The same through a real --bridge on the upstream wasp-os image, on a
+    NOR it has just formatted: every verb's sync answers MemoryError (so did
+    --reset's, before issue 45); `phone --reset` restarts it, and the verbs
+    work again."""
+    import subprocess
+    import sys
+    import time
+    from conftest import free_port, repl_ready, served_run
+    from helpers.wasp import wasp_image              # skips without the image
+    from emu import Machine
+    image = wasp_image()
+    port = free_port()
+    # the first boot, in emulated time (as the test above): with the bridge
+    # paced to the host's clock, where the heap stands when a phone comes
+    # depends on the host's speed
+    m = Machine(image, flash_file=str(tmp_path / "nor.bin"))
+    m.run(seconds=5.0)
+    m.save_snapshot(str(tmp_path / "booted.snap"))
+    m.board.close()
+
+    def phone(*args):
+        return subprocess.run([sys.executable, "-m", "frontends.cli", "phone", "--port",
+                               str(port), "--timeout", "10", *args], capture_output=True,
+                              text=True, timeout=120)
+    with served_run(image, "--bridge", port, "--flash-file", tmp_path / "nor.bin",
+                    "--snapshot", tmp_path / "booted.snap"):
+        deadline = time.monotonic() + 60
+        while True:                                  # until the bridge listens
+            r = phone("--battery")
+            if "cannot connect" not in r.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert r.returncode == 1 and "sync: MemoryError" in r.stderr, (r.stdout, r.stderr)
+        r = phone("--reset")
+        assert r.returncode == 0 and not r.stderr, r.stderr
+        deadline = time.monotonic() + 90
+        while True:                                  # it boots again, then answers
+            repl_ready(port)
+            r = phone("--battery")
+            if r.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert r.returncode == 0 and r.stdout.strip().endswith("%"), (r.stdout, r.stderr)
