@@ -211,6 +211,17 @@ def _version() -> str:
 
 
 def main(argv: Optional[list] = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C outside a run's loop (loading a firmware, a phone waiting for
+        # its reply): one line, no traceback; a run's own loop ends through
+        # _Terminator and writes its files first
+        print("\npinetime-emu: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Optional[list] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     for stream in (sys.stdout, sys.stderr):
         # a file name that is not UTF-8 reaches us as surrogates: print it, escaped
@@ -574,6 +585,11 @@ def cmd_run(args) -> int:
             pollers.append(console.poll)
             closers.append(console.close)
             args.interactive_console = console.interactive
+    # the handlers go in before any server listens: a client (a test) that
+    # acts on a "listening" line and stops the run at once still gets every
+    # file; a signal during the set-up ends the run at its first slice
+    old_term = term.install()
+    started = False
     try:
         if args.bridge is not None and getattr(machine, "phone", None) is not None:
             # the PineTime: the phone's Nordic UART (BLE), as before; its UART
@@ -647,42 +663,53 @@ def cmd_run(args) -> int:
             closers.append(web.close)
             print(f"pinetime-emu: web view on {web.url}", file=sys.stderr, flush=True)
         if args.gdb_wait and stub is not None:
-            while stub.conn is None:
+            while stub.conn is None and term.fired is None:   # a signal: the run ends
                 stub.poll(0.2)
+        started = True
     except (OSError, UnicodeError, TypeError) as e:   # TypeError: a host that is not text
         for c in closers:
             c()
         _error(f"cannot listen: {e}")
         return EXIT_USAGE
-    # Ctrl-C and `kill` (SIGTERM) end the run at a slice boundary: the
-    # closers below still save the NOR flash file, finish traces and VCDs
-    # and close the servers
-    old_term = term.install()
-    try:
-        if web is not None:
-            rc = _run_web(machine, args, web)
-        elif args.headless:
-            rc = _run_headless(machine, args, pollers, stub, term)
-        else:
-            rc = _run_window(machine, args, pollers + [term.poll], stub)
-        if rtt is not None:
-            rtt.poll()                    # what the firmware wrote since the last poll
-            for p in pollers:
-                p()
-        term.poll()
-        if getattr(args, "save_snapshot", None):
-            rc = _save_snapshot(machine, args.save_snapshot) or rc
-        rc = _end_of_run(machine, args, meter) or rc
-    except _OutputFailed:
-        rc = EXIT_USAGE                   # the lines are printed below
-    except _Terminated:
-        print("pinetime-emu: terminated", file=sys.stderr)
-        rc = 143
-    except KeyboardInterrupt:
-        print("\npinetime-emu: interrupted", file=sys.stderr)
-        rc = 130
+    except KeyboardInterrupt:                  # a second Ctrl-C before the run began
+        for c in closers:
+            c()
+        close = getattr(machine.board, "close", None)
+        if close is not None:
+            close()                               # the flash file, as it was
+        term.stopped()
+        return term.status
     finally:
-        term.uninstall(old_term)
+        if not started:
+            term.uninstall(old_term)
+    # Ctrl-C and `kill` (SIGTERM) end the run at a slice boundary.  However
+    # the run ends (by itself, by a signal, by a stream that failed), what it
+    # promised is written then, whole: the screenshot, the snapshot, the
+    # --power file; the closers finish the recording, the traces, the VCD
+    # and the capture, and the flash file is saved.  A signal while they
+    # write is noted, and they finish first.
+    rc = EXIT_OK
+    try:
+        try:
+            if web is not None:
+                rc = _run_web(machine, args, web)
+            elif args.headless:
+                rc = _run_headless(machine, args, pollers, stub, term)
+            else:
+                rc = _run_window(machine, args, pollers + [term.poll], stub)
+            if rtt is not None:
+                rtt.poll()                # what the firmware wrote since the last poll
+                for p in pollers:
+                    p()
+            term.poll()
+        except _OutputFailed:
+            rc = EXIT_USAGE               # the lines are printed below
+        except KeyboardInterrupt:         # a signal (_Terminated for SIGTERM)
+            term.stopped()
+        term.writing = True
+        rc = _write_outputs(machine, args, meter) or rc
+    finally:
+        term.writing = True
         for c in closers:
             try:
                 c()
@@ -691,11 +718,33 @@ def cmd_run(args) -> int:
         close = getattr(machine.board, "close", None)
         if close is not None:
             close()                       # the flash file: a failure goes to term.fail
+        term.uninstall(old_term)
     if term.failures:
         for message in term.failures:
             _error(message)
         rc = EXIT_USAGE
+    if term.status is not None:
+        term.stopped(late=True)           # a signal that came while the files were written
+        if rc != EXIT_USAGE:              # a file that could not be written says so first
+            rc = term.status
     return rc
+
+
+def _write_outputs(machine, args, meter) -> int:
+    """The files a run writes when it ends, however it ended: the
+    screenshot, the snapshot, the --power file and the summary lines.
+    EXIT_USAGE if one could not be written (one line each), else 0."""
+    rc = 0
+    if args.screenshot:
+        try:
+            machine.board.screenshot(args.screenshot)
+            print(f"pinetime-emu: screenshot saved to {args.screenshot}", file=sys.stderr)
+        except OSError as e:            # checked before the run; gone since (atomic)
+            _error(f"--screenshot {args.screenshot}: cannot write ({e.strerror or e})")
+            rc = EXIT_USAGE
+    if getattr(args, "save_snapshot", None):
+        rc = _save_snapshot(machine, args.save_snapshot) or rc
+    return _end_of_run(machine, args, meter) or rc
 
 
 def _end_of_run(machine, args, meter) -> int:
@@ -741,14 +790,9 @@ def _display_available() -> bool:
 
 
 def _finish(machine, args, result) -> int:
+    """The run's verdict from how the firmware stopped (the files it writes
+    at its end: :func:`_write_outputs`)."""
     from emu.cpu.cortexm import StopReason
-    if args.screenshot:
-        try:
-            machine.board.screenshot(args.screenshot)
-        except OSError as e:            # checked before the run; gone since (atomic)
-            _error(f"--screenshot {args.screenshot}: cannot write ({e.strerror or e})")
-            return EXIT_USAGE
-        print(f"pinetime-emu: screenshot saved to {args.screenshot}", file=sys.stderr)
     if result.reason in (StopReason.LOCKUP, StopReason.FAULT):
         report_stop(machine, result)
         return EXIT_GUEST
@@ -775,12 +819,40 @@ class _Terminator:
     boundary: raising from the handler could land inside one of Unicorn's
     callbacks, where ctypes prints the exception and drops it, and the run
     would go on.  ``poll`` raises from plain Python, between slices.  A
-    second Ctrl-C raises at once, in case the first never reaches a poll."""
+    second Ctrl-C raises at once, in case the first never reaches a poll.
+    Once the run is over and its files are being written (``writing``), a
+    signal is only noted: the files finish first, and the exit status is
+    still the signal's (``status``: 130 for SIGINT, 143 for SIGTERM)."""
 
     def __init__(self, machine):
         self.machine = machine
         self.fired = None
+        self.writing = False
+        self.said = False                 # the "interrupted" line is printed
         self.failures: list = []          # one-line messages of outputs that failed
+
+    @property
+    def status(self):
+        """The exit status a signal asks for, or None."""
+        import signal
+        if self.fired is None:
+            return None
+        return 143 if self.fired == signal.SIGTERM else 130
+
+    def stopped(self, late: bool = False) -> None:
+        """Say, once, that a signal ended the run (``late``: it came while
+        the files were written, which finished first)."""
+        import signal
+        if self.said:
+            return
+        self.said = True
+        if self.fired is None:            # a KeyboardInterrupt of no signal of ours
+            self.fired = signal.SIGINT
+        after = " (after writing its files)" if late else ""
+        if self.fired == signal.SIGTERM:
+            print(f"pinetime-emu: terminated{after}", file=sys.stderr)
+        else:
+            print(f"\npinetime-emu: interrupted{after}", file=sys.stderr)
 
     def fail(self, message: str) -> None:
         """An output could not be written (Machine.report_output_error): halt
@@ -792,6 +864,10 @@ class _Terminator:
 
     def handler(self, signum, frame) -> None:
         import signal
+        if self.writing:                  # the files finish first
+            if self.fired is None:
+                self.fired = signum
+            return
         if self.fired == signal.SIGINT and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.fired = signum
