@@ -31,6 +31,12 @@ log = logging.getLogger("emu.machine")
 
 SEMIHOSTING_BKPT = 0xAB
 MAX_RUN_TICKS = NEVER               # the furthest a run may go: no deadline (~285 years)
+POWER_LOST = "power-lost"           # a run's reason after a power cut (emu/powercut.py)
+
+
+class PowerLostError(RuntimeError):
+    """run() on a machine whose power was cut and not brought back."""
+
 SYS_WRITEC, SYS_WRITE0, SYS_WRITE, SYS_EXIT, SYS_EXIT_EXTENDED = 0x03, 0x04, 0x05, 0x18, 0x20
 ADP_STOPPED_APPLICATION_EXIT = 0x20026
 
@@ -153,6 +159,9 @@ class Machine:
         # called from outside (a phone, a bridge, a scenario, GDB) runs every
         # machine of it; the timeline's own steps clear it for their run
         self.world_run: Optional[Callable] = None
+        # set when the power is cut (emu/powercut.py): run() does nothing
+        # until power_cycle() brings the power back
+        self.power_lost = False
         self.rtt = None                   # emu.rtt.Rtt once start_rtt() is called
         # fn() after every power-on and system reset (emu/power.py re-reads its parts)
         self.reset_listeners: list = []
@@ -220,6 +229,25 @@ class Machine:
         self.cpu.reset(self.vector_table)
         for fn in self.reset_listeners:
             fn()
+
+    def power_cycle(self, seed: int = 0) -> None:
+        """Power gone and back (emu/powercut.py): RAM lost (a seeded pattern,
+        as cells settle after a power loss), every peripheral and external
+        part restarted, the flash as it physically is, and the chip from its
+        reset vector (through its bootloader)."""
+        import hashlib
+        soc = self.soc
+        n = soc.RAM_SIZE
+        block = hashlib.sha256(f"ram:{seed}".encode()).digest() * (4096 // 32)
+        self.cpu.write_mem(soc.RAM_BASE, (block * (n // len(block) + 1))[:n])
+        self.halt_requested = False
+        self.power_lost = False
+        self.cpu.stall_cut = False
+        self.exit_code = None
+        self.cpu.stop_reason = None
+        self.resets += 1
+        log.info("power cycle at t=%.6f s", self.time)
+        self.power_on()
 
     def system_reset(self, reason: str = "sysresetreq") -> None:
         """Reset everything but RAM contents (and what the chip retains)."""
@@ -353,6 +381,10 @@ class Machine:
             # on a World's timeline (emu/world.py): the whole world runs, so
             # that no machine gets ahead of what could reach it
             return world_run(self, until_tick, stop)
+        if self.power_lost:
+            # nothing runs until power_cycle(): a loop that runs on would spin
+            raise PowerLostError("the machine has lost its power (emu/powercut.py); "
+                                 "power_cycle() brings it back")
         cpu = self.cpu
         scs = self.soc.scs
         while True:
@@ -378,6 +410,8 @@ class Machine:
                 continue
             if reason == StopReason.BREAK and self.halt_requested:
                 self.halt_requested = False
+            if self.power_lost:
+                return RunResult(POWER_LOST, self)
             return RunResult(reason, self)
 
     def run_until(self, predicate: Callable[[], bool], timeout_ms: float,

@@ -154,6 +154,7 @@ SKIP_ATTRS = {
     "emu.board.base.Board": {"options"},
     "emu.machine.Machine": {"board_name", "image", "symbols", "detection", "power_meter",
                             "reset_listeners",
+                            "world_run",      # a World's wiring (emu/timeline.py)
                             "rtt"},           # a probe on the host side (emu/rtt.py)
     # listeners of the energy model (emu/power.py): wiring, not state
     "emu.devices.st7789.St7789": {"power_listeners"},

@@ -192,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("preview", help="screenshots of a firmware after a few steps as a PNG "
                    "strip, a GIF and Markdown for a pull request (pinetime-emu preview --help)",
                    add_help=False)
+    sub.add_parser("powercut", help="cut the power at every flash operation of a run and "
+                   "check the firmware recovers (pinetime-emu powercut --help)", add_help=False)
     sub.add_parser("world", help="several images on one air: each with its board, name, "
                    "place and outputs; a pcap for Wireshark (pinetime-emu world --help)",
                    add_help=False)
@@ -245,6 +247,9 @@ def _main(argv: Optional[list] = None) -> int:
         if argv[0] == "twister-flash":
             return twister.flash_main(argv[1:])
         return twister.serial_main(argv[1:], run_main=main)
+    if argv and argv[0] == "powercut":
+        from frontends.powercut import main as powercut_main
+        return powercut_main(argv[1:])
     if argv and argv[0] == "world":
         from frontends.worldcli import main as world_main
         return world_main(argv[1:])

@@ -28,6 +28,15 @@ screen (when the board has one) is saved as a PNG whose path the section
 names (under ``--pinetime-artifacts``, default the pytest temporary
 directory).
 
+Power-cut campaigns (frontends/powercut.py, docs/powerloss.md) as tests:
+a campaign YAML named on the command line is collected, one test per cut,
+so that pytest-xdist (``-n auto``, or ``--dist`` over several hosts) spreads
+the cases; each worker makes the same run without a cut to find them::
+
+    pytest -p pinetime_emu examples/powercut/journal.yaml \
+        --pinetime-firmware firmware/build/journal_safe.elf \
+        [--powercut-sample N] [--powercut-seed S] [--powercut-modes before,during]
+
 Not modelled / limits: machines are not shared between tests (a booted
 state is shared through its snapshot, ``boot_ms``); no automatic
 golden-screen update switch.
@@ -53,6 +62,14 @@ def pytest_addoption(parser) -> None:
     group.addoption("--pinetime-artifacts", default=None, metavar="DIR",
                     help="where to save the last screen of a failing test (default: pytest's "
                          "temporary directory)")
+    group.addoption("--powercut-sample", type=int, default=None, metavar="N",
+                    help="a campaign YAML named on the command line: a seeded sample of N cuts")
+    group.addoption("--powercut-seed", type=int, default=0, metavar="S",
+                    help="a campaign's seed (the sample, the interrupted bits, RAM after a cut)")
+    group.addoption("--powercut-modes", default="before,during,after", metavar="MODES",
+                    help="a campaign's cut modes (a comma list of before, during, after)")
+    group.addoption("--powercut-flash", default="nvmc,nor", metavar="FLASHES",
+                    help="a campaign's flashes (a comma list of nvmc and nor)")
 
 
 def pytest_configure(config) -> None:
@@ -152,3 +169,69 @@ def pytest_runtest_makereport(item, call):
                 screen_note = f"\n(could not save the screen: {e})\n"
         rep.sections.append((f"pinetime-emu {label}: console at t={t:.6f} s "
                              f"({m.board_name})", text + screen_note))
+
+
+# ---------------------------------------------------------------------------
+# power-cut campaigns: a campaign YAML named on the command line, one test per cut
+# ---------------------------------------------------------------------------
+def _named_on_command_line(config, path) -> bool:
+    want = os.path.realpath(str(path))
+    for a in config.args:
+        a = a.split("::")[0]
+        if os.path.realpath(a if os.path.isabs(a) else os.path.join(str(config.invocation_params.dir), a)) == want:
+            return True
+    return False
+
+
+def pytest_collect_file(parent, file_path):
+    if file_path.suffix in (".yaml", ".yml") and _named_on_command_line(parent.config, file_path):
+        return PowercutCampaign.from_parent(parent, path=file_path)
+    return None
+
+
+class PowercutCampaign(pytest.File):
+    """A campaign file: the run without a cut, then one item per cut."""
+
+    def collect(self):
+        from frontends.powercut import Spec, load_campaign, plan
+        config = self.config
+        fw = config.getoption("pinetime_firmware")
+        if not fw:
+            raise pytest.UsageError(f"{self.path}: a power-cut campaign needs "
+                                    "--pinetime-firmware FIRMWARE")
+        modes = tuple(m for m in config.getoption("powercut_modes").split(",") if m)
+        flashes = tuple(f for f in config.getoption("powercut_flash").split(",") if f)
+        campaign = load_campaign(str(self.path))
+        board = config.getoption("pinetime_board") or campaign["board"]
+        spec = Spec(os.path.abspath(str(fw)), board, str(self.path),
+                    config.getoption("powercut_seed"), flashes)
+        _ops, cuts = plan(spec, modes, config.getoption("powercut_sample"))
+        for cut in cuts:
+            yield PowercutCase.from_parent(self, name=f"{cut.name}-{cut.flash}-{cut.kind}",
+                                           spec=spec, cut=cut)
+
+
+class PowercutCaseFailed(Exception):
+    pass
+
+
+class PowercutCase(pytest.Item):
+    def __init__(self, *, spec, cut, **kw):
+        super().__init__(**kw)
+        self.spec, self.cut = spec, cut
+
+    def runtest(self) -> None:
+        from frontends.powercut import _case
+        r = _case(self.spec, self.cut)
+        if not r.ok:
+            raise PowercutCaseFailed(r.message)
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, PowercutCaseFailed):
+            c = self.cut
+            return (f"power cut {c.mode} operation {c.op} ({c.flash} {c.kind} at "
+                    f"{c.address:#08x}): {excinfo.value}")
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"power cut {self.cut.name} ({self.cut.flash} {self.cut.kind})"

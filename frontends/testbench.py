@@ -89,7 +89,7 @@ def wait_until(machine, predicate: Callable[[], bool], timeout_ms: float, what: 
         if machine.clock.now >= end:
             break
         r = machine.run(until_tick=min(end, machine.clock.now + step), stop=predicate)
-        if r.reason in ("exit", "lockup", "fault"):
+        if r.reason in ("exit", "lockup", "fault", "power-lost"):
             if predicate():
                 return _t(machine)
             extra = f" (exit code {r.exit_code})" if r.reason == "exit" else ""

@@ -65,6 +65,10 @@ def parse_problem(argv: list, capsys):
             except worldcli.UsageError as e:
                 return str(e)
             return None
+        if argv[0] == "powercut":
+            from frontends import powercut
+            powercut.build_parser().parse_args(argv[1:])
+            return None
         if argv[0] == "phone":
             # parsed, then no bridge at an unused port: that error means it
             # parsed; so does a file it sends that is not here (an example's
@@ -82,7 +86,7 @@ def parse_problem(argv: list, capsys):
 
 def runnable(argv: list) -> bool:
     """Needs only this repository's files, and no display, server or image."""
-    if argv[0] not in ("run", "info", "test", "preview", "world"):
+    if argv[0] not in ("run", "info", "test", "preview", "world", "powercut"):
         return False
     if argv[0] == "run" and ("--headless" not in argv or "--gdb" in argv
                              or "--bridge" in argv):
@@ -117,6 +121,7 @@ def test_the_parse_check_can_fail(capsys):
     assert parse_problem(["phone", "--frobnicate"], capsys)
     assert parse_problem(["test", "a.yaml"], capsys)           # --firmware is required
     assert parse_problem(["preview", "fw.elf"], capsys)        # --script or --scenario
+    assert parse_problem(["powercut", "fw.elf"], capsys)       # --scenario is required
     assert not runnable(["run", "firmware/build/none.elf", "--headless"])
 
 
@@ -131,7 +136,7 @@ def test_commands_on_our_firmware_run_as_typed(text, scratch):
                                 "XDG_DATA_HOME": str(scratch / "data")})
         assert r.returncode == 0, (argv, r.stdout[-2000:], r.stderr[-2000:])
         ran.append(argv[0])
-    assert {"run", "info", "test", "preview", "world"} <= set(ran), ran
+    assert {"run", "info", "test", "preview", "world", "powercut"} <= set(ran), ran
     from emu.png import read_png
     assert read_png(str(scratch / "face.png")).shape == (240, 240, 3)
     assert read_png(str(scratch / "face.png")).max() > 0       # something was drawn

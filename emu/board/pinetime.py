@@ -6,7 +6,9 @@ XT25F32B NOR flash (CS P0.05); an I2C bus on SDA P0.06, SCL P0.07 with the
 CST816S touch 0x15 (INT P0.28, RST P0.10), BMA421 0x18, HRS3300 0x44.
 Backlight P0.14/P0.22/P0.23 (active low), motor P0.16 (active low), button
 P0.13 with BUTTON_EN P0.15, CHARGING P0.12, POWER_PRESENT P0.19, battery
-on AIN7 (P0.31) through a 1:2 divider.  The UART console of the
+on AIN7 (P0.31) through a 1:2 divider; VDD from the battery through the
+3.3 V regulator (0.1 V dropout, an assumption) feeds POWER's power-fail
+comparator (POFWARN).  The UART console of the
 development kit (Zephyr's ``pinetime_devkit0``: TX P0.11, RX P0.30, 115200
 baud) is a terminal on those pins (``console``, emu/devices/terminal.py;
 ``uart_send``/``uart_output``), its bytes also in ``machine.console``.
@@ -103,6 +105,16 @@ def check_flash_file(path) -> Optional[str]:
     return path
 
 
+REGULATOR_V, DROPOUT_V = 3.3, 0.1     # the PineTime's LDO (an assumption: its
+                                      # dropout at the watch's light load)
+
+
+def vdd_from_battery(volts: float) -> float:
+    """The chip's VDD with the cell at ``volts``: 3.3 V, or the cell less
+    the regulator's dropout once the cell falls that far."""
+    return round(min(REGULATOR_V, max(0.0, volts - DROPOUT_V)), 3)
+
+
 class PineTime(BareNrf52832):
     name = "pinetime"
     softdevice = "s132"      # emulated S132 API (emu/softdevice), machine.phone
@@ -142,6 +154,10 @@ class PineTime(BareNrf52832):
         self.motor = VibrationMotor(clock, pins[16], pwm_duty=self._pwm_duty_on_motor)
         self.button = Button(clock, pins[13], pins[15])
         self.battery = Battery(pins[12], pins[19], saadc=soc.peripherals.get("saadc"))
+        # VDD through the 3.3 V regulator: POWER's power-fail comparator sees it
+        power = soc.peripherals["clock_power"]
+        self.battery.listeners.append(lambda v: power.set_supply(vdd_from_battery(v)))
+        power.set_supply(vdd_from_battery(self.battery.voltage))
         self.validate()
 
     # ------------------------------------------------------------------ API

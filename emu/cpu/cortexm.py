@@ -458,6 +458,7 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
 
     stalls = 0            # times the core was held (stall_until)
     stalled_ticks = 0     # for how long, in all
+    stall_cut = False     # the power is gone (emu/powercut.py): a stall ends now
 
     def stall_until(self, until: int) -> None:
         """Hold the core until the tick ``until``: the instruction being
@@ -470,7 +471,7 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
         steps in a sleeping WFE (_sleep_in_hook), or at a slice boundary.
         Only while the core runs; a halt an event raises (lockup) is raised
         again after the slice.  A run's deadline inside the stall is
-        passed: the stall is not cut."""
+        passed: the stall is not cut; a power cut (``stall_cut``) is."""
         clock = self.clock
         cs = self.cs
         if not self._running:
@@ -491,6 +492,12 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
         try:
             while True:
                 clock.run_due()
+                if self.stall_cut:
+                    # the power went during the stall (emu/powercut.py): it
+                    # ends here, on the cycle grid
+                    n = -(-(clock.now - start) // self.cycle_ticks)
+                    until = start + n * self.cycle_ticks
+                    break
                 nxt = clock.next_event_time()
                 if nxt > until:
                     break

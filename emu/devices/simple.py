@@ -200,6 +200,7 @@ class Battery:
         self.ain = ain
         self.name = name
         self._voltage = voltage
+        self.listeners: list = []      # fn(volts) when the voltage is set (the board's wiring)
         self._charging = False
         self._power = False
         self.voltage = voltage
@@ -212,7 +213,13 @@ class Battery:
 
     @voltage.setter
     def voltage(self, v: float) -> None:
-        """Volts at the cell, 0 to 5 (TypeError / ValueError otherwise)."""
+        """Volts at the cell, 0 to 5 (TypeError / ValueError otherwise);
+        the board's listeners (its regulator feeding VDD) hear it."""
+        self._set_voltage(v)
+        for fn in self.listeners:
+            fn(self._voltage)
+
+    def _set_voltage(self, v: float) -> None:
         self._voltage = checks.number("battery voltage", v, 0.0, 5.0)
         fn = getattr(self.saadc, "set_input", None)
         if fn is not None:
@@ -222,7 +229,7 @@ class Battery:
         return {"voltage": self._voltage, "charging": self._charging, "power": self._power}
 
     def load_state(self, st: dict) -> None:
-        self.voltage = st["voltage"]
+        self._set_voltage(st["voltage"])       # VDD is restored with POWER itself
         self.charging = st["charging"]
         self.power_present = st["power"]
 

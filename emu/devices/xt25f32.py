@@ -25,6 +25,9 @@ it: ``Machine.report_output_error``) it is reported there once, in one line,
 and the content stays dirty so the next save tries again; without it,
 close() raises the OSError and the periodic save logs it.
 
+Power cuts (emu/powercut.py): ``op_hook`` sees each program and erase as it
+begins; ``lose_power`` stops the one in flight where it is.
+
 Not modelled: status register 2/3 writes (01/31) and block protection,
 dual/quad I/O reads, suspend/resume, the OTP security registers' contents
 and their lock bits, failed programs and erases, SFDP (5A),
@@ -118,6 +121,9 @@ class Xt25f32:
         # fn() after select, deep power-down, or a program/erase starts or ends
         # (emu/power.py)
         self.power_listeners: list = []
+        # fn(kind, address, length, ticks) as a program or erase begins
+        # (emu/powercut.py counts them and cuts power at one)
+        self.op_hook: Optional[Callable] = None
         self._cmd: Optional[int] = None
         self._buf = bytearray()
         self._addr = 0
@@ -346,6 +352,42 @@ class Xt25f32:
         self._pending_op = op
         self._busy_ev.schedule_in(ticks)
         self._power_changed()
+        if self.op_hook is not None:
+            kind = "program" if op[0] == "pp" else "erase"
+            self.op_hook(kind, op[1], len(op[2]) if op[0] == "pp" else op[2], ticks)
+
+    def pending_change(self):
+        """(start, before, after) of the program or erase in flight, or None:
+        the bytes it changes as they are and as they will be."""
+        op = self._pending_op
+        if op is None:
+            return None
+        if op[0] == "pp":
+            _, addr, data = op
+            base, off = addr & ~(PAGE - 1), addr & (PAGE - 1)
+            before = bytes(self.data[base:base + PAGE])
+            after = bytearray(before)
+            for i, b in enumerate(data):
+                after[(off + i) & (PAGE - 1)] &= b
+            return base, before, bytes(after)
+        _, addr, size = op
+        return addr, bytes(self.data[addr:addr + size]), b"\xff" * size
+
+    def lose_power(self, partial: Optional[bytes] = None) -> None:
+        """Power is gone: the operation in flight stops where it is
+        (``partial``: what its bytes hold then, from pending_change's start;
+        None: as they were) and every volatile bit is lost."""
+        if self._busy_ev.pending:
+            self._busy_ev.cancel()
+        if partial is not None and self._pending_op is not None:
+            start = self.pending_change()[0]
+            self.data[start:start + len(partial)] = partial
+            self.dirty = True
+        self._pending_op = None
+        self.wip = False
+        self.wel = False
+        self.deep_power_down = False
+        self._cmd = None
 
     def _op_done(self) -> None:
         op = self._pending_op

@@ -12,8 +12,8 @@ LFCLKSRCCOPY latches LFCLKSRC when LFCLKSTART is triggered.  CAL ends with
 EVENTS_DONE after ``T_CAL``; CTSTART ends with EVENTS_CTTO after CTIV x 0.25 s.
 A board may shorten ``startup`` (an instance copy of STARTUP).
 
-POWER: TASKS_CONSTLAT/LOWPWR (stored mode), EVENTS_POFWARN/SLEEPENTER/
-SLEEPEXIT (registers; not generated), RESETREAS (W1C, cumulative, cleared
+POWER: TASKS_CONSTLAT/LOWPWR (stored mode), EVENTS_POFWARN (the power-fail
+comparator, below), SLEEPENTER/SLEEPEXIT (registers; not generated), RESETREAS (W1C, cumulative, cleared
 only by power-on reset; bits set by :meth:`system_reset`: RESETPIN 'pin',
 DOG 'dog', SREQ 'sysresetreq', LOCKUP 'lockup', OFF 'off' (wake from System
 OFF by GPIO DETECT)), SYSTEMOFF, POFCON, GPREGRET/GPREGRET2, RAMSTATUS,
@@ -37,7 +37,17 @@ wake-up reset the RAM sections whose RAM[n].POWER SxRETENTION bit is 0 lose
 their contents, modelled as cleared to zero (silicon leaves them undefined);
 retained sections keep them.
 
-Not modelled: power-fail comparator (POFWARN never fires), SLEEPENTER/
+Power-fail comparator (17.4): the supply VDD is :attr:`supply_v` (volts;
+3.0 V on a bare chip, the PineTime's board sets it from its battery through
+its 3.3 V regulator, emu/board/pinetime.py).  With POFCON.POF set and a
+THRESHOLD of 4..15 (1.7 V to 2.8 V in 0.1 V steps), EVENTS_POFWARN fires
+when :meth:`set_supply` takes VDD from at or above the threshold to below
+it, and when POF is enabled (or the threshold raised) while VDD is already
+below (the comparator's output changes then too).  Reserved THRESHOLD
+values compare with nothing (logged once).  Below the brown-out level the
+chip is off: that is a power cut (emu/powercut.py), not modelled here.
+
+Not modelled: SLEEPENTER/
 SLEEPEXIT events, Emulated System OFF (in debug interface mode), LPCOMP
 ANADETECT and NFC field wake-up sources, RAM sections powered off in System
 ON (SxPOWER=0 keeps the contents), DC/DC converter effects, CLOCK
@@ -60,6 +70,16 @@ KEEP_GPREGRET = {"sysresetreq", "lockup", "off"}
 
 STARTUP = {"hfxo": us(360), "lfrc": us(600), "lfxo": ms(250), "lfsynt": us(100)}
 T_CAL = ms(16)
+SUPPLY_V = 3.0                 # VDD of a bare chip (a board sets its own)
+
+
+def pof_threshold(pofcon: int):
+    """POFCON's threshold in volts (PS v1.4 17.4: V17 = 4 ... V28 = 15), or
+    None when POF is off or THRESHOLD is reserved."""
+    t = (pofcon >> 1) & 0xF
+    if not pofcon & 1 or t < 4:
+        return None
+    return round(1.7 + 0.1 * (t - 4), 1)
 LFSRC = {0: "lfrc", 1: "lfxo", 2: "lfsynt"}
 
 
@@ -84,7 +104,7 @@ class ClockPower(NrfPeripheral):
         Reg(0x400, "RESETREAS", 0, W1C, mask=0x000F000F),
         Reg(0x428, "RAMSTATUS", 0, RO, read="_rd_ramstatus"),
         Reg(0x500, "SYSTEMOFF", 0, WO, write="_wr_systemoff"),
-        Reg(0x510, "POFCON", 0, RW, mask=0x1F),   # POF (bit 0), THRESHOLD (4:1)
+        Reg(0x510, "POFCON", 0, RW, mask=0x1F, write="_wr_pofcon"),   # POF, THRESHOLD (4:1)
         Reg(0x51C, "GPREGRET", 0, RW, mask=0xFF),
         Reg(0x520, "GPREGRET2", 0, RW, mask=0xFF),
         Reg(0x524, "RAMON", 3, RW, mask=0x00030003),
@@ -112,6 +132,7 @@ class ClockPower(NrfPeripheral):
         # fn() after DCDCEN, a clock or System OFF changes (emu/power.py)
         self.power_listeners: list = []
         self.low_power_mode = "LOWPWR"
+        self.supply_v = SUPPLY_V       # VDD, volts (set_supply); kept across resets
         super().__init__(soc, base, name, irq=0 if irq is None else irq)
 
     def reset(self) -> None:
@@ -201,6 +222,27 @@ class ClockPower(NrfPeripheral):
 
     def task_LOWPWR(self) -> None:
         self.low_power_mode = "LOWPWR"
+
+    # -- the power-fail comparator -----------------------------------------
+    def set_supply(self, volts: float) -> None:
+        """VDD becomes ``volts``: POFWARN when it falls below POFCON's threshold."""
+        old, self.supply_v = self.supply_v, float(volts)
+        thr = self._threshold()
+        if thr is not None and old >= thr > self.supply_v:
+            self.fire(EV_POFWARN)
+
+    def _threshold(self):
+        pofcon = self.values[0x510]
+        thr = pof_threshold(pofcon)
+        if thr is None and pofcon & 1:
+            self.log_once("pofcon", "POFCON THRESHOLD %d is reserved: no POFWARN",
+                          (pofcon >> 1) & 0xF)
+        return thr
+
+    def _wr_pofcon(self, new, old) -> None:
+        was, now = pof_threshold(old), self._threshold()
+        if now is not None and self.supply_v < now and (was is None or self.supply_v >= was):
+            self.fire(EV_POFWARN)
 
     # -- completions ---------------------------------------------------
     def _on_hf_started(self) -> None:

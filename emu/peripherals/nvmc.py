@@ -26,6 +26,10 @@ CYCCNT counts the cycles, the events due meanwhile fire at their times and
 their interrupts are taken after it, so a loop polling READY sees 1 at its
 first read.  From RAM the core runs on and READY reads 0 until the end.
 
+Power cuts (emu/powercut.py): ``op_hook`` sees every program and erase as
+it begins and decides what the cells get (all of it, nothing, or the bits
+an interrupted operation leaves).
+
 Persistence: every change sets :attr:`flash_dirty` and calls the functions in
 :attr:`on_change` with ``(start, end)``; a board saves flash/UICR and clears
 the flag.
@@ -77,6 +81,9 @@ class Nvmc(NrfPeripheral):
         self.on_change: list = []     # fn(start, end)
         self._background = 0          # inside background(): no CPU stall
         self.power_listeners: list = []   # fn() when ICACHECNF changes (emu/power.py)
+        # fn(kind, start, before, after, ticks) -> the bytes the cells get, called
+        # as each program or erase begins (emu/powercut.py cuts power there)
+        self.op_hook = None
         super().__init__(soc, base, name, irq=None)
 
     def reset(self) -> None:
@@ -100,6 +107,8 @@ class Nvmc(NrfPeripheral):
         out = (int.from_bytes(before, "little") & int.from_bytes(after, "little")).to_bytes(
             n, "little")
         words = _changed_words(before, after)
+        if self.op_hook is not None:
+            out = self.op_hook("program", lo, before, out, T_WRITE * max(1, words))
         if not self._background and self.soc.cpu.executing_from_flash():
             self.soc.cpu.write_mem(lo, out)     # the cells as they are during the stall
         self._changed(lo, lo + len(before))
@@ -152,7 +161,11 @@ class Nvmc(NrfPeripheral):
 
     def _erase(self, start: int, end: int, ticks: int) -> None:
         cpu = self.soc.cpu
-        cpu.write_mem(start, b"\xff" * (end - start))
+        after = b"\xff" * (end - start)
+        if self.op_hook is not None:
+            after = self.op_hook("erase", start, cpu.read_mem(start, end - start), after,
+                                 ticks or T_ERASEALL)
+        cpu.write_mem(start, after)
         cpu.invalidate_code(start, end)
         self._changed(start, end)
         if ticks:

@@ -104,3 +104,68 @@ def test_pofcon_keeps_the_enable_bit_and_threshold():
     assert power.read(0x510) == 0x1F
     power.write(0x510, 0xFFFFFFFF)
     assert power.read(0x510) == 0x1F      # no other bits on the nRF52832
+
+
+EV_POFWARN, POFCON = 0x108, 0x510
+
+
+def test_pofwarn_fires_when_vdd_falls_below_the_threshold():
+    soc, cp = soc_with("clock_power")
+    cp.write(INTENSET, 1 << 2)
+    cp.write(POFCON, 1 | (13 << 1))          # POF, V26 = 2.6 V
+    cp.set_supply(2.7)
+    assert cp.read(EV_POFWARN) == 0
+    cp.set_supply(2.6)                        # at the threshold: not below
+    assert cp.read(EV_POFWARN) == 0
+    cp.set_supply(2.59)
+    assert cp.read(EV_POFWARN) == 1 and soc.cpu.irq_level & 1
+    cp.write(EV_POFWARN, 0)
+    cp.set_supply(2.4)                        # still below: no new edge
+    assert cp.read(EV_POFWARN) == 0
+    cp.set_supply(3.0)
+    cp.set_supply(2.5)                        # up and down again: warns again
+    assert cp.read(EV_POFWARN) == 1
+
+
+def test_pofwarn_off_reserved_and_enabled_below():
+    soc, cp = soc_with("clock_power")
+    cp.set_supply(2.0)
+    cp.write(POFCON, 0 | (15 << 1))          # threshold, POF off: nothing
+    assert cp.read(EV_POFWARN) == 0
+    cp.write(POFCON, 1 | (2 << 1))           # POF on, a reserved threshold: nothing
+    assert cp.read(EV_POFWARN) == 0
+    cp.write(POFCON, 1 | (4 << 1))           # 1.7 V: VDD 2.0 is above
+    assert cp.read(EV_POFWARN) == 0
+    cp.write(POFCON, 1 | (15 << 1))          # raised to 2.8 V with VDD below: warns
+    assert cp.read(EV_POFWARN) == 1
+
+
+def test_firmware_saves_its_state_on_pofwarn_as_the_battery_falls(fw):
+    """firmware/tests/power_pofwarn.c on the PineTime: VDD follows the cell
+    through the regulator; the warning comes only once VDD is below 2.8 V."""
+    from emu import Machine
+    from emu.board.pinetime import vdd_from_battery
+    m = Machine(fw("power_pofwarn"), board="pinetime", flash_file=None)
+    assert m.run_until(lambda: "armed" in m.console_text(), timeout_ms=100)
+    for volts in (3.9, 3.3, 3.0, 2.9):          # VDD 3.3 .. 2.8: not below 2.8 V
+        m.board.battery.voltage = volts
+        m.run(ms=5)
+        assert "POFWARN" not in m.console_text(), volts
+    assert vdd_from_battery(2.9) == 2.8
+    m.board.battery.voltage = 2.85
+    r = m.run(ms=5)
+    assert r.reason == "exit" and r.exit_code == 0, m.console_text()
+    assert m.console_text().count("POFWARN") == 2      # the edge, and POF re-enabled below
+
+
+def test_firmware_without_the_comparator_never_hears(fw, monkeypatch):
+    """The companion: a POWER that ignores its supply leaves the firmware
+    waiting for a warning that never comes."""
+    from emu import Machine
+    from emu.peripherals.clock_power import ClockPower
+    monkeypatch.setattr(ClockPower, "set_supply", lambda self, v: None)
+    m = Machine(fw("power_pofwarn"), board="pinetime", flash_file=None)
+    m.run(ms=5)
+    m.board.battery.voltage = 2.5
+    r = m.run(ms=20)
+    assert r.reason != "exit" and "POFWARN" not in m.console_text()
