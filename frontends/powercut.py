@@ -35,7 +35,7 @@ import os
 import sys
 from typing import Optional
 
-from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser
+from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, path_arg
 
 PROG = "pinetime-emu powercut"
 
@@ -253,8 +253,8 @@ def write_junit(path: str, name: str, results: list) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description="Cut the power at every flash operation of a "
                        "run (or a seeded sample), boot again and check an invariant.")
-    p.add_argument("firmware", metavar="FIRMWARE")
-    p.add_argument("--scenario", required=True, metavar="CAMPAIGN.yaml")
+    p.add_argument("firmware", type=path_arg, metavar="FIRMWARE")
+    p.add_argument("--scenario", type=path_arg, required=True, metavar="CAMPAIGN.yaml")
     p.add_argument("--board", default=None)
     p.add_argument("--base", type=lambda s: int(s, 0), default=None)
     p.add_argument("--modes", default="before,during,after")
@@ -263,8 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a seeded sample of N cases instead of all")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, metavar="N")
-    p.add_argument("--junit", default=None, metavar="FILE")
-    p.add_argument("--flash-image", default=None, metavar="NOR.bin",
+    p.add_argument("--junit", type=path_arg, default=None, metavar="FILE")
+    p.add_argument("--flash-image", type=path_arg, default=None, metavar="NOR.bin",
                    help="the PineTime's NOR content to start from (default erased)")
     return p
 

@@ -212,7 +212,11 @@ def in_process(argv, capsys):
      ["world", "--node", "a", NUL], ["world", "--pcap", NUL, "--node", "a", "{fw}"],
      ["world", "--node", "a", "{fw}", "--screenshot", NUL],
      ["world", "--node", "a", "{fw}", "--flash-file", NUL],
-     ["fs", "ls", NUL]] + [["phone", option, NUL] for option in
+     ["fs", "ls", NUL], ["powercut", NUL, "--scenario", "s.yaml"],
+     ["powercut", "{fw}", "--scenario", NUL],
+     ["powercut", "{fw}", "--scenario", "s.yaml", "--junit", NUL],
+     ["powercut", "{fw}", "--scenario", "s.yaml", "--flash-image", NUL]] + [
+         ["phone", option, NUL] for option in
                            ("--exec", "--upload", "--push", "--pull", "--dfu", "--resources")],
     ids=lambda argv: " ".join(a for a in argv if a not in (NUL, "{fw}")))
 def test_a_nul_byte_in_a_file_name_is_one_line(demo, capsys, argv):
