@@ -28,35 +28,60 @@ What is saved
   restored mid-connection sees the phone vanish, times the link out and
   advertises again, and ``phone.connect()`` reconnects.
 
+How state is declared
+---------------------
+Every class of the machine's parts declares, once, what a snapshot holds:
+
+    class Rtc(NrfPeripheral):
+        SNAPSHOT = ("_ev", "num_cc", "suppress_k")    # saved and restored
+        STRUCTURE = ("_core",)                        # rebuilt by the wiring
+
+``SNAPSHOT`` names state: saved with ``getattr`` (a class-level default such
+as ``tail_chains = 0`` is saved whether or not the instance has assigned it)
+and set back on restore; a name declared as state must have a value (give a
+lazily set attribute a class default).  ``STRUCTURE`` names what the board
+builds (references to other parts, listeners, hooks, caches, host objects):
+walked to find the parts and their paths, never saved.  Both are merged
+along the MRO, the nearest class that names an attribute deciding
+(:func:`declaration`); nothing else of an object is looked at.  A part whose
+class declares neither makes save and restore fail with its path.
+:func:`audit` lists every attribute found on a part that its class does not
+declare (tests/machine/test_snapshot_declared.py runs it on every board, and
+checks every ``self.x = ...`` in the parts' classes), so a new attribute
+fails a test instead of silently going into or missing from snapshots.
+State kept in C (the peripherals' cells, the RTC/TIMER/WDT cores, the run
+loop's shared struct, the clock in C) is saved through the existing
+accessors: a model's ``save_state()``/``save_model_state()``, the CPU's
+counter, the clock's events (their modules are in ``SKIP_MODULES``: never
+parts themselves); the C clock is declared by emu.clock.Clock.
+
 How objects are captured
 ------------------------
-The state of an object is its instance attributes (``__dict__`` and
-``__slots__``).  Its ``save_state()`` is called first when it has one (so a
-model can flush lazy state, e.g. the ST7789's pending pixels) and its
-``load_state()`` runs on restore before the attributes are set.  Attribute
-values are encoded by type: plain data (numbers, strings, bytes, lists,
+An object's ``save_state()`` is called first when it has one (so a model
+can flush lazy state, e.g. the ST7789's pending pixels) and its
+``load_state()`` runs on restore before the declared attributes are set.
+Attribute values are encoded by type: plain data (numbers, strings, bytes, lists,
 tuples, dicts with any keys, sets, deques, Counters, numpy arrays) by
 value; a reference to another object of the machine (the I2C bus's current
 device, the active variant of a serial slot, a bound method such as a
 listener) by its path in the graph, re-resolved in the restored machine;
 a clock Event by its name; a few pure data classes (``VALUE_CLASSES``) by
-value.  Callables that are not bound methods of machine objects (the
-wiring's lambdas) are structure, rebuilt by the board, and are skipped at
-the top level of an attribute; found *inside* state (a closure queued in a
-timeline) they make the save fail with the attribute's path, never a
-silently wrong snapshot.  ``audit(machine)`` lists what was skipped.
+value.  Any other value in declared state (a closure queued in a
+timeline, a lambda) makes the save fail with the attribute's path, never a
+silently wrong snapshot.
 
 Parts are named by their attribute path from the machine (breadth first:
 ``machine.soc.peripherals['rtc1']``), saved with their class and every
 other path that reaches them.  Restoring walks those paths in the new
 machine; a part must be found, with the same class, and every part of the
-new machine must be named by the snapshot, else a one-line error says which.
+new machine must be named by the snapshot, and each part's saved attributes
+must be exactly its class's declared state, else a one-line error says which.
 
-File format (version 1)
+File format (version 2)
 -----------------------
 A zip archive:
 
-* ``snapshot.json``: ``{"format": "pinetime-emu-snapshot", "version": 1,
+* ``snapshot.json``: ``{"format": "pinetime-emu-snapshot", "version": 2,
   "emulator": "0.1.0", "board": ..., "board_options": {...}, "firmware":
   {"path", "sha256"}, "time_ticks", "cycles", "state": {...}}``; ``state`` is tagged JSON
   (``{"$b": n}`` is blob n, ``{"$t": [...]}`` a tuple, ``{"$d": [[k, v],
