@@ -53,7 +53,7 @@ State kept in C (the peripherals' cells, the RTC/TIMER/WDT cores, the run
 loop's shared struct, the clock in C) is saved through the existing
 accessors: a model's ``save_state()``/``save_model_state()``, the CPU's
 counter, the clock's events (their modules are in ``SKIP_MODULES``: never
-parts themselves); the C clock is declared by emu.clock.Clock.
+parts themselves); the clock, in Python or C, is ``CLOCK_DECLARATION``.
 
 How objects are captured
 ------------------------
@@ -180,6 +180,13 @@ class SnapshotError(Exception):
 SAME_CLASSES = {"emu._clock.Clock": "emu.clock.Clock"}
 
 
+# The clock (and its C twin, which has the Python clock's API and nothing
+# more) is saved apart by build_state: now, the sequence number and every
+# pending event by name.  None of its attributes is saved as such.
+CLOCK_DECLARATION = ((), ("now", "_heap", "_seq", "next_deadline", "on_earlier_deadline",
+                          "events", "firing", "_compact_at"))
+
+
 def _qualname(obj) -> str:
     cls = type(obj)
     q = f"{cls.__module__}.{cls.__qualname__}"
@@ -193,17 +200,15 @@ def declaration(cls) -> Optional[tuple]:
     """(state, structure) of ``cls``: the names its classes declare in
     ``SNAPSHOT`` (saved and restored) and ``STRUCTURE`` (rebuilt by the wiring,
     never saved), merged along the MRO, the nearest class that names an
-    attribute deciding; None when no class of it declares.  A C twin (the
-    clock in C) is declared by its Python class (``SAME_CLASSES``)."""
+    attribute deciding; None when no class of it declares.  The clock, in
+    Python or C, is ``CLOCK_DECLARATION``."""
     try:
         return _DECLARED[cls]
     except KeyError:
         pass
     q = f"{cls.__module__}.{cls.__qualname__}"
-    if q in SAME_CLASSES:
-        import importlib
-        mod, _, name = SAME_CLASSES[q].rpartition(".")
-        out = declaration(getattr(importlib.import_module(mod), name))
+    if SAME_CLASSES.get(q, q) == "emu.clock.Clock":
+        out = CLOCK_DECLARATION
     else:
         state: list = []
         structure: list = []
