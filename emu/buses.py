@@ -50,6 +50,9 @@ def psel_pin(value: int) -> Optional[int]:
 
 
 class SpiBus:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("bytes_transferred", "devices", "miso", "mosi", "name", "sck")
+    STRUCTURE = ("_selected", "listeners")
     def __init__(self, name: str, sck: Optional[int] = None, mosi: Optional[int] = None,
                  miso: Optional[int] = None):
         self.name = name
@@ -127,6 +130,8 @@ class I2cRegisterDevice:
     after either, the pointer moves to ``_next_write_ptr``/``_next_read_ptr``
     (default: the next register, wrapping at ``PTR_MASK + 1``).  Subclasses
     keep ``regs`` (a bytearray) or override the two register methods."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_first", "ptr", "regs")
 
     PTR_MASK = 0xFF
     ptr = 0
@@ -174,6 +179,9 @@ class I2cRegisterDevice:
 
 
 class I2cBus:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_current", "devices", "name", "scl", "sda", "transactions")
+    STRUCTURE = ("listeners",)
     def __init__(self, name: str, scl: Optional[int] = None, sda: Optional[int] = None):
         self.name = name
         self.scl, self.sda = scl, sda                      # pin numbers
@@ -249,6 +257,9 @@ class PinBuses:
     Not modelled: a master clocking the bus with its MOSI (or one of SCL/SDA)
     elsewhere (the devices see nothing), several pins per signal.
     """
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_at", "_logged", "routes")
+    STRUCTURE = ("i2c", "route_listeners", "spi")
 
     def __init__(self):
         self.spi: list = []

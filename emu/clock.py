@@ -123,6 +123,8 @@ def _push(ev: Event, when: int, seq: int) -> None:
 
 class Clock:
     """The machine's single time base (``now`` in 512 MHz ticks)."""
+    # a snapshot saves the clock apart (emu/snapshot.py CLOCK_DECLARATION: now,
+    # the sequence number and every pending event by name)
 
     def __init__(self) -> None:
         self.now = 0

@@ -92,6 +92,14 @@ class Machine:
     unknown board or a value out of range (``base`` beyond 32 bits, a
     PineTime ``bpm`` below 0, a ``flash_file`` that is a directory or a
     device)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("bootloader", "console", "exit_code", "halt_requested", "resets",
+                "softdevice_hex")
+    STRUCTURE = ("board", "board_name", "breakpoint_handler", "clock", "console_listeners",
+                 "cpu", "detection", "image", "output_error_listeners", "power_meter",
+                 "reset_listeners", "rtt", "soc", "softdevice", "phone", "symbols",
+                 "world_run")
+    phone = None            # the SoftDevice's phone (attached with it)
 
     def __init__(self, firmware: Union[str, FirmwareImage, None] = None, *,
                  board: Optional[str] = None, base: Optional[int] = None,

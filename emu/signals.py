@@ -47,6 +47,10 @@ class Pin:
     __slots__ = ("name", "number", "drivers", "pull", "board_pull", "level", "_listeners",
                  "_contention_logged",
                  "_was_driven", "serial", "serial_listeners")
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_contention_logged", "_was_driven", "board_pull", "drivers", "level", "name",
+                "number", "pull", "serial")
+    STRUCTURE = ("_listeners", "serial_listeners")
 
     def __init__(self, name: str, number: int = -1):
         self.name = name

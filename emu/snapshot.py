@@ -28,35 +28,60 @@ What is saved
   restored mid-connection sees the phone vanish, times the link out and
   advertises again, and ``phone.connect()`` reconnects.
 
+How state is declared
+---------------------
+Every class of the machine's parts declares, once, what a snapshot holds:
+
+    class Rtc(NrfPeripheral):
+        SNAPSHOT = ("_ev", "num_cc", "suppress_k")    # saved and restored
+        STRUCTURE = ("_core",)                        # rebuilt by the wiring
+
+``SNAPSHOT`` names state: saved with ``getattr`` (a class-level default such
+as ``tail_chains = 0`` is saved whether or not the instance has assigned it)
+and set back on restore; a name declared as state must have a value (give a
+lazily set attribute a class default).  ``STRUCTURE`` names what the board
+builds (references to other parts, listeners, hooks, caches, host objects):
+walked to find the parts and their paths, never saved.  Both are merged
+along the MRO, the nearest class that names an attribute deciding
+(:func:`declaration`); nothing else of an object is looked at.  A part whose
+class declares neither makes save and restore fail with its path.
+:func:`audit` lists every attribute found on a part that its class does not
+declare (tests/machine/test_snapshot_declared.py runs it on every board, and
+checks every ``self.x = ...`` in the parts' classes), so a new attribute
+fails a test instead of silently going into or missing from snapshots.
+State kept in C (the peripherals' cells, the RTC/TIMER/WDT cores, the run
+loop's shared struct, the clock in C) is saved through the existing
+accessors: a model's ``save_state()``/``save_model_state()``, the CPU's
+counter, the clock's events (their modules are in ``SKIP_MODULES``: never
+parts themselves); the clock, in Python or C, is ``CLOCK_DECLARATION``.
+
 How objects are captured
 ------------------------
-The state of an object is its instance attributes (``__dict__`` and
-``__slots__``).  Its ``save_state()`` is called first when it has one (so a
-model can flush lazy state, e.g. the ST7789's pending pixels) and its
-``load_state()`` runs on restore before the attributes are set.  Attribute
-values are encoded by type: plain data (numbers, strings, bytes, lists,
+An object's ``save_state()`` is called first when it has one (so a model
+can flush lazy state, e.g. the ST7789's pending pixels) and its
+``load_state()`` runs on restore before the declared attributes are set.
+Attribute values are encoded by type: plain data (numbers, strings, bytes, lists,
 tuples, dicts with any keys, sets, deques, Counters, numpy arrays) by
 value; a reference to another object of the machine (the I2C bus's current
 device, the active variant of a serial slot, a bound method such as a
 listener) by its path in the graph, re-resolved in the restored machine;
 a clock Event by its name; a few pure data classes (``VALUE_CLASSES``) by
-value.  Callables that are not bound methods of machine objects (the
-wiring's lambdas) are structure, rebuilt by the board, and are skipped at
-the top level of an attribute; found *inside* state (a closure queued in a
-timeline) they make the save fail with the attribute's path, never a
-silently wrong snapshot.  ``audit(machine)`` lists what was skipped.
+value.  Any other value in declared state (a closure queued in a
+timeline, a lambda) makes the save fail with the attribute's path, never a
+silently wrong snapshot.
 
 Parts are named by their attribute path from the machine (breadth first:
 ``machine.soc.peripherals['rtc1']``), saved with their class and every
 other path that reaches them.  Restoring walks those paths in the new
 machine; a part must be found, with the same class, and every part of the
-new machine must be named by the snapshot, else a one-line error says which.
+new machine must be named by the snapshot, and each part's saved attributes
+must be exactly its class's declared state, else a one-line error says which.
 
-File format (version 1)
+File format (version 2)
 -----------------------
 A zip archive:
 
-* ``snapshot.json``: ``{"format": "pinetime-emu-snapshot", "version": 1,
+* ``snapshot.json``: ``{"format": "pinetime-emu-snapshot", "version": 2,
   "emulator": "0.1.0", "board": ..., "board_options": {...}, "firmware":
   {"path", "sha256"}, "time_ticks", "cycles", "state": {...}}``; ``state`` is tagged JSON
   (``{"$b": n}`` is blob n, ``{"$t": [...]}`` a tuple, ``{"$d": [[k, v],
@@ -99,7 +124,7 @@ from emu.outputs import atomic_write
 log = logging.getLogger("emu.snapshot")
 
 FORMAT = "pinetime-emu-snapshot"
-VERSION = 1
+VERSION = 2       # 2: every part's declared state (1: its attributes found by reflection)
 BLOB_MIN = 256             # bytes objects at least this long go to their own zip member
 # What a snapshot file may hold when read (a machine's whole state is a few
 # MiB: the 4 MiB NOR flash is the largest part); more is a damaged or hostile file.
@@ -123,65 +148,17 @@ SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "emu.rtt", "emu.rtos", "frontend
                 "emu.phone.gattphone", "emu.phone.link", "emu.phone.gatt", "emu.phone.smp",
                 "emu.phone.scanner", "emu.air",
                 # instruments: the energy model and the heap/task readers
-                "emu.power", "emu.inspect")
+                "emu.power", "emu.inspect",
+                # native carriers (C structs): their state is saved through their
+                # owners' declared state and save_state (the peripherals' cells and
+                # cores, the CPU's counter), never walked as parts
+                "emu.soc._mmio", "emu.cpu._core", "emu.cpu._blockhook",
+                "emu.peripherals._cores",
+                "emu.native",     # the run loop's shared struct (cycles, blocks: saved apart)
+                "emu.detect")     # how the board was told from the image (host side)
 HOST_EVENTS = "host."      # clock events of host devices: neither saved nor restored
 # Objects encoded by value (pure data, created at run time).
 VALUE_CLASSES = {"emu.softdevice.Attribute"}
-# Attributes that are structure, not state, even though they hold plain data.
-SKIP_ATTRS = {
-    "emu.cpu.cortexm.CortexM": {"regions", "ram_host", "_flash_regions", "_div_hooks", "_div_armed", "_sev_hooks", "_own_hooks", "_loop_watch",
-                                "_wfe_kinds", "_halt_in_hook", "_msr_hooks", "_sev_block",
-                                "_sev_at",
-                                # statistics of the run loop's shortcuts (a restored
-                                # machine re-costs its blocks: not state)
-                                "returns_in_hook", "wfe_in_hook", "entries_in_hook",
-                                "costed_in_hook", "stalls", "stalled_ticks",
-                                "_py_slices", "_py_inside",   # slices run, host time in them
-                                "_c_loop", "_wfe_in_c",      # which run loop, WFE hook run
-                                "_costed_pages",       # follows the cost table (not saved)
-                                "_mmio_cfuncs", "uc", "counter", "cs", "cost_model",
-                                "_flash_guard", "_mem_hooks", "pagemap", "_fast_ram_range",
-                                # the engine's uc_mem_read/write and their buffer
-                                "_uch", "_c_mem_read", "_c_mem_write", "_membuf",
-                                "_xregs",    # exception entry/return in C (structure)
-                                "_exc_hook"},   # the INTR hook in C (ExcHook)
-    # the MPU: its registers through save_state/load_state, the rest derived
-    "emu.cpu.mpu.Mpu": {"cpu", "ctrl", "rnr", "rbar", "rasr", "_installed", "_prot",
-                        "_cache", "_applied", "_pages", "_base", "_config", "_ram", "_perms",
-                        "_transitions", "_prot_key"},
-    "emu.devices.xt25f32.Xt25f32": {"path", "power_listeners"},   # the restoring machine's own file
-    "emu.board.pinetime.PineTime": {"flash_path", "options"},
-    "emu.board.base.Board": {"options"},
-    "emu.machine.Machine": {"board_name", "image", "symbols", "detection", "power_meter",
-                            "reset_listeners",
-                            "world_run",      # a World's wiring (emu/timeline.py)
-                            "rtt"},           # a probe on the host side (emu/rtt.py)
-    # listeners of the energy model (emu/power.py): wiring, not state
-    "emu.devices.st7789.St7789": {"power_listeners"},
-    "emu.devices.cst816s.Cst816s": {"power_listeners"},
-    "emu.devices.bma421.Bma421": {"power_listeners"},
-    "emu.devices.hrs3300.Hrs3300": {"power_listeners"},
-    "emu.devices.simple.VibrationMotor": {"listeners"},
-    "emu.peripherals.clock_power.ClockPower": {"power_listeners"},
-    "emu.peripherals.nvmc.Nvmc": {"power_listeners"},
-    "emu.buses.SpiBus": {"_selected"},                 # keyed by id(): saved by device order
-    "emu.peripherals.base.NrfPeripheral": {"_regs", "_readers", "_task_handlers", "REGISTERS",
-                                           "TASKS", "EVENTS", "SHORTS",   # declarations
-                                           "_cells"},   # saved by save_state/save_model_state
-    "emu.peripherals.ppi.Ppi": {"_attached", "_seen",   # id()s; load_model_state re-attaches
-                                "_maps"},                # a cache, rebuilt
-    "emu.clock.Clock": {"now", "_heap", "_seq", "next_deadline", "events",   # saved apart
-                        "_compact_at",     # the heap's compaction threshold (follows _heap)
-                        "firing"},         # None but inside an event's callback
-    "emu.soc.bus.PeripheralBus": {"streams"},          # C wiring; the SPIs save their bytes
-    "emu.peripherals.spi.Spi": {"_streams"},           # the same StreamSet
-    "emu.peripherals.rtc.Rtc": {"_core"},              # C steps over its state (RtcCore)
-    "emu.peripherals.timer.Timer": {"_core"},          # the same (TimerCore)
-    "emu.peripherals.wdt.Wdt": {"_core"},              # the same (WdtCore)
-    "emu.peripherals.radio.Radio": {"air", "_due", "_tx", "_rx", "_inbound"},  # save_model_state
-    "emu.phone.phone.Phone": {"_gatt"},                # host side of the air (see HOST_EVENTS)
-}
-
 # Classes that moved after snapshots were first written (the phone's modules
 # went into emu/phone/): a snapshot names each part's class, and a snapshot
 # written before the move names the old one.
@@ -203,25 +180,62 @@ class SnapshotError(Exception):
 SAME_CLASSES = {"emu._clock.Clock": "emu.clock.Clock"}
 
 
+# The clock (and its C twin, which has the Python clock's API and nothing
+# more) is saved apart by build_state: now, the sequence number and every
+# pending event by name.  None of its attributes is saved as such.
+CLOCK_DECLARATION = ((), ("now", "_heap", "_seq", "next_deadline", "on_earlier_deadline",
+                          "events", "firing", "_compact_at"))
+
+
 def _qualname(obj) -> str:
     cls = type(obj)
     q = f"{cls.__module__}.{cls.__qualname__}"
     return SAME_CLASSES.get(q, q)
 
 
-def _skip_attrs(obj) -> set:
-    out: set = {n for n, _v in _attr_items(obj) if _is_wiring_name(n)}
-    for cls in type(obj).__mro__:
-        out |= SKIP_ATTRS.get(f"{cls.__module__}.{cls.__qualname__}", set())
+_DECLARED: dict = {}
+
+
+def declaration(cls) -> Optional[tuple]:
+    """(state, structure) of ``cls``: the names its classes declare in
+    ``SNAPSHOT`` (saved and restored) and ``STRUCTURE`` (rebuilt by the wiring,
+    never saved), merged along the MRO, the nearest class that names an
+    attribute deciding; None when no class of it declares.  The clock, in
+    Python or C, is ``CLOCK_DECLARATION``."""
+    try:
+        return _DECLARED[cls]
+    except KeyError:
+        pass
+    q = f"{cls.__module__}.{cls.__qualname__}"
+    if SAME_CLASSES.get(q, q) == "emu.clock.Clock":
+        out = CLOCK_DECLARATION
+    else:
+        state: list = []
+        structure: list = []
+        seen: set = set()
+        found = False
+        for k in cls.__mro__:
+            own = vars(k)
+            if "SNAPSHOT" not in own and "STRUCTURE" not in own:
+                continue
+            found = True
+            for names, into in ((own.get("SNAPSHOT", ()), state),
+                                (own.get("STRUCTURE", ()), structure)):
+                for n in names:
+                    if n not in seen:
+                        seen.add(n)
+                        into.append(n)
+        out = (tuple(state), tuple(structure)) if found else None
+    _DECLARED[cls] = out
     return out
 
 
-def _is_wiring_name(name: str) -> bool:
-    """Listener lists and callback slots are wiring, rebuilt with the machine (or
-    set by the user on the machine being restored into: a GDB stub's
-    breakpoint handler survives a restore even when the saved one was None)."""
-    return (name.endswith(("listeners", "_handler", "_handlers")) or name.startswith("on_")
-            or name in ("symbolize", "flash_write_enabled"))
+def _declared(obj, path: str) -> tuple:
+    d = declaration(type(obj))
+    if d is None:
+        raise SnapshotError(f"{path} ({_qualname(obj)}) declares no snapshot state: give its "
+                            "class SNAPSHOT and STRUCTURE (emu/snapshot.py)")
+    return d
 
 
 def _is_machine_object(v) -> bool:
@@ -282,11 +296,9 @@ def object_graph(machine, aliases: Optional[dict] = None) -> dict:
 
     while queue:
         path, obj = queue.popleft()
-        skip = _skip_attrs(obj)
-        for name, v in _attr_items(obj):
-            if name in skip:
-                continue
-            visit(f"{path}.{name}", v)
+        state, structure = _declared(obj, path)
+        for name in structure + state:      # the wiring's paths first: stable ones
+            visit(f"{path}.{name}", getattr(obj, name, None))
     return paths
 
 
@@ -418,7 +430,8 @@ class _Encoder:
             return {"$ref": path}
         if _qualname(v) in VALUE_CLASSES:
             return {"$obj": _qualname(v),
-                    "attrs": {k: self.enc(x, f"{where}.{k}") for k, x in _attr_items(v)}}
+                    "attrs": {k: self.enc(getattr(v, k), f"{where}.{k}")
+                              for k in _declared(v, where)[0]}}
         raise _Unencodable(f"{where}: {type(v).__module__}.{type(v).__qualname__} value "
                            f"{_short(v)} cannot be saved")
 
@@ -510,6 +523,10 @@ class _Decoder:
         mod, _, name = qualname.rpartition(".")
         cls = getattr(importlib.import_module(mod), name)
         obj = cls.__new__(cls)
+        state = _declared(obj, qualname)[0]
+        if set(attrs) != set(state):
+            raise SnapshotError(f"a saved {qualname} has fields {sorted(attrs)[:5]}, not "
+                                f"{list(state)[:5]}")
         for k, x in attrs.items():
             setattr(obj, k, self.dec(x))
         return obj
@@ -526,45 +543,22 @@ def _hashable(v):
 # ---------------------------------------------------------------------------
 # capture and restore of one object
 # ---------------------------------------------------------------------------
-def _top_level_structure(v) -> bool:
-    """A callable (or a container of only callables) set up by the wiring."""
-    if isinstance(v, types.MethodType):
-        return False             # bound methods of machine objects are encodable refs
-    if callable(v) and not _is_machine_object(v) and type(v).__module__ != "numpy":
-        return True
-    if isinstance(v, dict):
-        v = list(v.values())
-    if isinstance(v, (list, tuple)) and v and all(callable(x) and not _is_machine_object(x)
-                                                  for x in v):
-        return True              # listeners, handler tables
-    return False
-
-
-_NEVER_SAVED_TYPES = ("logging", "unicorn", "capstone", "ctypes", "_ctypes", "emu.loader",
-                      "emu.cpu.cycles", "frontends.gdbstub", "frontends.bridge", "_io", "socket",
-                      "threading", "frontends.testbench", "frontends.scenario")
-
-
-def _capture(obj, enc: _Encoder, path: str, skipped: Optional[list] = None) -> dict:
-    skip = _skip_attrs(obj)
+def _capture(obj, enc: _Encoder, path: str) -> dict:
+    """Every declared state attribute of ``obj``, encoded (a class-level
+    default whether or not the instance has assigned it)."""
+    state, _structure = _declared(obj, path)
     attrs = {}
-    for name, v in _attr_items(obj):
-        if name in skip:
-            continue
-        if type(v).__module__.startswith(_NEVER_SAVED_TYPES):
-            if skipped is not None:
-                skipped.append((path, name, type(v).__name__))
-            continue
-        if _top_level_structure(v):
-            if skipped is not None:
-                skipped.append((path, name, "callable"))
-            continue
+    for name in state:
+        try:
+            v = getattr(obj, name)
+        except AttributeError:
+            raise SnapshotError(f"cannot snapshot: {path}.{name} is declared state of "
+                                f"{_qualname(obj)} but has no value (give it a class "
+                                "default)") from None
         try:
             attrs[name] = enc.enc(v, f"{path}.{name}")
         except _Unencodable as e:
-            if skipped is None:
-                raise SnapshotError(f"cannot snapshot: {e}") from None
-            skipped.append((path, name, f"UNENCODABLE: {e}"))
+            raise SnapshotError(f"cannot snapshot: {e}") from None
     return attrs
 
 
@@ -828,6 +822,10 @@ def read_snapshot(path: str) -> tuple:
                             f"{' '.join(str(e).split())[:200]})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise SnapshotError(f"{path}: not a pinetime-emu snapshot")
+    if meta.get("version") == 1:
+        raise SnapshotError(f"{path}: snapshot format version 1, from before snapshots held "
+                            f"declared state (this emulator reads version {VERSION}): take it "
+                            "again")
     if meta.get("version") != VERSION:
         raise SnapshotError(f"{path}: snapshot format version {_short(meta.get('version'))} "
                             f"(this emulator reads version {VERSION})")
@@ -1018,12 +1016,15 @@ def apply_state(machine, state: dict, blob) -> None:
             if path != "machine" and callable(getattr(obj, "save_state", None)):
                 _check_saved(path, obj, saved[path])
         values[path] = _decode_attrs(obj, path, entry["attrs"], dec)
-        for name in _absent_attrs(obj, entry["attrs"]):
-            # dropped only if the model's code reads it with a default (set
-            # lazily: the machine being restored into ran and made it)
-            if not _may_be_absent(obj, name):
+        declared = _declared(obj, path)[0]
+        for name in declared:
+            if name not in values[path]:
                 raise SnapshotError(f"the snapshot lacks {path}.{name}, which this machine "
                                     "has")
+        if len(values[path]) != len(declared):
+            name = next(n for n in values[path] if n not in declared)
+            raise SnapshotError(f"the snapshot has {path}.{name}, which is not state of "
+                                f"this machine's {_qualname(obj)}")
 
     def write_memories() -> None:
         for s, e, data in memories:
@@ -1035,10 +1036,7 @@ def apply_state(machine, state: dict, blob) -> None:
     for path, st in saved.items():
         graph[path].load_state(st)
     for path, vals in values.items():
-        obj = graph[path]
-        for name in _absent_attrs(obj, vals):
-            delattr(obj, name)       # absent when the snapshot was taken
-        _restore(obj, vals)
+        _restore(graph[path], vals)
     # again: a model's load_state may have touched memory (pins wiggled, devices
     # reacted); the saved bytes win
     write_memories()
@@ -1078,45 +1076,6 @@ def apply_state(machine, state: dict, blob) -> None:
         model.ops_changed()
 
 
-_LAZY: dict = {}
-
-
-def _may_be_absent(obj, name: str) -> bool:
-    """True if ``obj``'s class (or a base) reads attribute ``name`` with a
-    default (``getattr(self, "name", ...)``, ``hasattr(self, "name")``): an
-    attribute set lazily, which a snapshot of an object without it may lack."""
-    key = (type(obj), name)
-    if key not in _LAZY:
-        import inspect
-        import sys
-        found = False
-        for cls in type(obj).__mro__:
-            mod = sys.modules.get(cls.__module__)
-            try:
-                text = inspect.getsource(mod) if mod is not None else ""
-            except (OSError, TypeError):
-                text = ""
-            if (f'getattr(self, "{name}",' in text or f"getattr(self, '{name}'," in text
-                    or f'hasattr(self, "{name}")' in text):
-                found = True
-                break
-        _LAZY[key] = found
-    return _LAZY[key]
-
-
-def _absent_attrs(obj, attrs) -> list:
-    """Attributes of ``obj`` that are state but not among the saved ``attrs``."""
-    out = []
-    skip = _skip_attrs(obj)
-    for name, v in _attr_items(obj):
-        if name in attrs or name in skip:
-            continue
-        if not _top_level_structure(v) and not type(v).__module__.startswith(
-                _NEVER_SAVED_TYPES) and name in getattr(obj, "__dict__", {}):
-            out.append(name)
-    return out
-
-
 def _check_saved(path: str, obj, new) -> None:
     """A model's saved state (for its load_state) against what it would save
     now: the same sort of value, key by key for a mapping."""
@@ -1131,10 +1090,32 @@ def _check_saved(path: str, obj, new) -> None:
 
 
 def audit(machine) -> list:
-    """(path, attribute, why) for every attribute a snapshot leaves out."""
-    graph = object_graph(machine)
+    """(path, attribute, why) for every attribute of the machine's parts that
+    its class does not declare, a declared state attribute without a value or
+    one that cannot be saved, and a part whose class declares nothing: what
+    would go into or miss from a snapshot unseen.  Empty when every part is
+    declared."""
+    out: list = []
+    try:
+        graph = object_graph(machine)
+    except SnapshotError as e:
+        return [("machine", None, f"UNDECLARED CLASS: {e}")]
     enc = _Encoder({id(o): p for p, o in graph.items()})
-    skipped: list = []
     for path, obj in graph.items():
-        _capture(obj, enc, path, skipped)
-    return skipped
+        state, structure = _declared(obj, path)
+        known = set(state) | set(structure)
+        for name, _v in _attr_items(obj):
+            if name not in known:
+                out.append((path, name, f"UNDECLARED: neither SNAPSHOT nor STRUCTURE of "
+                                        f"{_qualname(obj)}"))
+        for name in state:
+            try:
+                v = getattr(obj, name)
+            except AttributeError:
+                out.append((path, name, "NO VALUE: declared state without a value"))
+                continue
+            try:
+                enc.enc(v, f"{path}.{name}")
+            except _Unencodable as e:
+                out.append((path, name, f"UNENCODABLE: {e}"))
+    return out

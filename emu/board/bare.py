@@ -15,6 +15,9 @@ from emu.soc.nrf52832 import Nrf52832
 
 
 class BareNrf52832(Board):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("console", "power_on_reset", "soc", "system_reset")
     name = "nrf52832"
     #: (TX, RX) pins of the UART console, the chip's view; None = any pin
     CONSOLE_PINS: tuple = (None, None)

@@ -12,6 +12,9 @@ from emu.loader import MemoryLayout
 
 
 class Board:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("reset_pending",)
+    STRUCTURE = ("machine", "options")
     name = "board"
 
     def __init__(self, machine, **options):

@@ -86,6 +86,10 @@ def _grid() -> list:
 
 class LedMatrix:
     """The 3x9 multiplexed matrix seen as a 5x5 display (on-time integration)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_acc", "_last", "_lit", "_racc", "_rlast", "_rows", "_t", "_where",
+                "_win_start", "changes", "window")
+    STRUCTURE = ("_col_pins", "_row_pins", "clock", "pins")
 
     def __init__(self, clock, pins, window_ms: float = DISPLAY_WINDOW_MS):
         self.clock = clock
@@ -202,6 +206,10 @@ class LedMatrix:
 
 
 class Microbit(Board):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("accelerometer", "adc", "button", "button_a", "button_b", "compass",
+                 "console", "display", "i2c", "soc", "uart")
     name = "microbit"
     console_is_main = True          # the CLI gives its console the terminal (frontends/cli.py)
 

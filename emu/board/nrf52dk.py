@@ -59,6 +59,9 @@ class WiringError(Exception):
 
 
 class Nrf52dk(BareNrf52832):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("button", "buttons", "led")
     name = "nrf52dk"
     CONSOLE_PINS = (CONSOLE_TX, CONSOLE_RX)
     console_is_main = True          # the CLI gives its console the terminal (frontends/cli.py)

@@ -116,6 +116,10 @@ def vdd_from_battery(volts: float) -> float:
 
 
 class PineTime(BareNrf52832):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("accel", "backlight", "battery", "button", "display", "flash", "flash_path",
+                 "heart_rate", "i2c", "motor", "power_on_reset", "spi", "system_reset", "touch")
     name = "pinetime"
     softdevice = "s132"      # emulated S132 API (emu/softdevice), machine.phone
     CONSOLE_PINS = CONSOLE_PINS

@@ -70,6 +70,18 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
     holds the core (memory, registers, time, reset) and the switches that
     put the native fast paths in (emu.cpu._core: the same steps in C).
     """
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_cyccnt_base", "_cyccnt_frozen", "_cycle_base", "_cycle_base_ticks",
+                "_fault_history", "_sleeping", "ccr", "clock", "cpacr", "cycle_ticks", "demcr",
+                "dwt_ctrl", "exit_code", "fpcar", "fpccr", "fpdscr", "instructions_hint",
+                "irq_enabled", "mpu_dirty", "num_irq", "powered_off", "prigroup", "prio",
+                "prio_bits", "prio_mask", "profile", "reset_pc", "scr", "shcsr",
+                "stalled_ticks", "stalls", "vtor")
+    STRUCTURE = ("_c_mem_read", "_c_mem_write", "_costed_pages", "_exc_hook", "_flash_guard",
+                 "_flash_regions", "_membuf", "_mmio_cfuncs", "_msr_hooks", "_uch", "_xregs",
+                 "bkpt_handler", "cost_model", "counter", "flash_write_handler", "itm_handler",
+                 "mpu", "on_exception", "on_sleep", "ram_host", "regions", "reset_handler",
+                 "slice_end", "svc_handler", "symbolize", "systick", "uc")
 
     def __init__(self, clock: Clock, *, profile: str = "m4", num_irq: int = 48,
                  prio_bits: int = 3, force_python_counter: bool = False,
@@ -456,6 +468,7 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
         pc = self.uc.reg_read(A.UC_ARM_REG_PC)
         return any(s <= pc < e for (s, e) in self._flash_regions)
 
+    reset_pc = 0          # where the last reset started (set by reset())
     stalls = 0            # times the core was held (stall_until)
     stalled_ticks = 0     # for how long, in all
     stall_cut = False     # the power is gone (emu/powercut.py): a stall ends now

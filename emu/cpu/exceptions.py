@@ -27,6 +27,9 @@ log = logging.getLogger("emu.cpu")
 class Exceptions:
     """Exceptions part of CortexM (a mixin: every method works on the CortexM's
     own state)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_fault_handler_since", "_ipsr", "active", "bfar", "cfsr", "last_fault",
+                "locked_up", "mmfar", "stop_info", "tail_chains")
 
     def _invalid_vector(self, exc: int, vec: int) -> None:
         """The vector of an exception entered in C is invalid (ExcHook calls it)."""
@@ -460,6 +463,8 @@ class Exceptions:
                        f"{self.fault_hang_ticks // 512_000} ms", pc=pc)
 
     last_fault: Optional[dict] = None
+    # (IPSR, since tick, fault) while a fault handler runs (_check_fault_hang)
+    _fault_handler_since: Optional[tuple] = None
 
     svc_calls = 0
     tail_chains = 0

@@ -23,6 +23,11 @@ log = logging.getLogger("emu.cpu")
 class Hooks:
     """Hooks part of CortexM (a mixin: every method works on the CortexM's
     own state)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_boundaries_watched", "_ignored_flash_py")
+    STRUCTURE = ("_div_armed", "_div_hooks", "_fast_ram_range", "_mem_hooks", "_sev_at",
+                 "_sev_block", "_sev_hooks", "_wfe_kinds", "costed_in_hook",
+                 "flash_write_enabled", "pagemap", "sleeps_in_hook", "wfe_in_hook")
 
     # ------------------------------------------------------------------
     # hooks (called by Unicorn)

@@ -64,6 +64,11 @@ OFFSETS = range(0xD90, 0xDBC, 4)
 
 
 class Mpu:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("_applied", "_base", "_cache", "_config", "_installed", "_pages", "_perms",
+                 "_ppb_pages", "_prot", "_prot_key", "_ram", "_transitions", "cpu", "ctrl",
+                 "rasr", "rbar", "rnr")
     def __init__(self, cpu):
         self.cpu = cpu
         self._installed = False

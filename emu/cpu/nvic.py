@@ -19,6 +19,9 @@ log = logging.getLogger("emu.cpu")
 class Nvic:
     """Nvic part of CortexM (a mixin: every method works on the CortexM's
     own state)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("irq_level",)
+    STRUCTURE = ("entries_in_hook",)
 
     # ------------------------------------------------------------------
     # NVIC interface used by peripherals and the SCS

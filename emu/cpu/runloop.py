@@ -31,6 +31,12 @@ log = logging.getLogger("emu.cpu")
 class RunLoop:
     """RunLoop part of CortexM (a mixin: every method works on the CortexM's
     own state)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_run_flags", "_run_until", "_running", "_slice_blocks",
+                "_slice_pc", "_trap", "event_register", "hfsr", "pending", "sleep_kind",
+                "stop_reason", "svc_calls")
+    STRUCTURE = ("_c_loop", "_halt_in_hook", "_run_should_stop", "_loop_watch", "_own_hooks", "_py_inside",
+                 "_py_slices", "_wfe_in_c", "cs", "returns_in_hook")
 
     _py_slices = 0
     _py_inside = 0.0

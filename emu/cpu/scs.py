@@ -34,6 +34,10 @@ DWT_BASE = 0xE0001000
 
 
 class SystemControlSpace:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_logged", "cpuid", "dwt", "itm_tcr", "itm_ter", "page", "reset_requested",
+                "storage", "v6m", "v6m_absent")
+    STRUCTURE = ("cpu", "write_word")
     def __init__(self, cpu: CortexM, *, cpuid: Optional[int] = None, has_systick: bool = True):
         self.cpu = cpu
         # ARMv6-M (Cortex-M0): registers the architecture or this core does
@@ -442,6 +446,9 @@ def _bit_indices(bits: int):
 class _BusPage:
     """A 4 KiB page of the SCS's address space as a peripheral-bus model
     (emu/soc/bus.py): the bus sets ``on_ops_changed``; no write ops."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("name",)
+    STRUCTURE = ("cpu", "on_ops_changed", "scs")
 
     NAME = ""
 
@@ -467,6 +474,9 @@ class DwtPage(_BusPage):
     timeout around every transfer, 0.8 M reads in its first second) reads
     it in C without Python.  The op's base is re-read after every DWT write
     and snapshot restore (``ops_changed``)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("on_ops_select",)
 
     NAME = "DWT"
 
@@ -508,6 +518,9 @@ class ScsPage(_BusPage):
     writes and ICSR's PENDSVSET/PENDSTSET pend in C (a CALL op to
     emu.soc._mmio.ExcHook.pend_write: set_pending and _pending_changed)
     while those steps are CortexM's own (cortexm.pends_in_c)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("on_ops_select",)
 
     # The bus hands sub-word writes to write_lanes (NVIC_SetPriority writes
     # single IPR bytes: the other lanes must be left alone).

@@ -17,6 +17,9 @@ class SysTick:
     CLKSOURCE = 0 the counter is modelled on the CPU clock too and that is
     logged once.
     """
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_t0", "_v0", "countflag", "csr", "event", "rvr")
+    STRUCTURE = ("cpu",)
 
     def __init__(self, cpu):
         self.cpu = cpu

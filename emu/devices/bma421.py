@@ -39,6 +39,10 @@ CONFIG_SIZE = 8192
 
 
 class Bma421(I2cRegisterDevice):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_half", "_logged", "_spm", "_spm_frac", "_spm_since", "_steps", "config",
+                "config_loaded", "name", "vector")
+    STRUCTURE = ("clock",)
     def __init__(self, clock, name: str = "accel"):
         self.clock = clock
         self.name = name

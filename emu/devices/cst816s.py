@@ -62,6 +62,9 @@ def _point(x, y, delay_ms) -> tuple:
 
 
 class Cst816s(I2cRegisterDevice):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("in_reset", "name", "reports")
+    STRUCTURE = ("clock", "int_pin", "rst_pin", "timeline")
     def __init__(self, clock, int_pin=None, rst_pin=None, name: str = "touch"):
         self.clock = clock
         self.name = name

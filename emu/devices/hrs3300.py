@@ -47,6 +47,11 @@ class Hrs3300(I2cRegisterDevice):
     """``bpm`` (the wearer's heart rate, 0 for none, up to MAX_BPM) is checked
     whenever it is set: TypeError if it is not a number, ValueError if it is
     negative, above MAX_BPM or not finite."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ev", "_gain_logged", "ambient", "amplitude", "baseline", "bpm", "name",
+                "noise", "samples", "seed", "worn")
+    STRUCTURE = ("clock",)
+    _gain_logged = False    # the gain registers' note logged once
 
     def __init__(self, clock, bpm: float = 70.0, seed: int = 1, name: str = "hrs"):
         self.clock = clock
@@ -95,7 +100,7 @@ class Hrs3300(I2cRegisterDevice):
             return                             # ID and data registers are read-only
         was = self.enabled
         self.regs[reg] = byte
-        if reg in (0x0C, 0x16, 0x17) and not getattr(self, "_gain_logged", False):
+        if reg in (0x0C, 0x16, 0x17) and not self._gain_logged:
             self._gain_logged = True
             log.info("%s: PDRIVER/RES/HGAIN stored; their effect on the signal is not "
                      "modelled", self.name)

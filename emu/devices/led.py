@@ -20,6 +20,9 @@ from emu.devices.simple import PushButton
 
 
 class Led:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_on", "active_low", "name", "timeline")
+    STRUCTURE = ("clock", "pin")
     def __init__(self, clock, pin, name: str = "led", active_low: bool = True):
         self.clock = clock
         self.pin = pin

@@ -36,6 +36,9 @@ DR_STATUS, WHO_AM_I, SYSMOD, OFF_X, DIE_TEMP, CTRL_REG1, CTRL_REG2 = (
 
 
 class Mag3110(I2cRegisterDevice):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_meas", "field", "name", "samples", "temperature_c")
+    STRUCTURE = ("clock", "int_pin")
     def __init__(self, clock, int_pin=None, name: str = "compass"):
         self.clock = clock
         self.name = name

@@ -44,6 +44,9 @@ ODR_HZ = (800.0, 400.0, 200.0, 100.0, 50.0, 12.5, 6.25, 1.5625)
 
 
 class Mma8653(I2cRegisterDevice):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_read_msb", "_sample", "accel_mg", "int_pins", "name", "samples")
+    STRUCTURE = ("clock",)
     def __init__(self, clock, int1_pin=None, int2_pin=None, name: str = "accelerometer"):
         self.clock = clock
         self.name = name

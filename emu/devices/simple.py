@@ -31,6 +31,9 @@ class VibrationMotor:
     """``pwm_duty()`` (optional) returns the high-time fraction a PWM output
     currently gives the pin, or None when no PWM drives it: a PWM that keeps
     the pin low for part of each period runs the motor."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_on", "name", "pwm_duty", "timeline")
+    STRUCTURE = ("clock", "listeners", "pin")
 
     def __init__(self, clock, pin, name: str = "motor", pwm_duty=None):
         self.clock = clock
@@ -127,6 +130,9 @@ def _delay(name: str, ms) -> float:
 class PushButton:
     """A push button scripted at exact emulated times; a subclass's
     :meth:`_update` drives its pin from :attr:`pressed`."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_pressed", "name")
+    STRUCTURE = ("clock", "pin", "timeline")
 
     def __init__(self, clock, pin, name: str):
         self.clock = clock
@@ -179,6 +185,9 @@ class PushButton:
 
 
 class Button(PushButton):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("enable_pin",)
     def __init__(self, clock, pin, enable_pin, name: str = "button"):
         super().__init__(clock, pin, name)
         self.enable_pin = enable_pin
@@ -190,6 +199,9 @@ class Button(PushButton):
 
 
 class Battery:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_charging", "_power", "_voltage", "ain", "name")
+    STRUCTURE = ("charging_pin", "power_pin", "saadc")
     DIVIDER = 2.0
 
     def __init__(self, charging_pin, power_pin, saadc=None, ain: int = 7, voltage: float = 3.9,

@@ -43,6 +43,12 @@ MY, MX, MV, ML, BGR = 0x80, 0x40, 0x20, 0x10, 0x08
 
 
 class St7789:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_changed", "_cmd", "_logged", "_params", "_pend", "_ptr", "_read", "bfa",
+                "colmod", "commands", "display_on", "in_reset", "inverted", "madctl", "mem",
+                "name", "panel_inverted", "scrolling", "selected", "sleeping", "ssa", "tfa",
+                "vsa", "xe", "xs", "ye", "ys")
+    STRUCTURE = ("backlight", "dc_pin", "frame_listeners", "power_listeners", "rst_pin")
     def __init__(self, dc_pin, rst_pin=None, backlight: Optional[Callable[[], int]] = None,
                  name: str = "lcd", panel_inverted: bool = False):
         self.name = name

@@ -29,6 +29,9 @@ ANY = None
 
 
 class SerialTerminal:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("name", "output", "pending")
+    STRUCTURE = ("_rx_pins", "listeners", "rx", "tx")
     def __init__(self, tx=ANY, rx=ANY, *, pins=None, name: str = "console"):
         """``tx``/``rx``: the chip's pins the terminal listens and sends on
         (:class:`emu.signals.Pin`), or None for any of ``pins``."""

@@ -16,6 +16,9 @@ from typing import Callable
 
 
 class Timeline:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ev", "_q", "_seq")
+    STRUCTURE = ("clock", "owner")
     def __init__(self, clock, name: str, owner=None):
         self.clock = clock
         self.owner = owner

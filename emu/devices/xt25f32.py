@@ -102,6 +102,11 @@ def remove_stale_temporaries(path: str) -> list:
 
 
 class Xt25f32:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_addr", "_buf", "_busy_ev", "_cmd", "_logged", "_pending_op", "_save_ev",
+                "_save_failed", "data", "deep_power_down", "dirty", "name", "selected", "wel",
+                "wip")
+    STRUCTURE = ("clock", "on_error", "path", "power_listeners")
     def __init__(self, clock, path: Optional[str] = None, name: str = "flash"):
         self.clock = clock
         self.name = name

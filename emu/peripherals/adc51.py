@@ -38,6 +38,8 @@ AIN_PINS = (26, 27, 1, 2, 3, 4, 5, 6)
 
 
 class Adc(Power51, NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_conv", "inputs", "vdd")
     NAME = "ADC"
     HAS_INTEN = False
     TASKS = {T_START: "START", T_STOP: "STOP"}

@@ -68,6 +68,9 @@ class Reg:
 
 class Peripheral:
     """A block mapped in one 4 KiB slot; base of every memory-mapped model."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_logged", "base", "name")
+    STRUCTURE = ("clock", "log", "on_ops_changed", "on_ops_select", "soc", "write")
 
     NAME = "PERIPHERAL"
 
@@ -141,6 +144,10 @@ class Peripheral:
 
 class NrfPeripheral(Peripheral):
     """The nRF task/event/short/interrupt conventions, once."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_shorts_of", "extra", "irq", "shorts", "values")
+    STRUCTURE = ("EVENTS", "REGISTERS", "SHORTS", "TASKS", "_cells", "_readers", "_regs",
+                 "_task_handlers", "event_listeners")
 
     TASKS: dict = {}      # offset -> name ("START"; arrays as "OUT[0]")
     EVENTS: dict = {}     # offset -> name

@@ -158,6 +158,9 @@ def _dma(p: NrfPeripheral, ptr: int, n: int) -> bool:
 
 # -- CCM ----------------------------------------------------------------------------
 class Ccm(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_crypt_ev", "_crypt_waiting", "_ks", "_ks_ev", "_ks_next", "_mic")
+    STRUCTURE = ("mux",)
     NAME = "CCM"
     HAS_INTEN = False       # INTENSET/INTENCLR only
     TASKS = {T_KSGEN_TASK: "KSGEN", T_CRYPT_TASK: "CRYPT", T_STOP_TASK: "STOP"}
@@ -314,6 +317,9 @@ class Ccm(NrfPeripheral):
 
 # -- AAR ----------------------------------------------------------------------------
 class Aar(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ev", "_match")
+    STRUCTURE = ("mux",)
     NAME = "AAR"
     HAS_INTEN = False       # INTENSET/INTENCLR only
     TASKS = {T_START_TASK: "START", T_STOP_TASK: "STOP"}
@@ -391,6 +397,8 @@ class CcmAar(SerialMux):
     """Slot 0x4000F000: the CCM (ENABLE=2) or the AAR (ENABLE=3), sharing the
     registers as the serial slots do (the ENABLE/shared-storage logic is
     SerialMux's)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
 
     NAME = "CCM_AAR"
 

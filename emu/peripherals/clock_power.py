@@ -84,6 +84,11 @@ LFSRC = {0: "lfrc", 1: "lfxo", 2: "lfsynt"}
 
 
 class ClockPower(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ev_cal", "_ev_ct", "_ev_hf", "_ev_lf", "_keep", "low_power_mode", "startup",
+                "system_off")
+    STRUCTURE = ("power_listeners",)
+    _keep = None          # set by a TASKS_HFCLKSTART while the crystal starts
     NAME = "CLOCK_POWER"
     HAS_INTEN = False
     TASKS = {0x000: "HFCLKSTART", 0x004: "HFCLKSTOP", 0x008: "LFCLKSTART", 0x00C: "LFCLKSTOP",
@@ -136,7 +141,7 @@ class ClockPower(NrfPeripheral):
         super().__init__(soc, base, name, irq=0 if irq is None else irq)
 
     def reset(self) -> None:
-        keep = getattr(self, "_keep", None)
+        keep = self._keep
         super().reset()
         for ev in (self._ev_hf, self._ev_lf, self._ev_cal, self._ev_ct):
             ev.cancel()

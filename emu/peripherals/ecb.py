@@ -23,6 +23,8 @@ T_ECB = us(7.2)
 
 
 class Ecb(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ev", "_result")
     NAME = "ECB"
     HAS_INTEN = False
     TASKS = {0x000: "STARTECB", 0x004: "STOPECB"}

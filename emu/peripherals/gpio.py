@@ -64,6 +64,8 @@ NUM_PINS = 32
 
 
 class Gpio(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_connected", "_in", "_levels", "detect", "selected")
     NAME = "GPIO"
     TASKS: dict = {}
     EVENTS: dict = {}

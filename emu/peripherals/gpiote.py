@@ -28,6 +28,8 @@ EV_PORT = 0x17C
 
 
 class Gpiote(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_last", "active")
     NAME = "GPIOTE"
     HAS_INTEN = False
     TASKS = {}

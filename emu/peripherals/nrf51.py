@@ -62,6 +62,8 @@ POWER = 0xFFC
 class Power51:
     """Mixin: the per-peripheral POWER register at +0xFFC (reset value 1:
     every reset powers the block on again)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_power",)
 
     _power = 1
 
@@ -134,6 +136,9 @@ class ClockPower51(ClockPower):
 
 
 class UartLegacy51(Power51, Uart):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("mux",)
     REGISTERS = [
         Reg(UART_ERRORSRC, "ERRORSRC", access=W1C, mask=0xF),
         Reg(0x500, "ENABLE", mask=0x7),
@@ -150,6 +155,8 @@ class UartLegacy51(Power51, Uart):
 
 class Uart51(Uart0):
     """Slot 0x40002000 of the nRF51: the legacy UART (ENABLE=4) only."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_power",)
 
     def __init__(self, soc, base, name=None):
         super().__init__(soc, base, name)
@@ -187,6 +194,9 @@ class Uart51(Uart0):
 
 
 class Spi51(Power51, Spi):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("mux",)
     REGISTERS = [
         Reg(0x500, "ENABLE", mask=0x7),
         Reg(0x508, "PSELSCK", 0xFFFFFFFF, write="_pins_changed"),
@@ -200,6 +210,9 @@ class Spi51(Power51, Spi):
 
 
 class Twi51(Power51, Twi):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("mux",)
     REGISTERS = [
         Reg(TWI_ERRORSRC, "ERRORSRC", access=W1C, mask=0x7),
         Reg(0x500, "ENABLE", mask=0x7),
@@ -214,6 +227,8 @@ class Twi51(Power51, Twi):
 
 class SerialMux51(SerialMux):
     """0x40003000: SPI0/TWI0; 0x40004000: SPI1/SPIS1/TWI1 (chosen by ENABLE)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_power",)
 
     _power = 1
 

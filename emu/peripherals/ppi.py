@@ -50,6 +50,9 @@ FIXED = {
 
 
 class Ppi(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_chen", "_depth", "_map", "_slots")
+    STRUCTURE = ("_attached", "_maps", "_seen")
     NAME = "PPI"
     TASKS = {}
     for _n in range(NUM_GROUPS):

@@ -46,6 +46,9 @@ PER_STEP = (1, 2, 4, 4)
 
 
 class Pwm(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_driven", "_end", "_loops", "_period", "_running", "_seq", "_seq_start",
+                "_step_i", "_steps", "_stop", "timeline")
     NAME = "PWM"
     TASKS = {T_STOP: "STOP", T_SEQSTART0: "SEQSTART[0]", T_SEQSTART1: "SEQSTART[1]",
              T_NEXTSTEP: "NEXTSTEP"}

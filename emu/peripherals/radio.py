@@ -67,6 +67,10 @@ RX_STATES = frozenset((RXRU, RXIDLE, RX, RXDISABLE))    # the receiver is on
 
 
 class Radio(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_address_at", "_ev", "_last_end", "_listen_since", "_rssi", "_rx_ptr", "_seq",
+                "_short_enable", "_state")
+    STRUCTURE = ("_due", "_inbound", "_rx", "_tx", "air")
     NAME = "RADIO"
     HAS_INTEN = False   # only INTENSET/INTENCLR (PS 23.14)
     TASKS = {T_TXEN: "TXEN", T_RXEN: "RXEN", T_START: "START", T_STOP: "STOP",

@@ -26,6 +26,8 @@ T_BYTE_DERCEN = us(120)
 
 
 class Rng(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ev", "_prng", "running", "seed")
     NAME = "RNG"
     HAS_INTEN = False
     TASKS = {0x000: "START", 0x004: "STOP"}

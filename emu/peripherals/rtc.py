@@ -45,6 +45,9 @@ BIT_TICK, BIT_OVRFLW = 0, 1
 
 
 class Rtc(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ev", "num_cc", "suppress_k")
+    STRUCTURE = ("_core",)
     NAME = "RTC"
     HAS_INTEN = False     # RTC has INTENSET/INTENCLR only
     NUM_CC = 4

@@ -37,6 +37,8 @@ TACQ_US = [3, 5, 10, 15, 20, 40, 40, 40]
 
 
 class Saadc(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_cal", "_conv", "_queue", "_started", "inputs", "vdd")
     NAME = "SAADC"
     TASKS = {T_START: "START", T_SAMPLE: "SAMPLE", T_STOP: "STOP",
              T_CALIBRATE: "CALIBRATEOFFSET"}

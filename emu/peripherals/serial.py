@@ -34,6 +34,7 @@ the pins show the idle levels above).
 """
 from __future__ import annotations
 
+import types
 from typing import Optional
 
 from emu.buses import psel_pin
@@ -66,6 +67,9 @@ class PinSignals:
     slot calls :meth:`connect_pins` when the variant is enabled and
     :meth:`disconnect_pins` when it is not; PSEL and CONFIG writes call
     :meth:`_pins_changed`."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_miso_pin", "_pins_applied", "_plan", "i2c_bus", "miso_on_bus", "pins_live",
+                "spi_bus")
 
     SIGNALS: tuple = ()
     BUS: Optional[str] = None
@@ -157,6 +161,9 @@ class PinSignals:
 
 class Spis(NrfPeripheral):
     """SPI slave: register storage only (not modelled)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("mux",)
     NAME = "SPIS"
     STORAGE_ONLY = True     # the slot says so when ENABLE selects it
 
@@ -170,11 +177,19 @@ class Spis(NrfPeripheral):
 
 class Twis(Spis):
     """TWI slave: register storage only (not modelled)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("mux",)
     NAME = "TWIS"
 
 
 class SerialMux(Peripheral):
     """The slot object mapped on the bus; forwards to the enabled variant."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("active", "enable", "shared", "variants")
+    # read/write: the active variant's, bound on the instance (load_state binds them again)
+    STRUCTURE = ("event_listeners", "instance", "irq", "ops_changed", "ops_select", "read",
+                 "write")
 
     NAME = "SERIAL"
     HAS_TWI = True
@@ -339,6 +354,10 @@ class SerialMux(Peripheral):
         self.ops_changed()
         if self.active is not None:
             self.read, self.write = self.active.read, self._write_enabled
+        else:       # the class's own (a SoftDevice's write guard, a partial, stays)
+            for name in ("read", "write"):
+                if isinstance(self.__dict__.get(name), types.MethodType):
+                    del self.__dict__[name]
         for v in self.variants.values():
             if v is not self.active and isinstance(v, PinSignals):
                 v.disconnect_pins()

@@ -65,6 +65,9 @@ class SpiPins(PinSignals):
 
 
 class Spi(SpiPins, NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_done",)
+    STRUCTURE = ("_clk", "_streams", "mux")
     NAME = "SPI"
     HAS_INTEN = False
     EVENTS = {EVENTS_READY: "READY"}

@@ -34,6 +34,9 @@ def in_ram(ptr: int, n: int) -> bool:
 
 
 class Spim(SpiPins, NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_end", "_xfer")
+    STRUCTURE = ("mux",)
     NAME = "SPIM"
     HAS_INTEN = False   # only INTENSET/INTENCLR (nRF52832 PS v1.4, SPIM registers)
     TASKS = {T_START: "START", T_STOP: "STOP", T_SUSPEND: "SUSPEND", T_RESUME: "RESUME"}

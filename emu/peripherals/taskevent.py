@@ -15,6 +15,8 @@ from emu.peripherals.base import NrfPeripheral
 
 class TaskEventBlock(NrfPeripheral):
     # task offset -> [(event offset, delay in 512 MHz ticks)]
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ack", "_due")
     TASK_EVENTS: dict = {}
 
     def __init__(self, soc, base, name=None, irq=None):

@@ -26,6 +26,8 @@ _T = [0xE2, 0x00, 0x14, 0x19, 0x50]
 
 
 class Temp(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ev", "temperature_c")
     NAME = "TEMP"
     HAS_INTEN = False
     TASKS = {0x000: "START", 0x004: "STOP"}

@@ -34,6 +34,9 @@ BITMODE_MASK = {0: 0xFFFF, 1: 0xFF, 2: 0xFFFFFF, 3: 0xFFFFFFFF}
 
 
 class Timer(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_due", "_ev", "max_mask", "num_cc")
+    STRUCTURE = ("_core",)
     NAME = "TIMER"
     HAS_INTEN = False
     # the counter's base, in the Cells: TimerCore reads and folds it in C

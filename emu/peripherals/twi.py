@@ -41,6 +41,11 @@ class TwiPins(PinSignals):
 
 
 class Twi(TwiPins, NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_read", "_rxd_unread", "_state", "_step", "_stop_pending", "_suspend_pending",
+                "_tx_byte", "_tx_pending")
+    STRUCTURE = ("mux",)
+    _tx_byte = 0          # the byte on its way out (set by the first TXD)
     NAME = "TWI"
     HAS_INTEN = False
     TASKS = {T_STARTRX: "STARTRX", T_STARTTX: "STARTTX", T_STOP: "STOP",
@@ -205,7 +210,7 @@ class Twi(TwiPins, NrfPeripheral):
     def save_model_state(self) -> dict:
         return {k: getattr(self, k) for k in ("_state", "_read", "_tx_pending", "_rxd_unread",
                                                 "_stop_pending", "_suspend_pending")} | {
-            "step_at": self._step.when, "tx_byte": getattr(self, "_tx_byte", 0)}
+            "step_at": self._step.when, "tx_byte": self._tx_byte}
 
     def load_model_state(self, st: dict) -> None:
         for k in ("_state", "_read", "_tx_pending", "_rxd_unread", "_stop_pending",

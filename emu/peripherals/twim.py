@@ -34,6 +34,9 @@ OVERRUN, ANACK, DNACK = 1, 2, 4
 
 
 class Twim(TwiPins, NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_done", "_pending", "_stop_pending", "_stopped", "_suspended")
+    STRUCTURE = ("mux",)
     NAME = "TWIM"
     TASKS = {T_STARTRX: "STARTRX", T_STARTTX: "STARTTX", T_STOP: "STOP",
              T_SUSPEND: "SUSPEND", T_RESUME: "RESUME"}

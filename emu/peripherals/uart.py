@@ -99,6 +99,9 @@ def bit_ticks(rates: dict, value: int) -> int:
 
 class HostLink:
     """The host end of the wire, shared by both variants."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("output", "rx_queue")
+    STRUCTURE = ("listeners",)
 
     def __init__(self):
         self.output = bytearray()
@@ -107,6 +110,9 @@ class HostLink:
 
 
 class _UartBase(PinSignals, NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_rx_ev", "_tx_ev", "rx_on", "tx_on")
+    STRUCTURE = ("link",)
     RATES: dict = UART_RATES          # BAUDRATE -> actual baud (the PS's table)
     SIGNALS = (("RTS", 0x508, "out"), ("TXD", 0x50C, "out"), ("CTS", 0x510, "in"),
                ("RXD", 0x514, "in"))
@@ -193,6 +199,10 @@ class _UartBase(PinSignals, NrfPeripheral):
 
 
 class Uart(_UartBase):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_tx_busy", "_tx_byte", "_tx_pending", "_tx_pending_pin", "_tx_pin", "fifo")
+    STRUCTURE = ("mux",)
+    _tx_byte = 0          # the byte on its way out (set by the first TXD)
     NAME = "UART"
     HAS_INTEN = False
     TASKS = {T_STARTRX: "STARTRX", T_STOPRX: "STOPRX", T_STARTTX: "STARTTX",
@@ -293,6 +303,9 @@ class Uart(_UartBase):
 
 
 class Uarte(_UartBase):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_rx_max", "_rx_n", "_rx_ptr", "_tx", "_tx_i", "_tx_pin")
+    STRUCTURE = ("mux",)
     NAME = "UARTE"
     RATES = UARTE_RATES
     TASKS = {T_STARTRX: "STARTRX", T_STOPRX: "STOPRX", T_STARTTX: "STARTTX",
@@ -405,6 +418,9 @@ class Uarte(_UartBase):
 
 class Uart0(Peripheral):
     """Slot 0x40002000: UART (ENABLE=4) or UARTE (ENABLE=8) over one host link."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("irq", "link")
+    STRUCTURE = ("_mux", "event_listeners", "variants")
 
     NAME = "UART0"
 

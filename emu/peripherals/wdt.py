@@ -50,6 +50,10 @@ KEEP_RUNNING = {"sysresetreq", "lockup"}
 
 
 class Wdt(NrfPeripheral):
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_ev_reset", "_ev_timeout", "cpu_sleeping", "deadline", "debug_halted",
+                "paused_left", "reloaded", "running")
+    STRUCTURE = ("_core",)
     NAME = "WDT"
     HAS_INTEN = False
     TASKS = {0x000: "START"}

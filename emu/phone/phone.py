@@ -36,6 +36,9 @@ PROMPT = b">>> "
 
 
 class Phone:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_line", "_notify_id", "messages", "nus", "output")
+    STRUCTURE = ("_listeners", "central", "machine", "sd")
     def __init__(self, machine, softdevice, central=None, nus=None):
         """``softdevice`` is the emulated S132 (emu/softdevice), or None when the
         real SoftDevice runs and ``central``/``nus`` reach it over the air

@@ -67,6 +67,9 @@ def reg_name(per, off: int) -> str:
 
 
 class PeripheralBus:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_accesses_base", "native", "slots")
+    STRUCTURE = ("_counters", "_stats", "cpu", "streams", "symbolize")
     def __init__(self, cpu, symbolize=None, native: bool | None = None):
         self.cpu = cpu
         self.symbolize = symbolize or (lambda a: "")

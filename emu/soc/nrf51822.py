@@ -123,6 +123,12 @@ class Nrf51822(Nrf52832):
     Shares the SoC plumbing (peripheral table, reset requests, NVMC flash
     writes, image loading) with :class:`Nrf52832`; only the data differ.
     """
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ()
+    STRUCTURE = ("aar_ccm", "adc", "clock_power", "ecb", "gpio", "gpiote", "lpcomp", "nvmc",
+                 "ppi", "qdec", "radio", "rng", "rtc0", "rtc1", "serial0", "serial1", "swi0",
+                 "swi1", "swi2", "swi3", "swi4", "swi5", "temp", "timer0", "timer1", "timer2",
+                 "uart0", "wdt")
 
     NAME = "nRF51822"
     FLASH_SIZE = FLASH_SIZE

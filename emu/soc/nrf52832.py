@@ -142,6 +142,16 @@ class Nrf52832:
     Another Nordic chip (emu/soc/nrf51822.py) reuses this class and changes
     only the data below: core profile, memory sizes, peripheral table, FICR,
     UICR and ROM-table contents."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("ficr", "pure_python", "uicr_default")
+    # peripherals first: a model's path is its name there (machine.soc.peripherals['rtc1'])
+    STRUCTURE = ("peripherals", "bus", "buses", "ccm_aar", "clock", "clock_power", "comp_lpcomp", "cpu",
+                 "ecb", "egu0", "egu1", "egu2", "egu3", "egu4", "egu5", "fpu", "gpio",
+                 "gpiote", "i2s", "irq_listeners", "mwu", "nfct", "nvmc", "pdm", "pins", "ppi",
+                 "pwm0", "pwm1", "pwm2", "qdec", "radio", "reset_request_handler", "rng",
+                 "rtc0", "rtc1", "rtc2", "saadc", "scs", "serial0", "serial1", "serial2",
+                 "symbolize", "temp", "timer0", "timer1", "timer2", "timer3", "timer4",
+                 "uart0", "wdt")
 
     NAME = "nRF52832"
     FLASH_SIZE = FLASH_SIZE

@@ -134,6 +134,9 @@ def svc_name(num: int) -> str:
 
 class Attribute:
     """One GATT server attribute: handle, 16-bit UUID + type, value, properties."""
+    # saved by value in snapshots (emu/snapshot.py VALUE_CLASSES): these fields
+    SNAPSHOT = ("handle", "uuid", "uuid_type", "value", "props", "max_len", "kind", "service",
+                "cccd")
 
     def __init__(self, handle: int, uuid: int, uuid_type: int, value: bytes = b"",
                  props: int = 0, max_len: int = 512, kind: str = "value"):
@@ -146,6 +149,13 @@ class Attribute:
 
 class SoftDevice(SocLibrary):
     """S132 v6.1.1 state machine answering the app's SVCs."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_client_mtu", "_conn_event", "_logged", "adv_handle", "advertising", "attrs",
+                "ble_enabled", "ble_events", "calls", "conn_handle", "conn_interval", "cpu",
+                "device_name", "enabled", "hvn_queue", "mtu", "next_handle", "ppcp",
+                "rx_writes", "soc_events", "vs_uuids")
+    STRUCTURE = ("central", "clock", "fault_handler", "machine", "on_notification")
+    _client_mtu = ATT_MTU_DEFAULT     # the central's ATT MTU (an exchange sets it)
 
     def __init__(self, machine):
         self.machine = machine

@@ -28,6 +28,9 @@ BLE_HCI_REMOTE_USER_TERMINATED_CONNECTION = 0x13
 
 
 class Central:
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("address", "max_chunk", "mtu", "notifications")
+    STRUCTURE = ("listeners", "sd")
     def __init__(self, softdevice: SoftDevice, address: bytes = PHONE_ADDRESS):
         self.sd = softdevice
         self.address = address
@@ -107,6 +110,9 @@ class Central:
 
 class NusClient:
     """The Nordic UART Service seen from the central: rx() bytes out, tx bytes in."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("received", "rx_handle", "tx_handle")
+    STRUCTURE = ("central", "listeners")
 
     def __init__(self, central: Central):
         self.central = central

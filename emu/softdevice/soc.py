@@ -200,6 +200,10 @@ def _reg_write(p, offset: int, value: int) -> None:
 
 class SocLibrary:
     """The SoC library half of the emulated SoftDevice (mixed into SoftDevice)."""
+    # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
+    SNAPSHOT = ("_app_irq_seen", "_flash_event", "_guards_installed", "_mwu_event",
+                "_mwu_pending", "_rand_avail", "_rand_prng", "_rand_since", "bprot",
+                "flash_op", "pof_enabled", "pof_threshold", "radio_notification")
 
     # set by SoftDevice: machine, cpu, clock, enabled, fault_handler, _logged, post_soc_event
     #: True: an application write to a protected peripheral is not performed and
