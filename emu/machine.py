@@ -93,7 +93,7 @@ class Machine:
     PineTime ``bpm`` below 0, a ``flash_file`` that is a directory or a
     device)."""
     # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
-    SNAPSHOT = ("bootloader", "console", "exit_code", "halt_requested", "resets",
+    SNAPSHOT = ("bootloader", "console", "exit_code", "halt_requested", "power_lost", "resets",
                 "softdevice_hex")
     STRUCTURE = ("board", "board_name", "breakpoint_handler", "clock", "console_listeners",
                  "cpu", "detection", "image", "output_error_listeners", "power_meter",

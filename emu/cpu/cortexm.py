@@ -76,7 +76,7 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
                 "dwt_ctrl", "exit_code", "fpcar", "fpccr", "fpdscr", "instructions_hint",
                 "irq_enabled", "mpu_dirty", "num_irq", "powered_off", "prigroup", "prio",
                 "prio_bits", "prio_mask", "profile", "reset_pc", "scr", "shcsr",
-                "stalled_ticks", "stalls", "vtor")
+                "stall_cut", "stalled_ticks", "stalls", "vtor")
     STRUCTURE = ("_c_mem_read", "_c_mem_write", "_costed_pages", "_exc_hook", "_flash_guard",
                  "_flash_regions", "_membuf", "_mmio_cfuncs", "_msr_hooks", "_uch", "_xregs",
                  "bkpt_handler", "cost_model", "counter", "flash_write_handler", "itm_handler",

@@ -201,7 +201,7 @@ class Button(PushButton):
 class Battery:
     # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
     SNAPSHOT = ("_charging", "_power", "_voltage", "ain", "name")
-    STRUCTURE = ("charging_pin", "power_pin", "saadc")
+    STRUCTURE = ("charging_pin", "listeners", "power_pin", "saadc")
     DIVIDER = 2.0
 
     def __init__(self, charging_pin, power_pin, saadc=None, ain: int = 7, voltage: float = 3.9,

@@ -106,7 +106,7 @@ class Xt25f32:
     SNAPSHOT = ("_addr", "_buf", "_busy_ev", "_cmd", "_logged", "_pending_op", "_save_ev",
                 "_save_failed", "data", "deep_power_down", "dirty", "name", "selected", "wel",
                 "wip")
-    STRUCTURE = ("clock", "on_error", "path", "power_listeners")
+    STRUCTURE = ("clock", "on_error", "op_hook", "path", "power_listeners")
     def __init__(self, clock, path: Optional[str] = None, name: str = "flash"):
         self.clock = clock
         self.name = name

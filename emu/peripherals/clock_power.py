@@ -86,7 +86,7 @@ LFSRC = {0: "lfrc", 1: "lfxo", 2: "lfsynt"}
 class ClockPower(NrfPeripheral):
     # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
     SNAPSHOT = ("_ev_cal", "_ev_ct", "_ev_hf", "_ev_lf", "_keep", "low_power_mode", "startup",
-                "system_off")
+                "supply_v", "system_off")
     STRUCTURE = ("power_listeners",)
     _keep = None          # set by a TASKS_HFCLKSTART while the crystal starts
     NAME = "CLOCK_POWER"

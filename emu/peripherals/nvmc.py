@@ -60,7 +60,7 @@ T_ERASEALL = ms(169)
 class Nvmc(NrfPeripheral):
     # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
     SNAPSHOT = ("_background", "busy_until", "flash_dirty")
-    STRUCTURE = ("on_change", "power_listeners")
+    STRUCTURE = ("on_change", "op_hook", "power_listeners")
     NAME = "NVMC"
     FLASH_SIZE = FLASH_SIZE     # code flash and erase page sizes (the nRF51 variant's differ)
     PAGE = PAGE
