@@ -40,11 +40,11 @@ def one_run(path: str, idle_s: float) -> tuple:
     advertising = idle_s / (time.perf_counter() - t)
     m.phone.connect()
     m.run(seconds=1.0)
-    n = len(m.phone.gatt.link.packets)
+    n = m.phone.gatt.link.packet_count
     t = time.perf_counter()
     m.run(seconds=idle_s)
     connected = idle_s / (time.perf_counter() - t)
-    return advertising, connected, len(m.phone.gatt.link.packets) - n
+    return advertising, connected, m.phone.gatt.link.packet_count - n
 
 
 def main() -> int:

@@ -303,15 +303,19 @@ class Machine:
         from emu.trace import MmioTrace
         return MmioTrace(self, out, limit=limit, on_error=self.report_output_error)
 
-    def power(self, record: bool = True):
+    def power(self, record: bool = True, **options):
         """The energy model (emu/power.py): a PowerMeter integrating the
         current of the chip and the board's parts from now on, over emulated
         time; ``report()`` gives the average, the share per part and the
-        battery life.  The same meter on later calls.  ``record``: keep every
-        change of the current (for ``series()``, the CSV and the plot)."""
+        battery life.  The same meter on later calls (its settings are the
+        first call's).  ``record``: keep the current over time (for
+        ``rows()``, ``series()``, the CSV and the plot) as rows of
+        ``interval`` emulated seconds (default 1; 0: one per change), each
+        part's exact charge over it, at most ``max_rows`` (default 8192) in
+        memory, pairs merged beyond (None: no bound)."""
         if self.power_meter is None:
             from emu.power import PowerMeter
-            self.power_meter = PowerMeter(self, record=record)
+            self.power_meter = PowerMeter(self, record=record, **options)
         return self.power_meter
 
     def heaps(self) -> list:

@@ -30,6 +30,18 @@ The CPU's figures (PS "CPU running", Clock = HFXO) include the HF clock, so
 ``hfclk`` counts HFXO, or HFINT kept for a peripheral, only while the CPU
 sleeps.  ``chip`` is the System ON base (or System OFF) current.
 
+The record (``record=True``) is one row per ``interval`` of emulated time
+(default 1 s; boundaries at whole multiples of it): each part's charge over
+the row, in nA x ticks, so a row's average is exact and the rows add up to
+:meth:`charge_nA_ticks` to the unit.  A row closes at the first change
+after its boundary (nothing runs in between), goes to ``row_listeners`` as
+it closes (``run --power x.csv`` streams them to the file) and is kept for
+:meth:`rows`/:meth:`series`, at most ``max_rows`` of them: when full, pairs
+are merged (the kept interval doubles), so memory stays bounded however long
+the run.  ``interval=0`` closes a row at every change of a current instead
+(the model's step function itself; rows still merge past ``max_rows``,
+``max_rows=None`` keeps them all).
+
 Not modelled: code running from RAM (the flash figures apply), the CPU's
 current varying with the instructions, DC/DC efficiency changing with the
 load, supply voltage (the PS's 3 V figures apply to the PineTime's 3.7-4.2 V
@@ -42,12 +54,12 @@ auto-standby, the battery's discharge curve and self-discharge.
 from __future__ import annotations
 
 import logging
-from array import array
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Optional
 
-from emu.clock import TICKS_PER_SECOND
+from emu import checks
+from emu.clock import NEVER, TICKS_PER_SECOND
 from emu.currents import BATTERY_MAH, BATTERY_SOURCE, BY_KEY, CURRENT, TXPOWER_DBM
 
 log = logging.getLogger("emu.power")
@@ -56,6 +68,9 @@ log = logging.getLogger("emu.power")
 _RX_STATES, _TX_STATES = (3,), (11,)
 _RX_RAMP, _TX_RAMP = (1, 4), (9, 12)  # RxRu, RxDisable; TxRu, TxDisable
 _RX_IDLE, _TX_IDLE = 2, 10
+
+DEFAULT_INTERVAL_S = 1.0      # the record's row (run --power-interval)
+DEFAULT_MAX_ROWS = 8192       # rows kept in memory before pairs merge
 
 
 @dataclass
@@ -116,26 +131,47 @@ class _Part:
 
 class PowerMeter:
     """Integrates the machine's current from the moment it is made.
-    ``record``: keep every change (for the plot and the CSV; 24 bytes each).
-    Use :meth:`Machine.power` rather than building one."""
+    ``record``: keep a record of the current (rows of ``interval`` emulated
+    seconds, 0: one at every change; at most ``max_rows`` kept in memory,
+    pairs merged beyond; see the module's doc).  Use :meth:`Machine.power`
+    rather than building one."""
 
-    def __init__(self, machine, record: bool = True):
+    def __init__(self, machine, record: bool = True, interval: float = DEFAULT_INTERVAL_S,
+                 max_rows: Optional[int] = DEFAULT_MAX_ROWS):
         self.machine = machine
         self.cpu = machine.cpu
         self.soc = machine.soc
-        self.record = record
+        self.record = bool(record)
+        self.interval = interval_ticks(interval)     # ticks; 0: a row at every change
+        if max_rows is not None:
+            max_rows = checks.integer("max_rows", max_rows, 2)
+        self.max_rows = max_rows
         self.start = self.cpu.time_now()
         self.total_nA = 0
-        self.events = array("q")          # t, part index, nA; flattened
+        self.changes = 0                  # changes of a part's current seen
+        self.row_listeners: list = []     # fn(start tick, end tick, [charge per part])
         self.parts: list = []
         self._by_name: dict = {}
         self._hf_active = 0               # HF-clock users drawing current now
         self._unknown: set = set()
         self._attached: list = []         # (list, fn) to detach
         self._build()
+        # the open row: from _row_start, each part's charge then; closes at _row_end
+        self._row_start = self.start
+        self._row_base = [0] * len(self.parts)
+        if not self.record:
+            self._row_end = NEVER
+        elif self.interval:
+            self._row_end = (self.start // self.interval + 1) * self.interval
+        else:
+            self._row_end = self.start + 1
+        self._kept: list = []             # (start tick, (charge per part)), oldest first
+        self._keep_every = 1              # rows merged into each kept one
+        self._pend: Optional[list] = None  # closed rows not yet kept: their sum
+        self._pend_start = self.start
+        self._pend_n = 0
         self.refresh()
 
-    # ------------------------------------------------------------------ API
     def now_uA(self) -> float:
         """The current drawn now, in microamperes."""
         return self.total_nA / 1000.0
@@ -166,35 +202,96 @@ class PowerMeter:
         return PowerReport(self.start, t, total / TICKS_PER_SECOND / 1000.0,
                            total / span / 1000.0, self.total_nA / 1000.0, parts)
 
-    def series(self) -> list:
-        """[(tick, total nA)] at every change of the total (needs ``record``)."""
+    # ------------------------------------------------------------- the record
+    def rows(self) -> list:
+        """The record, exact: [(start tick, end tick, [charge per part in nA x
+        ticks, ``parts`` order])], oldest first, up to now (the last row is
+        the one still open).  The kept rows, then those closed since, then
+        the open one: they add up to :meth:`charge_nA_ticks`.  Empty
+        without ``record``."""
+        if not self.record:
+            return []
+        t = self.cpu.time_now()
+        self._roll(t)                     # the intervals that ended since the last change
         out = []
-        cur = [0] * len(self.parts)
-        total = 0
-        ev = self.events
-        for i in range(0, len(ev), 3):
-            t, idx, nA = ev[i], ev[i + 1], ev[i + 2]
-            total += nA - cur[idx]
-            cur[idx] = nA
-            if out and out[-1][0] == t:
-                out[-1] = (t, total)
-            else:
-                out.append((t, total))
+        kept = self._kept
+        tail = self._pend_start if self._pend_n else self._row_start
+        for i, (s, charges) in enumerate(kept):
+            e = kept[i + 1][0] if i + 1 < len(kept) else tail
+            out.append((s, e, list(charges)))
+        if self._pend_n:
+            out.append((self._pend_start, self._row_start, list(self._pend)))
+        row = self.open_row(t)
+        if row is not None:
+            out.append(row)
         return out
 
+    def open_row(self, t: Optional[int] = None):
+        """The row still open, up to now, as in :meth:`rows`; None if it is
+        empty or there is no record."""
+        t = self.cpu.time_now() if t is None else t
+        if not self.record or t <= self._row_start:
+            return None
+        return (self._row_start, t, [p.charge + p.nA * (t - p.since) - b
+                                     for p, b in zip(self.parts, self._row_base)])
+
+    @property
+    def kept_rows(self) -> int:
+        """Rows held in memory (at most ``max_rows``, and one being summed)."""
+        return len(self._kept) + (1 if self._pend_n else 0)
+
+    @property
+    def kept_interval_s(self) -> float:
+        """The length of a kept row, in seconds (0: one per change)."""
+        return self.interval * self._keep_every / TICKS_PER_SECOND
+
+    def series(self) -> list:
+        """[(tick, average total nA from this tick to the next)] (needs ``record``;
+        the last row ends now)."""
+        return [(s, sum(c) / (e - s)) for s, e, c in self.rows() if e > s]
+
     def part_series(self) -> list:
-        """[(tick, [nA of each part in ``parts`` order])] at every change."""
-        out = []
-        cur = [0] * len(self.parts)
-        ev = self.events
-        for i in range(0, len(ev), 3):
-            t, idx, nA = ev[i], ev[i + 1], ev[i + 2]
-            cur[idx] = nA
-            if out and out[-1][0] == t:
-                out[-1] = (t, list(cur))
-            else:
-                out.append((t, list(cur)))
-        return out
+        """[(tick, [average nA of each part in ``parts`` order])], as :meth:`series`."""
+        return [(s, [x / (e - s) for x in c]) for s, e, c in self.rows() if e > s]
+
+    def flush(self) -> None:
+        """Close every row that ended by now, sending it to ``row_listeners``
+        (with ``interval=0``: the one open up to now)."""
+        if self.record:
+            self._roll(self.cpu.time_now())
+
+    def _roll(self, t: int) -> None:
+        iv = self.interval
+        if not iv:
+            if t > self._row_start:
+                self._close(t)
+            self._row_end = t + 1
+            return
+        b = self._row_end
+        while b <= t:
+            self._close(b)
+            b += iv
+        self._row_end = b
+
+    def _close(self, b: int) -> None:
+        now = [p.charge + p.nA * (b - p.since) for p in self.parts]
+        row = [x - y for x, y in zip(now, self._row_base)]
+        start, self._row_start, self._row_base = self._row_start, b, now
+        for fn in self.row_listeners:
+            fn(start, b, row)
+        if self._pend_n:
+            self._pend = [x + y for x, y in zip(self._pend, row)]
+        else:
+            self._pend, self._pend_start = row, start
+        self._pend_n += 1
+        if self._pend_n >= self._keep_every:
+            self._kept.append((self._pend_start, tuple(self._pend)))
+            self._pend, self._pend_n = None, 0
+            if self.max_rows is not None and len(self._kept) >= self.max_rows:
+                k = self._kept
+                self._kept = [(k[i][0], tuple(x + y for x, y in zip(k[i][1], k[i + 1][1])))
+                              if i + 1 < len(k) else k[i] for i in range(0, len(k), 2)]
+                self._keep_every *= 2
 
     def close(self) -> None:
         """Stop listening (the integral stops at the last change)."""
@@ -364,6 +461,8 @@ class PowerMeter:
         t = self.cpu.time_now()
         if t < part.since:
             t = part.since           # an event taken late, after a change made since
+        if t >= self._row_end and (self.interval or nA != part.nA):
+            self._roll(t)            # rows up to t close with the currents before
         part.charge += part.nA * (t - part.since)
         part.since = t
         part.key = key
@@ -373,8 +472,7 @@ class PowerMeter:
             self._hf_active += 1 if nA else -1
         self.total_nA += nA - part.nA
         part.nA = nA
-        if self.record:
-            self.events.extend((t, part.index, nA))
+        self.changes += 1
         return True
 
 
@@ -457,6 +555,18 @@ _BOARD_PARTS = (
     ("accel", "accel", lambda a: "accel.on" if a.regs[0x7D] & 0x04 else "accel.off"),
     ("hrs", "heart_rate", lambda h: "hrs.on" if h.enabled else "hrs.off"),
 )
+
+
+def interval_ticks(seconds) -> int:
+    """A record interval in seconds as ticks (0: a row at every change);
+    TypeError/ValueError for what is not a finite number >= 0, or is below
+    one tick (1/512 000 000 s)."""
+    s = checks.number("interval", seconds, 0, NEVER // TICKS_PER_SECOND)
+    ticks = round(s * TICKS_PER_SECOND)
+    if s > 0 and ticks < 1:
+        raise ValueError(f"interval must be 0 (every change) or at least one tick "
+                         f"(1/{TICKS_PER_SECOND} s), not {seconds!r}")
+    return ticks
 
 
 def figure_of(key: str):

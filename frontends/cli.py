@@ -158,10 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trace-limit", metavar="SIZE", default="64M",
                    help="stop each trace file at this size (default 64M)")
     r.add_argument("--power", type=path_arg, metavar="FILE.csv|.json|.png", default=None,
-                   help="run the energy model and write the current over emulated time when "
-                        "the run ends: CSV (a row at each change, per part), JSON (average, "
-                        "share per part, battery life, the series) or a PNG plot (needs "
-                        "matplotlib); the summary lines go to stderr (docs/energy.md)")
+                   help="run the energy model and write the current over emulated time: CSV "
+                        "(a row per --power-interval, each part's average, written as the "
+                        "run goes), JSON (average, share per part, battery life, the "
+                        "series) or a PNG plot (needs matplotlib), both at the end; the "
+                        "summary lines go to stderr (docs/energy.md)")
+    r.add_argument("--power-interval", metavar="SECONDS", default=None,
+                   help="the --power record's row: the average over this many emulated "
+                        "seconds (default 1; 0: a row at every change of a current)")
     r.add_argument("--summary", action="store_true",
                    help="at the end of the run print a summary to stderr: emulated time, "
                         "the firmware's heaps and tasks read from RAM (FreeRTOS heap_4 and "
@@ -369,6 +373,14 @@ def _run_args_problem(args) -> Optional[str]:
         p = format_problem(args.power)
         if p is not None:
             return p
+    if getattr(args, "power_interval", None) is not None:
+        if getattr(args, "power", None) is None:
+            return "--power-interval needs --power"
+        from emu.power import interval_ticks
+        try:
+            interval_ticks(float(args.power_interval))
+        except (TypeError, ValueError) as e:
+            return f"--power-interval {args.power_interval}: {str(e).replace('interval ', '', 1)}"
     if args.hci is not None:
         from frontends.hci import parse_hci
         try:
@@ -501,7 +513,10 @@ def cmd_run(args) -> int:
             _error(str(e))
             return EXIT_USAGE
         print(f"pinetime-emu: restored {snap} (t={machine.time:.6f} s)", file=sys.stderr)
-    meter = machine.power() if getattr(args, "power", None) else None
+    meter = None
+    if getattr(args, "power", None):
+        interval = getattr(args, "power_interval", None)
+        meter = machine.power(interval=1.0 if interval is None else float(interval))
     if args.console == "stdout":
         def echo(data: bytes) -> None:
             sys.stdout.write(data.decode("utf-8", "replace"))
@@ -523,6 +538,16 @@ def cmd_run(args) -> int:
     machine.output_error_listeners.append(term.fail)
     pollers = []
     closers = []
+    if meter is not None:
+        from frontends import power_output
+        if power_output.is_stream(args.power):
+            try:
+                args.power_stream = power_output.CsvStream(
+                    meter, args.power, on_error=lambda msg: term.fail(f"--power {msg}"))
+            except OSError as e:
+                return _give_up(closers, f"--power {args.power}: cannot write "
+                                         f"({e.strerror or e})")
+            closers.append(args.power_stream.close)
     if args.trace or args.trace_mmio:
         from emu.trace import TraceError, parse_size
         limit = parse_size(args.trace_limit)
@@ -762,12 +787,20 @@ def _end_of_run(machine, args, meter) -> int:
         lines += power_output.inspect_lines(machine)
     if meter is not None:
         lines += power_output.power_lines(meter)
-        try:
-            power_output.write(meter, args.power)
-            lines.append(f"power: written to {args.power}")
-        except OSError as e:              # atomic: the previous file is as it was
-            _error(f"--power {args.power}: cannot write ({e.strerror or e})")
-            rc = EXIT_USAGE
+        stream = getattr(args, "power_stream", None)
+        if stream is not None:
+            stream.close()                # the last rows, up to now
+            if stream.error:
+                rc = EXIT_USAGE           # term.fail has the line
+            else:
+                lines.append(f"power: written to {args.power}")
+        else:
+            try:
+                power_output.write(meter, args.power)
+                lines.append(f"power: written to {args.power}")
+            except OSError as e:          # atomic: the previous file is as it was
+                _error(f"--power {args.power}: cannot write ({e.strerror or e})")
+                rc = EXIT_USAGE
     for line in lines:
         print(f"pinetime-emu: {line}", file=sys.stderr)
     return rc

@@ -1,16 +1,24 @@
 """``run --power FILE``: the energy model's record as CSV, JSON or a PNG plot,
 and the end-of-run summary lines (heaps, tasks, current).
 
-* ``.csv``: one row at every change of the current: ``time_s``, the total
-  ``current_uA``, then one column per part (uA); the value holds until the
-  next row (a step function, as the model is).
+* ``.csv``: one row per interval of the record (``--power-interval``,
+  default 1 s; 0: one at every change of a current): ``time_s`` (where the
+  interval starts), the average ``current_uA`` over the interval, then each
+  part's average (uA), from the exact charge; a row holds until the next
+  row's time, and the last row, repeating the one before, marks the end.
+  Streamed: each row is written as its interval closes
+  (emu/outputs.py StreamOutput), so nothing of it is kept in memory; a run
+  cut short leaves a valid prefix, ended at the moment it stopped.
 * ``.json``: the report (duration, charge, average, the present current,
-  share per part, the battery and its implied life) plus the same series.
-* ``.png``: the current over time (a step plot, log scale) with the average
-  and the implied battery life in the title; needs matplotlib (the ``plot``
-  extra): without it the option is refused before the run, in one line.
+  share per part, the battery and its implied life) plus the series the
+  meter keeps in memory (at most its ``max_rows``, pairs of rows merged
+  beyond: ``interval_s`` says how long its rows are).
+* ``.png``: that series (a step plot, log scale) with the average and the
+  implied battery life in the title; needs matplotlib (the ``plot`` extra):
+  without it the option is refused before the run, in one line.
 
-Every file is written whole through emu/outputs.py (atomic_write).
+JSON and PNG are written whole at the end through emu/outputs.py
+(atomic_write).
 """
 from __future__ import annotations
 
@@ -19,7 +27,7 @@ import json
 from typing import Optional
 
 from emu.clock import TICKS_PER_SECOND
-from emu.outputs import atomic_write
+from emu.outputs import StreamOutput, atomic_write
 
 FORMATS = (".csv", ".json", ".png")
 
@@ -38,7 +46,13 @@ def format_problem(path: str) -> Optional[str]:
     return None
 
 
+def is_stream(path: str) -> bool:
+    """``path`` is written as the run goes (CSV)."""
+    return path.lower().endswith(".csv")
+
+
 def write(meter, path: str) -> None:
+    """Write the record to ``path`` whole, from the rows the meter kept."""
     low = path.lower()
     if low.endswith(".csv"):
         atomic_write(path, csv_text(meter))
@@ -49,29 +63,82 @@ def write(meter, path: str) -> None:
 
 
 def _rows(meter) -> list:
-    """[(tick, total nA, [nA per part])], one per change, the end appended."""
+    """[(tick, total nA, [nA per part])], the averages of the meter's rows,
+    the end appended."""
     rows = []
-    for t, parts in meter.part_series():
-        rows.append((t, sum(parts), parts))
-    end = meter.cpu.time_now()
-    if rows and rows[-1][0] < end:
+    end = None
+    for s, e, charges in meter.rows():
+        if e > s:
+            rows.append((s, sum(charges) / (e - s), [c / (e - s) for c in charges]))
+            end = e
+    if rows:
         rows.append((end, rows[-1][1], rows[-1][2]))
     return rows
 
 
+def _csv_head(meter) -> str:
+    return "time_s,current_uA," + ",".join(f"{p.name}_uA" for p in meter.parts) + "\n"
+
+
+def _csv_line(t: int, total: float, parts) -> str:
+    return (f"{t / TICKS_PER_SECOND:.9f},{total / 1000:.3f},"
+            + ",".join(f"{v / 1000:.3f}" for v in parts) + "\n")
+
+
 def csv_text(meter) -> str:
-    names = [p.name for p in meter.parts]
     out = io.StringIO()
-    out.write("time_s,current_uA," + ",".join(f"{n}_uA" for n in names) + "\n")
+    out.write(_csv_head(meter))
     for t, total, parts in _rows(meter):
-        out.write(f"{t / TICKS_PER_SECOND:.9f},{total / 1000:.3f},"
-                  + ",".join(f"{v / 1000:.3f}" for v in parts) + "\n")
+        out.write(_csv_line(t, total, parts))
     return out.getvalue()
+
+
+class CsvStream:
+    """The CSV written as the run goes: the header now, each row of the
+    meter's record as it closes (``meter.row_listeners``); :meth:`close`
+    writes the open row up to now and the end.  ``error``: the one-line
+    message of a failed write (``on_error`` is called with it; the file is
+    cut back to whole lines and the stream stops).  Opening raises OSError."""
+
+    def __init__(self, meter, path: str, on_error=None, chunk: int = StreamOutput.CHUNK):
+        self.meter = meter
+        self.path = path
+        self.out = StreamOutput(path, on_error=on_error, chunk=chunk)
+        self.out.write(_csv_head(meter))
+        self._last = None
+        self.rows = 0                     # rows written
+        meter.row_listeners.append(self._row)
+
+    @property
+    def error(self):
+        return self.out.error
+
+    def _row(self, s: int, e: int, charges) -> None:
+        if e <= s:
+            return
+        d = e - s
+        self._last = (e, sum(charges) / d, [c / d for c in charges])
+        self.out.write(_csv_line(s, *self._last[1:]))
+        self.rows += 1
+
+    def close(self) -> None:
+        if self.out.closed:
+            return
+        m = self.meter
+        if self._row in m.row_listeners:
+            m.flush()                         # the whole intervals up to now
+            m.row_listeners.remove(self._row)
+            row = m.open_row()
+            if row is not None:
+                self._row(*row)
+        if self._last is not None:
+            self.out.write(_csv_line(*self._last))
+        self.out.close()
 
 
 def json_data(meter) -> dict:
     d = meter.report().as_dict()
-    d["series"] = {"time_s": [], "current_uA": []}
+    d["series"] = {"interval_s": meter.kept_interval_s, "time_s": [], "current_uA": []}
     for t, total, _parts in _rows(meter):
         d["series"]["time_s"].append(t / TICKS_PER_SECOND)
         d["series"]["current_uA"].append(total / 1000)

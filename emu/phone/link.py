@@ -44,7 +44,9 @@ Everything happens on the emulated clock through one clock event
 ("host.ble.central": a host device's, not saved in snapshots): the same
 firmware and phone actions give the same packets at the same ticks on
 every run.  ``packets`` logs (tick, direction,
-channel, LLID, SN, NESN, MD, payload) of the connection.
+channel, LLID, SN, NESN, MD, payload) of the connection: the last
+``PACKET_LOG`` (100 000; a connection at 30 ms sends 66 a second, and a
+day's log held whole would be some 600 MB), ``packet_count`` all of them.
 
 Connection update: ``update(interval, latency, timeout)`` sends
 LL_CONNECTION_UPDATE_IND with an instant six events ahead and moves to the
@@ -131,6 +133,8 @@ class LinkCentral:
     device whose name is ``name``, or any at all) is answered with a
     CONNECT_IND."""
 
+    PACKET_LOG = 100_000               # entries kept in ``packets``
+
     def __init__(self, air, address: bytes = bytes.fromhex("0200c0ffee01"), *,
                  interval: int = 24, timeout: int = 200, win_size: int = 2,
                  win_offset: int = 0, window_delay: int = 500 * US, hop: int = 7,
@@ -157,7 +161,8 @@ class LinkCentral:
         self.reason_code: Optional[int] = None   # the HCI error code of the last close
         self.peer_bytes = b""             # the watch's address as on air (LE) and its type
         self.peer_random = False
-        self.packets: list = []
+        self.packets: deque = deque(maxlen=self.PACKET_LOG)   # the latest, oldest first
+        self.packet_count = 0         # every packet logged, dropped ones included
         self.state = "idle"           # idle, initiating, connected, closed, lost
         self.peer: Optional[str] = None
         self.peer_name: Optional[str] = None
@@ -413,6 +418,7 @@ class LinkCentral:
         end = start + (1 + 4 + len(pdu) + 3) * 8 * US
         self.packets.append((start, ">", self._channel, llid, self._sn, self._nesn, md,
                              bytes(self._cur[2])))
+        self.packet_count += 1
         self.air.send(Packet(start, end, channel_freq(self._channel), 3, self.aa, pdu,
                              crc24(pdu, self.crc_init), self._channel | 0x40, "central"))
         if self._closing is not None:    # this packet acknowledged the watch's LL_TERMINATE_IND
@@ -430,6 +436,7 @@ class LinkCentral:
         llid, nesn, sn, md = hdr & 3, (hdr >> 2) & 1, (hdr >> 3) & 1, (hdr >> 4) & 1
         payload = bytes(p.pdu[2:2 + length])
         self.packets.append((p.start, "<", self._channel, llid, sn, nesn, md, payload))
+        self.packet_count += 1
         if nesn != self._sn:                 # our packet was acknowledged
             self._sn ^= 1
             acked, self._cur = self._cur, None

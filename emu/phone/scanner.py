@@ -20,6 +20,7 @@ then every ``rescan_ticks``), extended and periodic advertising.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -81,6 +82,8 @@ class Advertiser:
 
 
 class Scanner:
+    PDU_LOG = 100_000                   # advertising PDUs kept in ``pdus``
+
     def __init__(self, air, active: bool = True, address: bytes = bytes.fromhex("c0ffee000001"),
                  rescan_ticks: int = 10_000_000 * US):
         self.air = air
@@ -88,7 +91,8 @@ class Scanner:
         self.address = address          # ScanA (little endian on air), a random address
         self.rescan_ticks = rescan_ticks
         self.devices: dict = {}
-        self.pdus: list = []            # (tick, channel, PDU type name, AdvA) heard
+        # (tick, channel, PDU type name, AdvA) heard: the latest PDU_LOG
+        self.pdus: deque = deque(maxlen=self.PDU_LOG)
         self.enabled = True             # False: deaf (an HCI host's scan is off)
         # fn(PDU type, TxAdd random, AdvA, data) for each advertising PDU heard
         # (ADV_IND, ADV_DIRECT_IND, ADV_NONCONN_IND, SCAN_RSP, ADV_SCAN_IND)

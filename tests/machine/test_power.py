@@ -25,7 +25,7 @@ def _marked(m, text: str) -> None:
 def _measure(fw, break_hook=None):
     """(meter, charges at 'MARK start', at 'MARK end', ticks, cycles between)"""
     m = Machine(fw("power_states"), board="pinetime", flash_file=None)
-    meter = m.power()
+    meter = m.power(interval=0)               # a row at every change (_turned_on)
     if break_hook is not None:
         break_hook(m, meter)
     _marked(m, "MARK start")
@@ -42,8 +42,7 @@ def _measure(fw, break_hook=None):
 def _turned_on(meter, name: str) -> int:
     """The tick part ``name`` first drew current (from the meter's record)."""
     idx = next(p.index for p in meter.parts if p.name == name)
-    ev = meter.events
-    return next(ev[i] for i in range(0, len(ev), 3) if ev[i + 1] == idx and ev[i + 2])
+    return next(s for s, _e, charges in meter.rows() if charges[idx])
 
 
 def _expected(ticks: int, cycles: int) -> dict:
@@ -165,7 +164,7 @@ def test_run_power_writes_csv_and_json_and_the_summary(fw, tmp_path, capsys):
     for out in (csv, js):
         rc = _cli("run", fw("power_states"), "--board", "pinetime", "--headless", "--seconds",
                   "0.5", "--flash-file", "none", "--console", "none", "--power", str(out),
-                  "--summary")
+                  "--summary", "--power-interval", "0")      # a row at every change
         assert rc == 0
     err = capsys.readouterr().err
     assert "power: average" in err and "mAh battery lasts" in err and "summary:" in err

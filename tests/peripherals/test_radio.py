@@ -66,3 +66,25 @@ def test_radio_silent_when_disabled_twice_is_detected(fw, monkeypatch):
     monkeypatch.setattr(radio.Radio, "task_DISABLE", silent)
     m, r, _ = radio_run(fw)
     assert "FAIL DISABLED when already disabled" in m.console_text()
+
+
+def _heard(fw, monkeypatch, log=None):
+    from emu import Machine
+    from emu.phone.scanner import Scanner
+    if log is not None:
+        monkeypatch.setattr(Scanner, "PDU_LOG", log)
+    m = Machine(fw("air_beacon"), board="nrf52832")
+    sc = Scanner(m.air)
+    m.run(ms=1500)
+    return sc
+
+
+def test_the_scanner_keeps_the_latest_pdus_only(fw, monkeypatch):
+    """A day of advertising must not hold every PDU heard in memory (issue
+    45's soak): ``pdus`` keeps the last PDU_LOG, the devices still count
+    every advert."""
+    full = _heard(fw, monkeypatch)
+    assert len(full.pdus) > 6
+    sc = _heard(fw, monkeypatch, log=4)
+    assert len(sc.pdus) == 4 and list(sc.pdus) == list(full.pdus)[-4:]
+    assert [d.adverts for d in sc.devices.values()] == [d.adverts for d in full.devices.values()]

@@ -321,3 +321,15 @@ def test_sleep_in_the_hook_returning_to_the_wfe_is_detected(fw, monkeypatch):
     m, r, broken = _conn_fingerprint(fw, monkeypatch, True, patch=("_sleep_in_hook", at_the_wfe))
     assert m.cpu.sleeps_in_hook > 0
     assert broken != slow
+
+
+def test_the_central_keeps_the_latest_packets_only(fw, monkeypatch):
+    """A day's connection must not hold every packet in memory (issue 45's
+    soak): ``packets`` keeps the last PACKET_LOG, ``packet_count`` counts
+    them all; the kept ones are the same entries, the latest."""
+    _m, _r, full, _g = _run(fw)
+    assert len(full.packets) == full.packet_count > 12
+    monkeypatch.setattr(LinkCentral, "PACKET_LOG", 8)
+    _m, _r, link, _g = _run(fw)
+    assert link.packet_count == full.packet_count and len(link.packets) == 8
+    assert list(link.packets) == list(full.packets)[-8:]
