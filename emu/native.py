@@ -139,6 +139,10 @@ def bench_guard(prog: str, pure: bool = False) -> str:
     helpers missing, one line on stderr and SystemExit(1): a benchmark
     never prints figures from the slow path without saying so."""
     import sys
+    from emu.version import describe, installed
+    where = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print(f"{prog}: pinetime-emu {describe()}, {'installed' if installed() else 'a checkout'} "
+          f"at {where}", flush=True)
     if pure or pure_python():
         print(f"{prog}: the pure-Python reference, as asked: these figures are not the "
               "emulator's usual speed", flush=True)
