@@ -28,6 +28,7 @@ import sys
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
 from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -148,6 +149,31 @@ class Sdist(sdist):
             f.write(_build_info(self.distribution.get_version(), _git_commit()))
 
 
+class _WithHook:
+    """An editable install's strategy, plus the start-up hook the wheel has
+    (so that `emu` and `frontends` import from any folder there too, and
+    `python -m emu.worldproc`, which `world --processes` runs, finds them)."""
+
+    def __init__(self, strategy):
+        self.strategy = strategy
+
+    def __enter__(self):
+        self.strategy.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.strategy.__exit__(*exc)
+
+    def __call__(self, wheel, files, mapping):
+        self.strategy(wheel, files, mapping)
+        wheel.writestr(f"{TOP}.pth", f"import {TOP}\n")
+
+
+class EditableWheel(editable_wheel):
+    def _select_strategy(self, *args, **kw):
+        return _WithHook(super()._select_strategy(*args, **kw))
+
+
 def _packages() -> list:
     out = [TOP]
     for folder in FOLDERS:
@@ -167,5 +193,6 @@ setup(
                            extra_compile_args=list(_spec["CFLAGS"]) + EXTRA,
                            extra_link_args=list(_spec.get("LDFLAGS", [])))
                  for name, sources in _spec["NATIVE_MODULES"].items()],
-    cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPy, "sdist": Sdist},
+    cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPy, "sdist": Sdist,
+              "editable_wheel": EditableWheel},
 )
