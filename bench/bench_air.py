@@ -159,9 +159,7 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args(argv)
     from emu import native
-    if native.missing():
-        print(f"warning: native helpers missing ({', '.join(native.missing())}): these are "
-              "pure-Python figures", file=sys.stderr)
+    native.bench_guard("bench_air")       # never slow figures unsaid
     rate = cpu_rate()
     cores = os.cpu_count() or 1
     print(f"host: {cores} cores, load {os.getloadavg()[0]:.2f}; CPU-bound rate "

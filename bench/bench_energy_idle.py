@@ -54,6 +54,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0)
     a = ap.parse_args()
+    from emu import native as _native
+    _native.bench_guard("bench_energy_idle")      # never slow figures unsaid
     found = images()
     if not found:
         print("no InfiniTime or wasp-os image: see docs/firmware.md")

@@ -212,6 +212,8 @@ def main() -> int:
                     help="only time the first second, N times with polling loops counted "
                          "and N times without, alternating")
     a = ap.parse_args()
+    from emu import native as _native
+    _native.bench_guard("bench_infinitime")      # never slow figures unsaid
     if a.loop_skip_pairs is not None:
         if a.loop_skip_pairs < 1:
             print("bench_infinitime: --loop-skip-pairs must be >= 1")

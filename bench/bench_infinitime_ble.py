@@ -52,6 +52,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--idle", type=float, default=3.0)
     a = ap.parse_args()
+    from emu import native as _native
+    _native.bench_guard("bench_infinitime_ble")      # never slow figures unsaid
     path = image()
     print(f"bench_infinitime_ble: {path}, 1-min load average {os.getloadavg()[0]:.2f} at start")
     adv, con = [], []

@@ -51,6 +51,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--python", action="store_true", help="ctypes callbacks, not _mmio.c")
     args = ap.parse_args()
+    from emu import native as _native
+    _native.bench_guard("bench_mmio", pure=args.python)
     subprocess.run(["make", "-C", str(ROOT / "firmware"), "-s"], check=True)
     native = not args.python and bus_mod._native is not None
     load = os.getloadavg()[0]

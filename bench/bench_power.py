@@ -60,6 +60,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=10.0)
     a = ap.parse_args()
+    from emu import native as _native
+    _native.bench_guard("bench_power")      # never slow figures unsaid
     print(f"load average {os.getloadavg()[0]:.2f}; {a.runs} runs of {a.seconds} emulated s")
     with tempfile.TemporaryDirectory() as d:
         for name, path, boot in images():

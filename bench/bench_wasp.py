@@ -190,6 +190,8 @@ def main() -> int:
         ap.error("--runs must be >= 1 and --idle in (0, 3600)")
     if args.python:
         os.environ["PINETIME_EMU_PURE_PYTHON"] = "1"
+    from emu import native
+    native.bench_guard("bench_wasp")
     path = image()
     print(f"bench_wasp: {path} ({'pure Python' if args.python else 'native helpers'}), "
           f"1-min load average {os.getloadavg()[0]:.2f} at start")

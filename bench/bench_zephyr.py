@@ -73,6 +73,8 @@ def main() -> int:
     p.add_argument("--tests", default=",".join(DEFAULT))
     p.add_argument("--profile", action="store_true")
     args = p.parse_args()
+    from emu import native as _native
+    _native.bench_guard("bench_zephyr")      # never slow figures unsaid
     print(f"load average {os.getloadavg()[0]:.2f}")
     for name in args.tests.split(","):
         path = ZEPHYR / "nrf52dk_nrf52832" / name / "zephyr.elf"

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 __all__ = ["Machine", "RunResult", "FirmwareError", "load_firmware", "World", "AirModel"]
-__version__ = "0.1.0"
 
 _LAZY = {"Machine": "emu.machine", "RunResult": "emu.machine",
          "FirmwareError": "emu.loader", "load_firmware": "emu.loader",
@@ -32,6 +31,9 @@ if TYPE_CHECKING:                                   # pragma: no cover
 
 
 def __getattr__(name: str):
+    if name == "__version__":                       # pyproject.toml's, or the build's
+        from emu.version import version
+        return version()
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'emu' has no attribute {name!r}")

@@ -119,6 +119,8 @@ class Machine:
             raise TypeError(f"board must be a name, not {type(board).__name__}")
         if base is not None:
             base = checks.integer("base", base, 0, 0xFFFFFFFF)
+        from emu import native
+        native.announce(pure_python)          # the pure-Python reference is never silent
         self.clock = new_clock(pure_python)
         # a real SoftDevice image (MBR + S132 hex) to run under the app instead
         # of the emulated S132 API: SVCs then reach the guest's own handler

@@ -8,7 +8,12 @@ native module asks here (:func:`load`), so that one place decides:
 * ``PINETIME_EMU_PURE_PYTHON=1`` (or a caller's ``pure``): none is used;
 * a module that is not built, or whose declarations do not match the
   Python's (an old build beside new sources): none is used either, and
-  the reason is logged once;
+  the reason is logged;
+
+and one place says so (:func:`announce`): no run is slow in silence.  The
+first line of a run on the pure-Python reference says why, once per
+process (and once for the processes a run starts), with the fix
+(:func:`fix`) when the helpers are missing;
 
 and reads what C declares once for both languages: a struct's layout
 (:func:`ctypes_struct`, built from the layout a module exports, see
@@ -61,11 +66,95 @@ def load(name: str, pure: bool = False):
         _check(name, mod)
     except (ImportError, OSError, ValueError) as exc:
         _why[name] = str(exc)
-        log.warning("native helper %s unavailable (%s); its part runs on the pure-Python "
-                    "reference, many times slower (rebuild with `pip install -e .`)", name, exc)
+        log.info("native helper %s unavailable (%s); its part runs on the pure-Python "
+                 "reference, many times slower (%s)", name, exc, fix())
         mod = None
     _loaded[name] = mod
     return mod
+
+
+def fix() -> str:
+    """How to build the native helpers where this copy of the emulator lives."""
+    from emu.version import ROOT, installed
+    if not installed() and os.path.isfile(os.path.join(ROOT, "setup.py")):
+        return (f"build them with `python setup.py build_ext --inplace` in {ROOT} (needs gcc "
+                "and python3-dev; scripts/setup.sh installs both)")
+    return ("install gcc and the Python headers (Debian: apt-get install gcc python3-dev), "
+            "then `pip install --force-reinstall --no-cache-dir pinetime-emu` "
+            "(or `pipx reinstall pinetime-emu`)")
+
+
+def not_built() -> dict:
+    """{module: why} for the native modules not usable, as far as can be
+    told without loading the others: those asked for and refused, and those
+    with no built file at all."""
+    import importlib.util
+    out = dict(_why)
+    for name in NATIVE_MODULES:
+        if name in out or _loaded.get(name) is not None:
+            continue
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:
+            found = False
+        if not found:
+            out[name] = "not built"
+    return out
+
+
+_SAID = "PINETIME_EMU_SAID_SLOW"       # set once said: the processes a run starts stay quiet
+
+
+def slow_reason(pure: bool = False) -> Optional[str]:
+    """Why this run would be on the pure-Python reference, in one line, or
+    None when the native helpers are used."""
+    if pure or pure_python():
+        how = "PINETIME_EMU_PURE_PYTHON=1" if pure_python() else "--pure-python"
+        return (f"note: the pure-Python reference, as asked ({how}): the same cycles, "
+                "frames and bytes, many times slower")
+    gone = not_built()
+    if not gone:
+        return None
+    what = ", ".join(f"{n} ({why})" for n, why in sorted(gone.items()))
+    return (f"warning: native helpers missing: {what}; this run uses the pure-Python "
+            f"reference, many times slower; fix: {fix()}")
+
+
+def announce(pure: bool = False, stream=None) -> None:
+    """Say on stderr, once, that this run is on the pure-Python reference
+    and why (the command line calls this first; every Machine calls it)."""
+    import sys
+    if os.environ.get(_SAID):
+        return
+    line = slow_reason(pure)
+    if line is None:
+        return
+    os.environ[_SAID] = "1"
+    print(f"pinetime-emu: {line}", file=stream or sys.stderr, flush=True)
+
+
+def bench_guard(prog: str, pure: bool = False) -> str:
+    """For a benchmark: "" on the native helpers; with the pure-Python
+    reference asked for, a label that its figures must carry; with the
+    helpers missing, one line on stderr and SystemExit(1): a benchmark
+    never prints figures from the slow path without saying so."""
+    import sys
+    from emu.version import describe, installed
+    where = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print(f"{prog}: pinetime-emu {describe()}, {'installed' if installed() else 'a checkout'} "
+          f"at {where}", flush=True)
+    if pure or pure_python():
+        print(f"{prog}: the pure-Python reference, as asked: these figures are not the "
+              "emulator's usual speed", flush=True)
+        return " [pure-Python reference]"
+    gone = not_built()
+    if gone:
+        print(f"{prog}: refusing to measure: native helpers missing "
+              f"({', '.join(sorted(gone))}), the figures would be the pure-Python "
+              f"reference's; fix: {fix()} (or measure that reference on purpose with "
+              "PINETIME_EMU_PURE_PYTHON=1)", file=sys.stderr)
+        raise SystemExit(1)
+    return ""
 
 
 def missing() -> dict:

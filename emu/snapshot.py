@@ -82,7 +82,8 @@ File format (version 2)
 A zip archive:
 
 * ``snapshot.json``: ``{"format": "pinetime-emu-snapshot", "version": 2,
-  "emulator": "0.1.0", "board": ..., "board_options": {...}, "firmware":
+  "emulator": "0.1.0", "emulator_commit": "9685f9e1a2b3" (the version and
+  the build that wrote it, emu/version.py), "board": ..., "board_options": {...}, "firmware":
   {"path", "sha256"}, "time_ticks", "cycles", "state": {...}}``; ``state`` is tagged JSON
   (``{"$b": n}`` is blob n, ``{"$t": [...]}`` a tuple, ``{"$d": [[k, v],
   ...]}`` a dict with non-string keys, ``{"$ref": path}`` an object of the
@@ -762,11 +763,8 @@ _NOT_SAVED_LOGGED = False
 
 
 def _emulator_version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("pinetime-emu")
-    except Exception:
-        return "unknown"
+    from emu.version import version
+    return version()
 
 
 def save(machine, path: str) -> None:
@@ -775,6 +773,8 @@ def save(machine, path: str) -> None:
     global _NOT_SAVED_LOGGED
     meta, blobs = build_state(machine)
     meta["emulator"] = _emulator_version()      # informative; "version" is what is checked
+    from emu.version import commit
+    meta["emulator_commit"] = commit()          # informative too: the build that wrote it
     if not _NOT_SAVED_LOGGED:
         _NOT_SAVED_LOGGED = True
         log.info("snapshot: the LDREX/STREX exclusive monitor and host-side objects (GDB "
@@ -873,6 +873,8 @@ def meta_problem(meta: dict) -> Optional[str]:
         return "firmware is not {path, sha256}"
     if "emulator" in meta and not isinstance(meta["emulator"], str):
         return "emulator is not a version string"
+    if not isinstance(meta.get("emulator_commit"), (str, type(None))):
+        return "emulator_commit is not a commit"
     st = meta.get("state")
     if not isinstance(st, dict):
         return "no state"

@@ -3,6 +3,8 @@
     pinetime-emu run FIRMWARE [--headless --seconds N] [--screenshot out.png]
                               [--bridge PORT] [--gdb PORT [--gdb-wait]] ...
                               [--snapshot IN.snap] [--save-snapshot OUT.snap]
+    pinetime-emu demo [--headless | --web [PORT]]   (our demo firmware, shipped in the package)
+    pinetime-emu doctor             (what this installation can do, and the fixes)
     pinetime-emu info FIRMWARE
     pinetime-emu phone ...          (talk to a running --bridge like Gadgetbridge)
     pinetime-emu nus-console ...    (a console on a running --bridge, as wasp-os's pynus)
@@ -29,8 +31,8 @@ import sys
 from typing import Optional
 
 from frontends.common import (EXIT_GUEST, EXIT_OK, EXIT_USAGE, ArgumentParser, _address,
-                              _host, _port, _scale, _seconds, flash_file_problem,
-                              path_arg, report_stop)
+                              _host, _port, _scale, _seconds, display_available,
+                              flash_file_problem, path_arg, report_stop)
 from frontends.rtt import rtt_address as _rtt_address, rtt_port as _rtt_port
 
 
@@ -38,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="pinetime-emu",
         description="Cycle-timed emulator of the nRF52832 and the PineTime smartwatch.")
-    p.add_argument("--version", action="version", version="%(prog)s " + _version())
+    p.add_argument("--version", action=_VersionAction,
+                   help="the version and the commit it was built from, then exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     r = sub.add_parser("run", help="run a firmware image",
@@ -201,6 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("world", help="several images on one air: each with its board, name, "
                    "place and outputs; a pcap for Wireshark (pinetime-emu world --help)",
                    add_help=False)
+    sub.add_parser("demo", help="run our demo firmware, shipped in the package: a window, "
+                   "--headless with a screenshot, or --web", add_help=False)
+    sub.add_parser("doctor", help="what this installation can do, one line each, and how to "
+                   "fix what it cannot", add_help=False)
     sub.add_parser("twister-serial", help="Zephyr twister's --device-serial-pty program "
                    "(see docs/firmware.md, Twister)", add_help=False)
     sub.add_parser("twister-flash", help="what scripts/twister/west runs for twister's "
@@ -208,12 +215,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _VersionAction(argparse.Action):
+    """--version, worked out only when asked (git in a checkout)."""
+
+    def __init__(self, option_strings, dest, **kw):
+        kw.pop("nargs", None)
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
+
+
 def _version() -> str:
-    try:
-        from emu import __version__
-        return __version__
-    except Exception:
-        return "?"
+    """The version and the commit (emu/version.py)."""
+    from emu.version import describe
+    return describe()
+
+
+# the commands that run firmware: the first line of each says when the
+# native helpers are not used (emu/native.py's announce)
+_RUNS = ("run", "demo", "test", "preview", "powercut", "world", "twister-serial")
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -233,6 +255,18 @@ def _main(argv: Optional[list] = None) -> int:
         # a file name that is not UTF-8 reaches us as surrogates: print it, escaped
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    if argv and argv[0] in _RUNS and not {"-h", "--help"} & set(argv):
+        from emu import native
+        native.announce(pure="--pure-python" in argv)     # first: no slow run is silent
+    if argv and argv[0] == "doctor":
+        from frontends.doctor import main as doctor_main
+        return doctor_main(argv[1:])
+    if argv and argv[0] == "demo":          # our demo firmware: a run of it, as `run` is
+        from frontends.demo import run_args
+        demo = run_args(argv[1:], build_parser)
+        if isinstance(demo, int):
+            return demo
+        argv = demo
     if argv and argv[0] == "phone":
         try:
             from frontends.bridge import phone_client_main
@@ -278,8 +312,8 @@ def _main(argv: Optional[list] = None) -> int:
         return cmd_run(args)
     if args.command == "info":
         return cmd_info(args)
-    print("pinetime-emu: error: a command is needed: run, info, phone, nus-console, fs, test or "
-          "preview "
+    print("pinetime-emu: error: a command is needed: run, demo, doctor, info, phone, nus-console, "
+          "fs, test, preview, powercut or world "
           "(see pinetime-emu --help)", file=sys.stderr)
     return EXIT_USAGE
 
@@ -492,7 +526,7 @@ def cmd_run(args) -> int:
     if problem is not None:
         _error(problem)
         return EXIT_USAGE
-    if not args.headless and args.web is None and not _display_available():
+    if not args.headless and args.web is None and not display_available():
         _error("no display available for the window; use --headless (for example: "
                f"pinetime-emu run {args.firmware} --headless --seconds 5 --screenshot out.png)")
         return EXIT_USAGE
@@ -819,12 +853,6 @@ def _save_snapshot(machine, path: str) -> int:
         return EXIT_USAGE
     print(f"pinetime-emu: snapshot saved to {path} (t={machine.time:.6f} s)", file=sys.stderr)
     return 0
-
-
-def _display_available() -> bool:
-    if os.environ.get("SDL_VIDEODRIVER") in ("dummy", "offscreen"):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def _finish(machine, args, result) -> int:

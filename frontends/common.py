@@ -38,6 +38,13 @@ class ArgumentParser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
 
+def display_available() -> bool:
+    """A display for the pygame window (or SDL told to draw off screen)."""
+    if os.environ.get("SDL_VIDEODRIVER") in ("dummy", "offscreen"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def _int(s: str) -> int:
     try:
         return int(s, 0)

@@ -96,13 +96,13 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.base-python" 2>/dev/null)" !=
 fi
 
 stale=""                   # the package's metadata or a C extension changed
-for f in pyproject.toml setup.py emu/native_build.py emu/*.[ch] emu/*/*.[ch]; do
+for f in pyproject.toml setup.py MANIFEST.in emu/native_build.py emu/*.[ch] emu/*/*.[ch]; do
   if [ "$f" -nt "$VENV/.setup-stamp" ]; then stale=1; fi
 done
 if [ -n "$stale" ] || ! "$VENV/bin/python" -c "import emu._clock, emu.soc._mmio, emu.cpu._blockhook, \
 emu.cpu._core, emu.peripherals._cores, unicorn, \
 capstone, elftools, intelhex, pygame, cryptography, numpy, yaml, pytest, pytest_timeout, pyocd, bumble, \
-matplotlib, websockets, selenium" \
+matplotlib, websockets, selenium, build, pinetime_emu" \
    >/dev/null 2>&1; then
   echo "setup: installing the Python package into $VENV (pip install -e .[test])"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"

@@ -7,6 +7,8 @@
 # Tests marked wallclock (a real wasptool session against an emulator paced
 # to the host's clock) run alone afterwards: next to other tests on every
 # core, the emulator falls behind the wall clock and the tool's timeouts.
+# The whole suite (no arguments) ends with scripts/check_wheel.sh: the
+# wheel and the sdist built, installed outside the checkout, and used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,4 +18,7 @@ export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH"   # as `. .venv/bin/
 status=0
 .venv/bin/python -m pytest -q -m wallclock "$@" || status=$?
 [ "$status" -eq 5 ] && status=0          # none selected (e.g. scripts/test.sh -k gdb)
+if [ "$#" -eq 0 ] && [ "$status" -eq 0 ]; then
+  bash scripts/check_wheel.sh || status=$?
+fi
 exit "$status"

@@ -48,6 +48,12 @@ def parse_problem(argv: list, capsys):
     from frontends import cli, scenario
     from frontends.bridge import phone_client_main
     try:
+        if argv[0] == "demo":
+            from frontends import demo
+            rc = demo.run_args(argv[1:], cli.build_parser)
+            return f"rc {rc}: {capsys.readouterr().err}" if isinstance(rc, int) and rc else None
+        if argv[0] == "doctor":
+            return None if argv == ["doctor"] else f"doctor takes no arguments: {argv}"
         if argv[0] in ("run", "info"):
             args, extra = cli.build_parser().parse_known_args(argv)
             return f"unrecognized {extra}" if extra else None
@@ -86,6 +92,8 @@ def parse_problem(argv: list, capsys):
 
 def runnable(argv: list) -> bool:
     """Needs only this repository's files, and no display, server or image."""
+    if argv[0] == "demo":                 # the image is the package's own
+        return "--headless" in argv
     if argv[0] not in ("run", "info", "test", "preview", "world", "powercut"):
         return False
     if argv[0] == "run" and ("--headless" not in argv or "--gdb" in argv
@@ -122,6 +130,7 @@ def test_the_parse_check_can_fail(capsys):
     assert parse_problem(["test", "a.yaml"], capsys)           # --firmware is required
     assert parse_problem(["preview", "fw.elf"], capsys)        # --script or --scenario
     assert parse_problem(["powercut", "fw.elf"], capsys)       # --scenario is required
+    assert parse_problem(["demo", "--no-such-option"], capsys)
     assert not runnable(["run", "firmware/build/none.elf", "--headless"])
 
 

@@ -76,7 +76,9 @@ def build_dir(kind: str = "faults") -> Path:
 
 
 def _module_file(out: Path, name: str):
-    d = out / "lib" / Path(*name.split(".")[:-1])
+    """The built file of ``name``: setup.py names the extensions as they are
+    installed, inside pinetime_emu/ (docs/setup.md, "Installed names")."""
+    d = out / "lib" / "pinetime_emu" / Path(*name.split(".")[:-1])
     found = sorted(d.glob(name.split(".")[-1] + ".*.so")) if d.is_dir() else []
     return found[0] if found else None
 
