@@ -2,7 +2,8 @@
 through MCUBoot, and wasp-os writing a file to its littlefs.
 
     python3 bench/bench_powercut_images.py [--ota] [--wasp] [--jobs N]
-        [--ota-transfer N] [--ota-swap N] [--wasp-sample N] [--seed S]
+        [--ota-transfer N] [--ota-swap N] [--wasp-sample N] [--wasp-ops A-B]
+        [--seed S] [--resume]
 
 Needs images built by hand (tests/helpers/powercut_images.py; the same as
 tests/firmware/test_ota.py's and tests/firmware/test_wasp.py's).
@@ -18,10 +19,10 @@ its trailer); each case starts from what the flash holds after its cut
 primary slot must hold 1.16.1 or 1.16.2.
 
 wasp-os: from a snapshot of the watch at its prompt with /flash/pc.txt
-holding its old content, the REPL writes new content; a cut at every NOR
-operation of that write (or a seeded ``--wasp-sample``), in each mode; the
-power back, the face must show again, the littlefs mount, and each file
-hold its old or its new content.
+holding its old content, the REPL writes new content (logged once); a cut
+at every NOR operation of that write (or a seeded ``--wasp-sample``, or
+``--wasp-ops A-B``), in each mode; the power back, the face must show
+again, the littlefs mount, and each file hold its old or its new content.
 
 Prints one line per case and the tables docs/powerloss.md ("With real
 firmware") shows.
@@ -57,6 +58,9 @@ def _cache(name: str, logf: str, seed: int) -> str:
                         f"{os.path.basename(logf).split('.')[0]}-{seed}.jsonl")
 
 
+REPORT = False
+
+
 def _pool(fn, items, jobs, out, cache=None):
     """Each case (fn(item) -> (phase, CaseResult)) in ``jobs`` processes, a
     line each as it ends; with ``cache``, results already in that file are
@@ -78,7 +82,7 @@ def _pool(fn, items, jobs, out, cache=None):
             r = CaseResult(cut, d["ok"], d["message"], None, d["details"])
             res[k] = (d["phase"], r)
             _line(d["phase"], r, out)
-        else:
+        elif not REPORT:
             todo.append((k, item))
 
     def keep(k, phase, r):
@@ -114,11 +118,15 @@ def tables(results) -> str:
         rows[key]["cases"] += 1
         rows[key][r.details.get("which") if r.ok else "failed"] += 1
         rows[key]["wall"] += r.details.get("wall_s", 0)
-    lines = ["| phase | flash | operation | cut | cases | old | new | failed | wall s/case |",
-             "|---|---|---|---|---|---|---|---|---|"]
+        if r.details.get("boot_s") is not None:
+            rows[key]["emu"] += r.details["boot_s"]
+            rows[key]["emu_n"] += 1
+    lines = ["| phase | flash | operation | cut | cases | old | new | failed | "
+             "emulated s/case | wall s/case |", "|---|---|---|---|---|---|---|---|---|---|"]
     for (phase, flash, kind, mode), c in sorted(rows.items()):
+        emu = f"{c['emu'] / c['emu_n']:.1f}" if c["emu_n"] else "-"
         lines.append(f"| {phase} | {flash} | {kind} | {mode} | {c['cases']} | {c['old']} | "
-                     f"{c['new']} | {c['failed']} | {c['wall'] / c['cases']:.1f} |")
+                     f"{c['new']} | {c['failed']} | {emu} | {c['wall'] / c['cases']:.1f} |")
     return "\n".join(lines)
 
 
@@ -138,19 +146,27 @@ def main(argv=None) -> int:
     p.add_argument("--ota", action="store_true")
     p.add_argument("--wasp", action="store_true")
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--ota-transfer", type=int, default=72)
-    p.add_argument("--ota-swap", type=int, default=16)
+    p.add_argument("--ota-transfer", type=int, default=80)
+    p.add_argument("--ota-swap", type=int, default=8)
     p.add_argument("--resume", action="store_true",
                    help="keep the cases' results in ~/.cache/pinetime-emu/powercut/ and "
                         "run only those not there yet")
+    p.add_argument("--report", action="store_true",
+                   help="with --resume: the tables of the results kept, running nothing")
     p.add_argument("--wasp-sample", type=int, default=None)
+    p.add_argument("--wasp-ops", default=None, metavar="A-B",
+                   help="cut only the write's operations A to B (each in every mode)")
+    p.add_argument("--wasp-modes", default=",".join(MODES), metavar="M,M",
+                   help="with --wasp-ops: these modes only")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
+    global REPORT
+    REPORT = a.report and a.resume
     if not (a.ota or a.wasp):
         a.ota = a.wasp = True
     bad = 0
     if a.ota:
-        (files, missing) = pi.ota_files()
+        _files, missing = pi.ota_files()
         if missing:
             print(f"skipped InfiniTime: missing {', '.join(missing)}")
         else:
@@ -186,6 +202,10 @@ def main(argv=None) -> int:
                   f"emulated, {meta['write'][1]:.1f} s wall")
             print(ops_table(ops, lambda op: "write"))
             cuts = choose(ops, MODES, ("nor",), a.wasp_sample, a.seed)
+            if a.wasp_ops or REPORT:
+                lo, hi = (int(x) for x in (a.wasp_ops or "0-999999").split("-"))
+                modes = MODES if REPORT else tuple(a.wasp_modes.split(","))
+                cuts = [c for c in choose(ops, modes, ("nor",)) if lo <= c.op <= hi]
             res = _pool(_wasp_one, [(image, logf, old, new, c, a.seed) for c in cuts], a.jobs,
                         sys.stdout, _cache("wasp", logf, a.seed) if a.resume else None)
             print(tables(res))

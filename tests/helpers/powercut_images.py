@@ -196,8 +196,10 @@ def wasp_prepare(image: str, out=print):
 
 def _wasp_after():
     def after(m):
+        t0 = m.time
         assert m.run_until(lambda: wasp_face(m), timeout_ms=10_000, poll_ms=250), \
             "wasp-os did not show its clock again within 10 s"
+        m.boot_s = m.time - t0
     return after
 
 
@@ -216,6 +218,7 @@ def _wasp_files(old: dict, new: dict):
                     if p not in got and got.get("/main.py") is not None else ""
                 return f"{p}: {what}{reformatted}"
         info["which"] = ("new" if got.get("/pc.txt") == new["/pc.txt"] else "old")
+        info["boot_s"] = getattr(m, "boot_s", None)
         return None
     return files
 
@@ -357,5 +360,6 @@ def wasp_logged_case(image: str, logf: str, old: dict, new: dict, cut: Cut, seed
     r = run_logged_case(lambda: Machine(image, flash_file=None), _LOG[1], _wasp_after(),
                         cut, seed=seed, checks=[_wasp_files(old, new),
                                                 lambda m, b, i: info.update(i)])
-    r.details.update({"which": info.get("which"), "wall_s": time.monotonic() - w0})
+    r.details.update({"which": info.get("which"), "boot_s": info.get("boot_s"),
+                      "wall_s": time.monotonic() - w0})
     return r
