@@ -122,6 +122,10 @@ def _window(ops):
     return i, i + 16
 
 
+LOST = ("/pc.txt: missing (the filesystem was formatted again)",
+        "AssertionError: wasp-os did not show its clock again within 10 s")
+
+
 def _expect_wasp(ops, cut: Cut) -> str:
     """What a cut leaves: the file old before sector 0's erase, new after its
     last page is written back; in between ("window") the superblock pair may
@@ -174,8 +178,9 @@ def test_wasp_file_write_cut_at_every_nor_operation():
     for c, r in zip(cuts, results):
         want = _expect_wasp(ops, c)
         if want == "window":
-            assert r.ok or r.message == "/pc.txt: missing (the filesystem was formatted " \
-                "again)", (c.name, r.message)
+            # lost: formatted again at boot; or formatted, then main.py failing
+            # at that boot (no clock until a soft reset): docs/powerloss.md
+            assert r.ok or r.message in LOST, (c.name, r.message)
             seen["lost" if not r.ok else r.details["which"]] += 1
         else:
             assert r.ok and r.details.get("which") == want, (c.name, want, r.message, r.details)
