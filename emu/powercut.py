@@ -44,6 +44,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+UICR_BASE = 0x10001000                # the same on the nRF51 and the nRF52
+
 MODES = ("before", "during", "after")
 
 
@@ -93,7 +95,8 @@ class PowerCut:
 
     def __init__(self, machine, at_op: Optional[int] = None, mode: str = "during",
                  at_tick: Optional[int] = None, seed: int = 0,
-                 flashes: tuple = ("nvmc", "nor")):
+                 flashes: tuple = ("nvmc", "nor"), first_op: int = 0,
+                 log: Optional["FlashLog"] = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if at_op is not None and at_op < 0:
@@ -101,7 +104,13 @@ class PowerCut:
         self.machine = machine
         self.at_op, self.at_tick, self.mode, self.seed = at_op, at_tick, mode, int(seed)
         self.flashes = tuple(flashes)
+        # a run resumed from a snapshot taken after ``first_op`` operations:
+        # indexes (and at_op, and the seeded bits of a cut during one) go on
+        # from there, as in the whole run
+        self.first_op = int(first_op)
+        self.log = log                        # a FlashLog: what each operation wrote
         self.ops: list = []
+        self._counted = 0                     # operations of ``flashes`` seen
         self.cut: Optional[dict] = None
         self.listeners: list = []             # fn(op) as each operation begins
         clock = machine.clock
@@ -137,8 +146,11 @@ class PowerCut:
         self._ev.cancel()
 
     def _record(self, flash: str, kind: str, addr: int, n: int, ticks: int) -> FlashOp:
-        op = FlashOp(len(self.ops), flash, kind, addr, n, self.machine.clock.now, ticks)
+        op = FlashOp(self.first_op + len(self.ops), flash, kind, addr, n,
+                     self.machine.clock.now, ticks)
         self.ops.append(op)
+        if flash in self.flashes:
+            self._counted += 1
         for fn in self.listeners:
             fn(op)
         return op
@@ -146,13 +158,15 @@ class PowerCut:
     def _is_cut(self, op: FlashOp) -> bool:
         return (self.cut is None and self._due is None and self.at_op is not None
                 and op.flash in self.flashes
-                and sum(1 for o in self.ops if o.flash in self.flashes) - 1 == self.at_op)
+                and self.first_op + self._counted - 1 == self.at_op)
 
     # -- the NVMC ----------------------------------------------------------------
     def _nvmc_op(self, kind: str, start: int, before: bytes, after: bytes, ticks: int) -> bytes:
         if self.cut is not None:
             return before                      # no power: nothing changes any more
         op = self._record("nvmc", kind, start, len(before), ticks)
+        if self.log is not None:
+            self.log._add(op, start, after, len(self.machine.console))
         # in flight until its end: a cut at a tick inside it interrupts it
         self._nvmc_inflight = (op, start, before, after, self.machine.clock.now + ticks)
         if not self._is_cut(op):
@@ -173,6 +187,10 @@ class PowerCut:
             dev.lose_power()
             return
         op = self._record("nor", kind, addr, n, ticks)
+        if self.log is not None:
+            change = dev.pending_change()
+            self.log._add(op, change[0], None if kind == "erase" else change[2],
+                          len(self.machine.console))
         if not self._is_cut(op):
             return
         if self.mode == "before":
@@ -219,13 +237,191 @@ class PowerCut:
             if dev.wip:                    # a NOR operation in flight stops where it is
                 change = dev.pending_change()
                 dev.lose_power(partial_bits(change[1], change[2], self.seed, "nor",
-                                            len(self.ops)) if change else None)
+                                            self.first_op + len(self.ops))
+                               if change else None)
         self.cut = {"tick": m.clock.now, "op": op, "mode": how,
                     "console": len(m.console)}
         m.power_lost = True
         m.cpu.stall_cut = True                 # a stall for a flash operation ends here
         m.halt_requested = True
         m.cpu.request_stop()
+
+
+# ----------------------------------------------------------------------------
+# what the flash holds at any cut, from one run
+# ----------------------------------------------------------------------------
+def flash_state(machine) -> dict:
+    """What the machine's flashes hold now: the internal flash, the UICR and
+    the NOR (the only state a power cut leaves)."""
+    soc = machine.soc
+    out = {"flash": bytearray(machine.cpu.read_mem(0, soc.FLASH_SIZE)),
+           "uicr": bytearray(machine.cpu.read_mem(UICR_BASE, 0x1000))}
+    flash = getattr(machine.board, "flash", None)
+    if flash is not None and hasattr(flash, "op_hook"):
+        out["nor"] = bytearray(flash.data)
+    return out
+
+
+def load_flash_state(machine, state: dict) -> None:
+    """Put ``state`` (from :func:`flash_state` or :meth:`FlashLog.state`) in
+    ``machine``'s flashes: a machine built from the same firmware then holds
+    what the one the state came from held."""
+    soc, cpu = machine.soc, machine.cpu
+    cpu.write_mem(0, bytes(state["flash"]))
+    cpu.write_mem(UICR_BASE, bytes(state["uicr"]))
+    cpu.invalidate_code(0, soc.FLASH_SIZE)
+    nvmc = soc.peripherals.get("nvmc")
+    if nvmc is not None:
+        nvmc._changed(0, soc.FLASH_SIZE)
+    if "nor" in state:
+        nor = machine.board.flash
+        nor.data[:] = state["nor"]
+        nor.dirty = True
+
+
+class FlashLog:
+    """Every flash operation of a run and what it wrote, from what the
+    flashes held when it began: :meth:`state` gives what they hold after a
+    cut at any operation in any mode, the same bytes a :class:`PowerCut`
+    there leaves (tests/machine/test_powercut.py compares them at every cut
+    of our journaling writer), without running to it again.
+
+    A cut leaves nothing but the flash (RAM, the peripherals and the
+    external parts start from power-on, :meth:`Machine.power_cycle`), so a
+    case can start from a fresh machine holding that state
+    (:func:`run_logged_case`): a campaign over a run that costs minutes
+    (an update over the air, with a phone that a snapshot does not hold)
+    then runs once, and each case costs only the boot after its cut.
+
+    Exact when operations on two flashes do not overlap in time (each ends
+    before the next begins): :meth:`state` refuses a cut where they do."""
+
+    def __init__(self, machine):
+        self.initial = flash_state(machine)
+        self.flash_size = machine.soc.FLASH_SIZE
+        self.uicr_base = UICR_BASE
+        self.ops: list = []
+        self._changes: list = []         # (start, bytes written or None for an erase)
+        self._console: list = []         # the console's length as each began
+        self.console = b""               # the run's console, for checks (set by the caller)
+
+    def _add(self, op: FlashOp, start: int, after: Optional[bytes], console: int) -> None:
+        self.ops.append(op)
+        self._changes.append((start, after))
+        self._console.append(console)
+
+    def _region(self, state: dict, op: FlashOp, start: int):
+        if op.flash != "nvmc":
+            return state[op.flash], start
+        if start >= self.uicr_base:
+            return state["uicr"], start - self.uicr_base
+        return state["flash"], start
+
+    def _apply(self, state: dict, i: int) -> None:
+        op = self.ops[i]
+        start, after = self._changes[i]
+        buf, off = self._region(state, op, start)
+        n = op.length if after is None else len(after)
+        buf[off:off + n] = b"\xff" * n if after is None else after
+
+    def position(self, index: int) -> int:
+        """Where operation ``index`` (FlashOp.index) is in :attr:`ops`."""
+        first = self.ops[0].index if self.ops else 0
+        return index - first
+
+    def state(self, index: int, mode: str, seed: int = 0) -> dict:
+        """The flashes after a cut at operation ``index`` (FlashOp.index) in
+        ``mode``, the bits of one cut during it seeded by ``seed`` as
+        :class:`PowerCut` seeds them."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        i = self.position(index)
+        if not 0 <= i < len(self.ops):
+            raise CampaignError(f"operation {index} is not in the log")
+        op = self.ops[i]
+        cut_tick = op.tick + (op.ticks if mode == "after" else 0)
+        for j, o in enumerate(self.ops):
+            if j < i and o.flash == "nor" and o.tick + o.ticks > op.tick:
+                raise CampaignError(f"{o.describe()} is still in flight when {op.describe()} "
+                                    "begins: cut there with PowerCut")
+            if j > i and o.tick < cut_tick or (j > i and o.tick == op.tick and mode != "before"):
+                raise CampaignError(f"{o.describe()} begins before the cut at {op.describe()} "
+                                    f"{mode}: cut there with PowerCut")
+            if j > i and o.tick >= cut_tick:
+                break
+        state = {k: bytearray(v) for k, v in self.initial.items()}
+        for j in range(i):
+            self._apply(state, j)
+        if mode == "after":
+            self._apply(state, i)
+        elif mode == "during":
+            start, after = self._changes[i]
+            buf, off = self._region(state, op, start)
+            n = op.length if after is None else len(after)
+            buf[off:off + n] = partial_bits(bytes(buf[off:off + n]),
+                                            b"\xff" * n if after is None else after,
+                                            seed, op.flash, op.index)
+        return state
+
+    def save(self, path: str) -> None:
+        """A zip of data (JSON and raw bytes; nothing pickled)."""
+        import json
+        import zipfile
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+            for k, v in self.initial.items():
+                z.writestr(f"initial/{k}", bytes(v))
+            z.writestr("console", bytes(self.console))
+            blob = bytearray()
+            rows = []
+            for op, (start, after), con in zip(self.ops, self._changes, self._console):
+                rows.append([op.index, op.flash, op.kind, op.address, op.length, op.tick,
+                             op.ticks, start, -1 if after is None else len(blob),
+                             0 if after is None else len(after), con])
+                if after is not None:
+                    blob += after
+            z.writestr("written", bytes(blob))
+            z.writestr("log.json", json.dumps({"format": "pinetime-emu-flashlog",
+                                               "version": 1, "flash_size": self.flash_size,
+                                               "uicr_base": self.uicr_base, "ops": rows}))
+
+    @classmethod
+    def load(cls, path: str) -> "FlashLog":
+        import json
+        import zipfile
+        log = cls.__new__(cls)
+        with zipfile.ZipFile(path) as z:
+            meta = json.loads(z.read("log.json"))
+            if meta.get("format") != "pinetime-emu-flashlog" or meta.get("version") != 1:
+                raise CampaignError(f"{path}: not a flash log of this version")
+            log.initial = {n.split("/", 1)[1]: bytearray(z.read(n)) for n in z.namelist()
+                           if n.startswith("initial/")}
+            log.console = z.read("console")
+            blob = z.read("written")
+        log.flash_size, log.uicr_base = meta["flash_size"], meta["uicr_base"]
+        log.ops, log._changes, log._console = [], [], []
+        for (index, flash, kind, addr, n, tick, ticks, start, at, size,
+             con) in meta["ops"]:
+            log.ops.append(FlashOp(index, flash, kind, addr, n, tick, ticks))
+            log._changes.append((start, None if at < 0 else blob[at:at + size]))
+            log._console.append(con)
+        return log
+
+    def console_at(self, index: int) -> bytes:
+        """The run's console as operation ``index`` began."""
+        return bytes(self.console[:self._console[self.position(index)]])
+
+
+def logged_run(make_machine: Callable, work: Callable, first_op: int = 0,
+               flashes=("nvmc", "nor")):
+    """Run ``work(machine)`` once without a cut, logging every flash
+    operation: (the :class:`FlashLog`, the machine at the end)."""
+    m = make_machine()
+    log = FlashLog(m)
+    pc = PowerCut(m, flashes=flashes, first_op=first_op, log=log)
+    work(m)
+    pc.remove()
+    log.console = bytes(m.console)
+    return log, m
 
 
 # ----------------------------------------------------------------------------
@@ -319,6 +515,34 @@ def run_case(make_machine: Callable, work: Callable, after: Callable, cut: Cut,
     finally:
         m.close()
     return CaseResult(cut, True, "", pc.cut["tick"])
+
+
+def run_logged_case(make_machine: Callable, log: FlashLog, after: Callable, cut: "Cut",
+                    seed: int = 0, checks=()) -> CaseResult:
+    """One case from a :class:`FlashLog` instead of a run to the cut: a
+    machine from ``make_machine()`` given what the flashes hold after
+    ``cut`` (``cut.op`` is the operation's FlashOp.index), the power
+    cycled with ``seed``, then ``after(machine)`` and ``checks`` as in
+    :func:`run_case`."""
+    state = log.state(cut.op, cut.mode, seed)
+    op = log.ops[log.position(cut.op)]
+    info = {"tick": op.tick + (op.ticks if cut.mode == "after" else 0), "op": op,
+            "mode": cut.mode, "console": 0, "boot": 0}
+    m = make_machine()
+    try:
+        load_flash_state(m, state)
+        m.power_cycle(seed=seed)
+        m.console.clear()
+        after(m)
+        for fn in checks:
+            problem = fn(m, log.console_at(cut.op), info)
+            if problem:
+                return CaseResult(cut, False, problem, info["tick"])
+    except Exception as e:                     # noqa: BLE001 - the invariant failed
+        return CaseResult(cut, False, f"{type(e).__name__}: {e}".strip(), info["tick"])
+    finally:
+        m.close()
+    return CaseResult(cut, True, "", info["tick"])
 
 
 def journal_check(committed: str = r"COMMITTED (\S+) (\d+)",

@@ -97,8 +97,10 @@ def load_campaign(path: str) -> dict:
         if img["end"] <= img["start"] or img["end"] - img["start"] > 1 << 20:
             raise ScenarioError(f"{path}: checks: image: end after start, 1 MiB at most")
     files = checks.get("files")
-    if files is not None and files.get("layout") not in (None, "infinitime", "wasp"):
+    if files is not None and files.get("layout") not in (None, "infinitime", "wasp", "wasp-os"):
         raise ScenarioError(f"{path}: checks: files layout is infinitime or wasp")
+    if files is not None and files.get("layout") == "wasp":
+        files["layout"] = "wasp-os"              # emu.norfs's name for it
     out["checks"] = {k: dict(v or {}) for k, v in checks.items()}
     return out
 
@@ -135,7 +137,7 @@ def _image(m, c: dict) -> bytes:
 def _files(m, c: dict) -> dict:
     from emu.norfs import NorFs
     fs = NorFs(bytes(m.board.flash.data), c.get("layout"))
-    return {p: fs.read(p) for p in fs.walk("/") if not fs.is_dir(p)}
+    return {p: fs.read(p) for p, e in fs.walk("/") if not e.is_dir}
 
 
 def _checks(spec: Spec, campaign: dict) -> list:

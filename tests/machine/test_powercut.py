@@ -202,3 +202,138 @@ def test_pytest_plugin_gives_each_cut_as_a_test(fw, tmp_path):
     assert r.returncode == 0 and "12 passed" in r.stdout, r.stdout + r.stderr
     r = run("journal_unsafe")
     assert r.returncode == 1 and " failed" in r.stdout and "power cut " in r.stdout, r.stdout
+
+
+# -- a cut's flash from one logged run (emu.powercut.FlashLog) --------------------
+def _journal(fw, name):
+    mk = lambda: Machine(fw(name), board="pinetime", flash_file=None)          # noqa: E731
+    work = lambda m: m.run_until(lambda: "DONE" in m.console_text(),          # noqa: E731
+                                 timeout_ms=3000)
+    return mk, work
+
+
+@pytest.mark.parametrize("name", ["journal_safe", "journal_unsafe"])
+def test_flash_log_gives_the_flash_a_cut_leaves_at_every_operation(fw, name, tmp_path):
+    """What FlashLog.state says the flashes hold after a cut is, byte for
+    byte, what a PowerCut there leaves (NVMC, UICR and NOR; every operation,
+    every mode, the bits of a cut during one seeded alike), also from a log
+    saved and loaded again."""
+    from emu.powercut import FlashLog, flash_state, logged_run
+    mk, work = _journal(fw, name)
+    log, m = logged_run(mk, work)
+    m.close()
+    assert len(log.ops) >= 20 and {o.flash for o in log.ops} == {"nvmc", "nor"}
+    log.save(str(tmp_path / "j.flashlog"))
+    again = FlashLog.load(str(tmp_path / "j.flashlog"))
+    assert again.ops == log.ops and again.console == log.console
+    for op in log.ops:
+        for mode in MODES:
+            m = mk()
+            pc = PowerCut(m, at_op=op.index, mode=mode, seed=5)
+            try:
+                work(m)
+            except Exception:                     # noqa: BLE001 - the power went
+                pass
+            assert pc.cut is not None and pc.cut["op"] == op
+            got = flash_state(m)
+            m.close()
+            want = log.state(op.index, mode, seed=5)
+            assert got == want, (op.describe(), mode,
+                                 [k for k in got if got[k] != want[k]])
+            assert again.state(op.index, mode, seed=5) == want
+    # the seed matters only to a cut during an operation that changes bits
+    op = next(o for o in log.ops if o.kind == "erase"
+              and log.state(o.index, "before") != log.state(o.index, "after"))
+    assert log.state(op.index, "during", 1) != log.state(op.index, "during", 2)
+
+
+def test_a_case_from_the_log_boots_as_the_cut_machine_does(fw):
+    """The cases of a campaign run from the log (a fresh machine given the
+    flash a cut leaves, powered on) say what run_case's say: every cut of the
+    unsafe journal, the same verdicts and the same console after the cut."""
+    from emu.powercut import Cut, journal_check, logged_run, run_case, run_logged_case
+    mk, work = _journal(fw, "journal_unsafe")
+    log, m = logged_run(mk, work)
+    m.close()
+    consoles = {}
+
+    def after(key):
+        def fn(m):
+            work(m)
+            consoles[key] = m.console_text()
+        return fn
+    verdicts = []
+    for op in log.ops:
+        for mode in MODES:
+            cut = Cut(op.index, mode, op.flash, op.kind, op.address)
+            a = run_case(mk, work, after(("run", cut.name)), cut, seed=3,
+                         checks=[journal_check()])
+            b = run_logged_case(mk, log, after(("log", cut.name)), cut, seed=3,
+                                checks=[journal_check()])
+            assert (a.ok, a.message) == (b.ok, b.message), cut
+            assert consoles[("run", cut.name)] == consoles[("log", cut.name)], cut
+            verdicts.append(a.ok)
+    assert not all(verdicts) and any(verdicts)    # the unsafe journal is caught either way
+
+
+def test_a_resumed_run_numbers_its_operations_on(fw, tmp_path):
+    """PowerCut(first_op=K) from a snapshot taken after K operations: the
+    same indexes, cuts and seeded bits as in the whole run."""
+    from emu.powercut import flash_state, logged_run
+    mk, work = _journal(fw, "journal_safe")
+    log, m = logged_run(mk, work)
+    m.close()
+    m = mk()
+    pc = PowerCut(m)
+    m.run_until(lambda: len(pc.ops) >= 10, timeout_ms=3000)
+    k = len(pc.ops)
+    pc.remove()
+    snap = tmp_path / "mid.snap"
+    m.save_snapshot(str(snap))
+    m.close()
+    op = next(o for o in log.ops[k:] if o.kind == "erase")
+    m = Machine.from_snapshot(str(snap))
+    pc = PowerCut(m, at_op=op.index, mode="during", seed=9, first_op=k)
+    try:
+        work(m)
+    except Exception:                             # noqa: BLE001 - the power went
+        pass
+    assert pc.cut["op"] == op                     # same index, address, tick
+    assert flash_state(m) == log.state(op.index, "during", seed=9)
+    m.close()
+
+
+def test_flash_log_refuses_a_cut_it_cannot_give(fw):
+    from emu.powercut import FlashLog, FlashOp
+    log = FlashLog.__new__(FlashLog)
+    log.initial = {"flash": bytearray(16), "uicr": bytearray(16), "nor": bytearray(16)}
+    log.flash_size, log.uicr_base, log.console = 16, 0x10001000, b""
+    log.ops, log._changes, log._console = [], [], []
+    log._add(FlashOp(0, "nor", "erase", 0, 4, 100, 50), 0, None, 0)
+    log._add(FlashOp(1, "nvmc", "program", 4, 4, 120, 10), 4, b"\0" * 4, 0)
+    with pytest.raises(CampaignError, match="in flight"):
+        log.state(1, "before")                    # the NOR erase is not over yet
+    with pytest.raises(CampaignError, match="begins before"):
+        log.state(0, "after")                     # the NVMC program began meanwhile
+    assert log.state(0, "before")["nor"] == bytearray(16)
+    with pytest.raises(CampaignError, match="not in the log"):
+        log.state(5, "before")
+
+
+def test_files_check_takes_the_wasp_layout(tmp_path):
+    """``files: {layout: wasp}`` (as docs/powerloss.md writes it) reads a
+    wasp-os littlefs."""
+    from emu.norfs import NOR_SIZE, NorFs
+    from frontends.powercut import _files, load_campaign
+    fs = NorFs(b"\xff" * NOR_SIZE, "wasp-os", format=True)
+    fs.write("/a.txt", b"hello")
+    p = tmp_path / "c.yaml"
+    p.write_text("steps: [{wait_text: {text: X}}]\nafter_cut: [{wait_text: {text: X}}]\n"
+                 "checks: {files: {layout: wasp}}\n")
+    c = load_campaign(str(p))["checks"]["files"]
+
+    class M:
+        class board:
+            class flash:
+                data = fs.image()
+    assert _files(M, c) == {"/a.txt": b"hello"}
