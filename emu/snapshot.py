@@ -155,6 +155,7 @@ SKIP_MODULES = ("emu.loader", "emu.cpu.cycles", "emu.rtt", "emu.rtos", "frontend
                 # cores, the CPU's counter), never walked as parts
                 "emu.soc._mmio", "emu.cpu._core", "emu.cpu._blockhook",
                 "emu.peripherals._cores",
+                "emu.soc.ops",    # the cells' Python twin (PyCells): as the C cells
                 "emu.native",     # the run loop's shared struct (cycles, blocks: saved apart)
                 "emu.detect")     # how the board was told from the image (host side)
 HOST_EVENTS = "host."      # clock events of host devices: neither saved nor restored

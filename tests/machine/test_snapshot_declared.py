@@ -114,7 +114,8 @@ def test_a_class_default_is_saved_before_it_is_assigned(tmp_path, fw):
 
 def _machines(fw):
     """A machine of every board (emu.machine.BOARDS), run a little, with the
-    optional parts attached (SoftDevice and phone, queued input)."""
+    optional parts attached (SoftDevice and phone, queued input), and two on
+    the pure-Python path."""
     import emu.softdevice as sdm
     out = []
     for board in BOARDS:
@@ -138,6 +139,9 @@ def _machines(fw):
                                board=board))
         else:
             out.append(Machine(None, board=board))
+    # the pure-Python path (the native cells' Python twins) too
+    out.append(Machine(fw("snapshot_busy"), flash_file=None, pure_python=True))
+    out.append(Machine(fw("snapshot_exceptions"), board="nrf52832", pure_python=True))
     for m in out:
         m.run(ms=20)
     return out
