@@ -6,30 +6,47 @@ starts it from UICR.NRFFW[0], and with no application it stays in DFU mode
 advertising "PineDFU", as a new watch does.  The emulated phone sends
 wasp-os's DFU package with the legacy Nordic DFU (emu/phone/dfu.py, as
 wasptool's pynus dfu.py does); the bootloader takes it and writes it at
-0x26000.  (It does not start it yet: see the last test.)
+0x26000, saves its settings ("bank 0 valid", size, CRC) through the
+SoftDevice's flash API and starts it.
+
+Issue 48: it used to stay in DFU mode.  On ACTIVATE it disconnects and asks
+the S132 to erase its settings page; the S132 sends LL_TERMINATE_IND with MD
+set and stops listening for the rest of that connection event, so it needs
+the phone's acknowledgement at the next anchor.  The emulated phone
+acknowledged only in the same event and left: the S132 went on with its
+connection events, could not fit the 85 ms page erase between them, reported
+NRF_EVT_FLASH_OPERATION_ERROR after 0.78 s, and pstorage's NRF_ERROR_TIMEOUT
+reached APP_ERROR_CHECK: NVIC_SystemReset, back in DFU mode.  The phone now
+acknowledges in the next event, as Zephyr's controller does
+(tests/peripherals/test_radio_conn.py checks that without these files).
 
 Needs files never committed: ``$PINETIME_EMU_WASP_BOOTLOADER`` or
 ``~/.cache/pinetime-emu/wasp-os/bootloader/*-nosd.hex`` (built as that
 folder's MANIFEST.md says), ``$PINETIME_EMU_S132_HEX`` or
 ``~/.cache/pinetime-emu/s132/s132_nrf52_6.1.1_softdevice.hex``, and
 ``$PINETIME_EMU_WASP_DFU`` or ``~/.cache/pinetime-emu/wasp-os/upstream/micropython-dfu.zip``.
-Very slow (the real SoftDevice's radio timing in Python: the transfer's 155
-emulated seconds take about 20 minutes): also needs PINETIME_EMU_SLOW_TESTS=1.
+The whole wasp-os image is very slow (the real SoftDevice's radio timing in
+Python: the transfer's 155 emulated seconds take about 20 minutes): also
+needs PINETIME_EMU_SLOW_TESTS=1.  The small updates send our own
+``firmware/build/s132/cli_exit3.bin`` (396 bytes, linked at 0x26000: it
+prints a line and exits with status 3) in about 30 s.
 """
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
 import pytest
 
 from emu import Machine
 from emu.loader import load_firmware
-from emu.phone.dfu import read_package
+from emu.phone.dfu import package_from_bytes, read_package
 from emu.phone.gattphone import GattPhone
 from emu.phone.scanner import Scanner
 
 CACHE = Path.home() / ".cache" / "pinetime-emu"
+SETTINGS = 0x7F000          # the bootloader's settings page (bootloader_settings_t)
 
 
 def _files() -> tuple:
@@ -60,6 +77,65 @@ def test_bootloader_advertises_dfu_mode():
     m.run(seconds=3)
     assert "PineDFU" in {d.name for d in sc.devices.values()}
     assert 0x78000 <= m.cpu.pc < 0x80000 or m.cpu.pc < 0x26000   # bootloader or SoftDevice
+
+
+def _small_update(fw):
+    """The bootloader in DFU mode, given our 396-byte application over the air."""
+    import io
+    import json
+    import zipfile
+    from helpers.images import init_packet
+    bl, sd, _dfu = _files()
+    image = Path(fw("s132/cli_exit3", "bin")).read_bytes()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("manifest.json", json.dumps(
+            {"manifest": {"application": {"bin_file": "app.bin", "dat_file": "app.dat"}}}))
+        z.writestr("app.bin", image)
+        z.writestr("app.dat", init_packet(image))
+    m = Machine(bl, board="pinetime", softdevice_hex=sd, flash_file=None)
+    m.run(seconds=3)
+    phone = GattPhone(m, name="PineDFU")
+    d = phone.dfu(package_from_bytes("cli_exit3.zip", buf.getvalue()))
+    assert d.step == "done" and d.sent == len(image) == 396
+    return m, phone, image
+
+
+@pytest.mark.timeout(600)
+def test_bootloader_starts_the_application_it_received(fw):
+    m, phone, image = _small_update(fw)
+    assert phone.link.reason == "terminated by the watch (reason 0x13)"
+    resets = m.resets
+    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000)
+    assert m.exit_code == 3 and "exiting with 3" in m.console_text()
+    assert m.resets == resets                     # started without a reset
+    assert m.cpu.read_mem(0x26000, len(image)) == image
+    bank_0, _crc, bank_1, size = struct.unpack("<HHII", m.cpu.read_mem(SETTINGS, 12))
+    assert (bank_0, bank_1 & 0xFF, size) == (1, 0xFF, 396)   # BANK_VALID_APP, its size
+
+
+@pytest.mark.timeout(600)
+def test_phone_leaving_before_the_s132_hears_its_ack_is_detected(fw, monkeypatch):
+    """Companion: the phone as it was (gone right after acknowledging
+    LL_TERMINATE_IND in the same event, which the S132 no longer hears):
+    the S132 never ends the link, its settings-page erase times out, the
+    bootloader resets (NVIC_SystemReset from APP_ERROR_CHECK) and is back in
+    DFU mode with "bank 0 invalid" in its settings."""
+    import emu.phone.link as blelink
+    orig = blelink.LinkCentral._control
+
+    def at_once(self, c):
+        orig(self, c)
+        if c[:1] == bytes([blelink.LL_TERMINATE_IND]):
+            self._closing_event = self._event_count - 1
+    monkeypatch.setattr(blelink.LinkCentral, "_control", at_once)
+    m, _phone, _image = _small_update(fw)
+    resets = m.resets
+    sc = Scanner(m.air)
+    m.run(seconds=4)
+    assert m.exit_code is None and m.resets == resets + 1
+    assert "PineDFU" in {d.name for d in sc.devices.values()}
+    assert struct.unpack("<HHII", m.cpu.read_mem(SETTINGS, 12))[::3] == (0xFF, 0)
 
 
 @pytest.mark.skipif(not os.environ.get("PINETIME_EMU_SLOW_TESTS"),
