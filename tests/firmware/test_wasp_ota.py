@@ -24,7 +24,9 @@ Needs files never committed: ``$PINETIME_EMU_WASP_BOOTLOADER`` or
 ``~/.cache/pinetime-emu/wasp-os/bootloader/*-nosd.hex`` (built as that
 folder's MANIFEST.md says), ``$PINETIME_EMU_S132_HEX`` or
 ``~/.cache/pinetime-emu/s132/s132_nrf52_6.1.1_softdevice.hex``, and
-``$PINETIME_EMU_WASP_DFU`` or ``~/.cache/pinetime-emu/wasp-os/upstream/micropython-dfu.zip``.
+``$PINETIME_EMU_WASP_DFU`` or ``~/.cache/pinetime-emu/wasp-os/upstream/micropython-dfu.zip``,
+and for the whole-chip test ``$PINETIME_EMU_WASP_BOOTLOADER_HEX`` or that folder's
+``bootloader.hex``.
 The whole wasp-os image is very slow (the real SoftDevice's radio timing in
 Python: the transfer's 155 emulated seconds take about 20 minutes): also
 needs PINETIME_EMU_SLOW_TESTS=1.  The small updates send our own
@@ -77,6 +79,29 @@ def test_bootloader_advertises_dfu_mode():
     m.run(seconds=3)
     assert "PineDFU" in {d.name for d in sc.devices.values()}
     assert 0x78000 <= m.cpu.pc < 0x80000 or m.cpu.pc < 0x26000   # bootloader or SoftDevice
+
+
+def _whole_chip() -> str:
+    """``make bootloader``'s hex: the MBR, S132, the bootloader and UICR in one file."""
+    p = os.environ.get("PINETIME_EMU_WASP_BOOTLOADER_HEX") or \
+        str(CACHE / "wasp-os" / "bootloader" / "bootloader.hex")
+    if not Path(p).exists():
+        pytest.skip(f"no {p}: wasp-os's `make bootloader` output (see "
+                    "tests/firmware/test_wasp_ota.py's docstring)")
+    return p
+
+
+def test_whole_chip_hex_runs_the_s132_it_carries():
+    """Issue 48: the hex a new watch gets over SWD boots from its own MBR and
+    S132 (not the emulated API): the bootloader draws its screen and
+    advertises PineDFU."""
+    m = Machine(_whole_chip(), flash_file=None)
+    assert m.own_softdevice and m.vector_table == 0 and m.phone.sd is None
+    sc = Scanner(m.air)
+    m.run(seconds=3)
+    assert "PineDFU" in {d.name for d in sc.devices.values()}
+    assert int((m.board.screen().max(axis=2) > 64).sum()) > 3000     # logo and "Start"
+    assert m.resets == 1                # its UICR fix-up only: no error resets
 
 
 def _small_update(fw):
