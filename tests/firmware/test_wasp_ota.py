@@ -104,13 +104,12 @@ def test_whole_chip_hex_runs_the_s132_it_carries():
     assert m.resets == 1                # its UICR fix-up only: no error resets
 
 
-def _small_update(fw):
-    """The bootloader in DFU mode, given our 396-byte application over the air."""
+def _app_package(fw) -> tuple:
+    """(image, DFU .zip bytes) of our 396-byte application linked at 0x26000."""
     import io
     import json
     import zipfile
     from helpers.images import init_packet
-    bl, sd, _dfu = _files()
     image = Path(fw("s132/cli_exit3", "bin")).read_bytes()
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
@@ -118,10 +117,17 @@ def _small_update(fw):
             {"manifest": {"application": {"bin_file": "app.bin", "dat_file": "app.dat"}}}))
         z.writestr("app.bin", image)
         z.writestr("app.dat", init_packet(image))
+    return image, buf.getvalue()
+
+
+def _small_update(fw):
+    """The bootloader in DFU mode, given our 396-byte application over the air."""
+    bl, sd, _dfu = _files()
+    image, package = _app_package(fw)
     m = Machine(bl, board="pinetime", softdevice_hex=sd, flash_file=None)
     m.run(seconds=3)
     phone = GattPhone(m, name="PineDFU")
-    d = phone.dfu(package_from_bytes("cli_exit3.zip", buf.getvalue()))
+    d = phone.dfu(package_from_bytes("cli_exit3.zip", package))
     assert d.step == "done" and d.sent == len(image) == 396
     return m, phone, image
 
@@ -161,6 +167,44 @@ def test_phone_leaving_before_the_s132_hears_its_ack_is_detected(fw, monkeypatch
     assert m.exit_code is None and m.resets == resets + 1
     assert "PineDFU" in {d.name for d in sc.devices.values()}
     assert struct.unpack("<HHII", m.cpu.read_mem(SETTINGS, 12))[::3] == (0xFF, 0)
+
+
+@pytest.mark.timeout(900)
+def test_phone_dfu_through_the_bridge(fw, tmp_path, capsys):
+    """``pinetime-emu run bootloader.hex --bridge`` and ``pinetime-emu phone
+    --dfu``: the bridge sees the real S132 advertise the DFU service and
+    serves the JSON-lines GATT phone; the update goes through and the
+    bootloader starts the application (here in one process: the machine
+    polls the bridge, the phone command runs in a thread)."""
+    import threading
+    import time
+    from frontends.bridge import BridgeServer, phone_client_main
+    image, package = _app_package(fw)
+    pkg = tmp_path / "app.zip"
+    pkg.write_bytes(package)
+    m = Machine(_whole_chip(), flash_file=None)
+    m.run(seconds=3)
+    br = BridgeServer(m, port=0)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(rc=phone_client_main(
+        ["--port", str(br.port), "--dfu", str(pkg)])))
+    t.start()
+    wall = time.monotonic() + 600
+    try:
+        while (t.is_alive() or m.exit_code is None) and time.monotonic() < wall:
+            m.run(ms=20)
+            br.poll()
+            if m.exit_code is not None:
+                br.poll()
+                t.join(timeout=30)
+                break
+    finally:
+        t.join(timeout=60)
+        br.close()
+    out = capsys.readouterr()
+    assert got.get("rc") == 0, out.err
+    assert f"sent {len(image)} bytes" in out.out
+    assert m.exit_code == 3 and "exiting with 3" in m.console_text()
 
 
 @pytest.mark.skipif(not os.environ.get("PINETIME_EMU_SLOW_TESTS"),
