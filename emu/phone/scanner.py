@@ -61,12 +61,16 @@ def ad_name(ad: list) -> Optional[str]:
 def ad_uuids(ad: list) -> list:
     """The service UUIDs an advertisement lists (16- and 128-bit, complete or
     not), as 128-bit strings."""
-    from emu.phone.gatt import uuid_str
     out = []
     for t, v in ad:
         size = {0x02: 2, 0x03: 2, 0x06: 16, 0x07: 16}.get(t)
-        if size:
-            out += [uuid_str(v[i:i + size]) for i in range(0, len(v) - size + 1, size)]
+        for i in range(0, len(v) - size + 1, size) if size else ():
+            raw = v[i:i + size]
+            if size == 2:                # the Bluetooth base UUID (as emu.phone.gatt.uuid_str)
+                out.append(f"0000{int.from_bytes(raw, 'little'):04x}-0000-1000-8000-00805f9b34fb")
+            else:
+                h = raw[::-1].hex()
+                out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
     return out
 
 

@@ -29,6 +29,8 @@ def _ad(name: bytes, uuid: bytes) -> bytes:
 def test_watch_advertising_the_dfu_service_is_found(fw):
     m = Machine(fw("pinetime_demo"))
     assert ad_uuids(parse_ad(_ad(b"PineDFU", DFU_UUID))) == [DFU_SERVICE]
+    assert ad_uuids([(3, b"\x0d\x18\x0f\x18")]) == [
+        "0000180d-0000-1000-8000-00805f9b34fb", "0000180f-0000-1000-8000-00805f9b34fb"]
     assert recent_advertiser(m.air, DFU_SERVICE) is None
     _adv(m.air, _ad(b"PineDFU", DFU_UUID))
     m.run(ms=1)
