@@ -681,6 +681,15 @@ def softdevice_present(img: FirmwareImage) -> bool:
     return img.word_at(0x3004) == SOFTDEVICE_INFO_MAGIC
 
 
+def boots_own_softdevice(img: FirmwareImage) -> bool:
+    """The image is a whole chip that boots from Nordic's MBR at 0 with its own
+    SoftDevice (``make bootloader``'s hex: the MBR, S132, a bootloader and
+    UICR): run that SoftDevice's code, as ``--softdevice-hex`` does.  (With an
+    application at 0x26000 too, the emulated API runs that application.)"""
+    return img.vector_table == 0 and softdevice_present(img) and \
+        img.word_at(0) is not None and img.word_at(4) is not None
+
+
 def with_softdevice(app: FirmwareImage, softdevice: FirmwareImage) -> FirmwareImage:
     """The application together with a real SoftDevice image (Nordic's
     ``s132_nrf52_*_softdevice.hex``: the MBR at 0 and the SoftDevice from
@@ -694,6 +703,9 @@ def with_softdevice(app: FirmwareImage, softdevice: FirmwareImage) -> FirmwareIm
     if softdevice.word_at(0) is None or softdevice.word_at(4) is None:
         raise FirmwareError(f"{softdevice.path}: no MBR vector table at 0 (a SoftDevice hex "
                             "without the MBR cannot boot)")
+    if softdevice_present(app):
+        raise FirmwareError(f"{app.path}: it holds a SoftDevice already (its info structure at "
+                            "0x3000): run it without --softdevice-hex, and its own runs")
     app_base = softdevice.word_at(0x3008)        # SD_INFO: the application's start address
     sd_end = max(a + len(d) for a, d in softdevice.segments)
     for a, d in app.segments:

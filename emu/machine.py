@@ -146,7 +146,26 @@ class Machine:
         self.board = cls(self, pure_python=pure_python, **board_options)
         self.soc = self.board.soc
         self.cpu = self.soc.cpu
-        if getattr(self.board, "softdevice", None) == "s132" and softdevice_hex is None:
+        # an image that boots Nordic's MBR and SoftDevice itself (make
+        # bootloader's hex) runs them, as with softdevice_hex
+        self.own_softdevice = False
+        preloaded = None
+        if getattr(self.board, "softdevice", None) == "s132" and softdevice_hex is None \
+                and firmware is not None:
+            from emu.loader import boots_own_softdevice
+            if isinstance(firmware, FirmwareImage):
+                preloaded = firmware
+            elif self.detection is not None and self.board.memory_layout() == MemoryLayout():
+                preloaded = self.detection.image
+            else:
+                preloaded = load_firmware(firmware, base=base, layout=self.board.memory_layout())
+            self.own_softdevice = boots_own_softdevice(preloaded)
+            if self.own_softdevice:
+                preloaded.notes.append("Nordic's MBR and SoftDevice are in the image: booting "
+                                       "from the MBR and running that SoftDevice (not the "
+                                       "emulated S132 API)")
+        if getattr(self.board, "softdevice", None) == "s132" and softdevice_hex is None \
+                and not self.own_softdevice:
             import emu.softdevice
             emu.softdevice.attach(self)        # the SVC layer; softdevice_attached below
         elif getattr(self.board, "softdevice", None) == "s132":
@@ -177,7 +196,9 @@ class Machine:
         self.reset_listeners: list = []
         self.power_meter = None           # the energy model, once power() started it
         if firmware is not None:
-            if self.detection is not None and self.board.memory_layout() == MemoryLayout():
+            if preloaded is not None:
+                firmware = preloaded
+            elif self.detection is not None and self.board.memory_layout() == MemoryLayout():
                 firmware = self.detection.image      # loaded for this layout already
             self.load(firmware, base=base)
 
@@ -229,6 +250,12 @@ class Machine:
         if a is None:
             raise KeyError(f"no symbol {name!r} in {self.image.path if self.image else 'firmware'}")
         return a
+
+    @property
+    def real_softdevice(self) -> bool:
+        """Nordic's SoftDevice code runs (softdevice_hex, or an image that
+        carries it with the MBR), not the emulated S132 API."""
+        return self.softdevice_hex is not None or self.own_softdevice
 
     @property
     def vector_table(self) -> int:

@@ -225,6 +225,11 @@ class BridgeServer(TcpByteServer):
         if self.gatt_bridge is None and not ph.uart_ready and ph.radio_firmware:
             from frontends.gattbridge import GattBridge
             self.gatt_bridge = GattBridge(ph.gatt, self._from_watch)
+        elif self.gatt_bridge is None and not ph.central.connected:
+            dfu = ph.dfu_watch()         # the real S132 under a bootloader in DFU mode
+            if dfu is not None:
+                from frontends.gattbridge import GattBridge
+                self.gatt_bridge = GattBridge(ph.gatt_to(*dfu), self._from_watch)
         if self.gatt_bridge is not None:
             gb = self.gatt_bridge
             if self.rx_pending:
@@ -667,10 +672,11 @@ def phone_client_main(argv=None) -> int:
             return client_verb(a, s, early)
     if gatt_only:
         s.close()
-        print("pinetime-emu phone: error: the watch uses the emulated SoftDevice (wasp-os): "
-              "--set-time, --steps, --music, --music-state, --firmware-version, --read and "
-              "--write are for firmware with its own Bluetooth stack (InfiniTime)",
-              file=sys.stderr)
+        print("pinetime-emu phone: error: the watch serves the Nordic UART Service (wasp-os): "
+              "--set-time, --steps, --music, --music-state, --firmware-version, --read, "
+              "--write and --resources are for firmware with its own Bluetooth stack "
+              "(InfiniTime); --dfu for InfiniTime or a bootloader in DFU mode (wasp-os's, "
+              "advertising PineDFU)", file=sys.stderr)
         return EXIT_USAGE
     if any((a.exec_file, a.eval, a.upload, a.push, a.pull, a.rtc, a.check_rtc, a.memfree,
             a.battery, a.reset, a.console, a.send_notification)):

@@ -470,7 +470,7 @@ def run_files(args):
 
 
 def cmd_info(args) -> int:
-    from emu.loader import FirmwareError, load_firmware, softdevice_present
+    from emu.loader import FirmwareError, boots_own_softdevice, load_firmware, softdevice_present
     try:
         img = load_firmware(args.firmware, base=args.base)
     except FirmwareError as e:
@@ -494,9 +494,14 @@ def cmd_info(args) -> int:
         # the SoftDevice's info structure (0x3000): its size (where the
         # application starts) at +8 and its firmware ID at +12
         fwid = img.word_at(0x300C) & 0xFFFF
+        if boots_own_softdevice(img):
+            how = ("'run' boots it from the MBR and runs this SoftDevice's code (as "
+                   "--softdevice-hex does), not the emulated API")
+        else:
+            how = ("'run' boots the application with the SoftDevice emulated at its API; "
+                   "'run APP --softdevice-hex FILE' runs this code instead")
         print(f"SoftDevice:    present (firmware ID {fwid:#06x}, application from "
-              f"{img.word_at(0x3008):#x}): 'run' boots the application with the SoftDevice "
-              "emulated at its API; 'run APP --softdevice-hex FILE' runs this code instead")
+              f"{img.word_at(0x3008):#x}): {how}")
     else:
         print("SoftDevice:    not in image")
     for n in img.notes:

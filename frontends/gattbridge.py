@@ -432,8 +432,8 @@ def _zip_client(a, s, early: bytes, err) -> int:
                     bar.update(total - bar.n)
                     bar.close()
                 if dfu:
-                    print(f"sent {total} bytes; the watch resets into its bootloader, which "
-                          "installs the update")
+                    print(f"sent {total} bytes; the watch activates the update (its "
+                          "bootloader installs it and starts it)")
                 else:
                     print(f"sent {total} bytes of resources")
                 return EXIT_OK

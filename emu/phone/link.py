@@ -23,7 +23,13 @@ central does (Core spec v5.x, Vol 6 Part B):
   anything else gets LL_UNKNOWN_RSP, a connection parameters request
   LL_REJECT_EXT_IND;
 * supervision timeout: no valid packet from the watch for ``timeout`` x
-  10 ms ends the link (``lost``).  ``disconnect()`` sends LL_TERMINATE_IND.
+  10 ms ends the link (``lost``).  ``disconnect()`` sends LL_TERMINATE_IND;
+  the watch's LL_TERMINATE_IND is acknowledged, and the link closes once
+  the first packet of the next connection event has carried that
+  acknowledgement again (as Zephyr's controller does): Nordic's S132 sets MD
+  on it and stops listening for the rest of that event, so an acknowledgement
+  in the same event alone is never heard and it keeps the link up until
+  its supervision timeout (issue 48).
 
 Encryption: ``start_encryption(ltk)`` runs the LL encryption start
 procedure (LL_ENC_REQ with SKDm/IVm, the watch's LL_ENC_RSP, its
@@ -267,6 +273,7 @@ class LinkCentral:
         self._rx_need = 0
         self._terminating = False
         self._closing: Optional[str] = None     # the watch's LL_TERMINATE_IND, to acknowledge
+        self._closing_event = 0           # _event_count when it came
         self._version_sent = False
         self._in_event = False
         self._enc = None                  # (AESCCM, IV) once encryption is on
@@ -390,8 +397,8 @@ class LinkCentral:
         (LL_ENC_REQ sent, LL_START_ENC_RSP not yet heard) only control PDUs
         go: data waits in the queue, and is sent encrypted afterwards (Core
         Vol 6 Part B 5.1.3.1: the central pauses data traffic)."""
-        if not self._txq:
-            return (LLID_CONT, b"")
+        if not self._txq or self._closing is not None:
+            return (LLID_CONT, b"")      # (nothing new once the watch terminates)
         if self._enc_setup is not None and self._txq[0][0] != LLID_CTRL:
             for i, item in enumerate(self._txq):
                 if item[0] == LLID_CTRL:
@@ -421,7 +428,11 @@ class LinkCentral:
         self.packet_count += 1
         self.air.send(Packet(start, end, channel_freq(self._channel), 3, self.aa, pdu,
                              crc24(pdu, self.crc_init), self._channel | 0x40, "central"))
-        if self._closing is not None:    # this packet acknowledged the watch's LL_TERMINATE_IND
+        if self._closing is not None and self._event_count > self._closing_event:
+            # this packet, in the event after the one that brought the watch's
+            # LL_TERMINATE_IND, carries our acknowledgement to a watch that
+            # stopped listening after sending it (Nordic's S132 ends its event
+            # there); an answer in the same event is not enough
             self._in_event = False
             self._set_state("closed", self._closing, self._closing_code)
 
@@ -543,7 +554,8 @@ class LinkCentral:
         elif op in (LL_REJECT_IND, LL_REJECT_EXT_IND) and self._enc_setup is not None:
             self._enc_setup = None
             self._encryption_result(False, f"the watch rejected encryption ({c.hex()})")
-        elif op == LL_TERMINATE_IND:         # closed once our next packet acknowledges it
+        elif op == LL_TERMINATE_IND:         # closed once acknowledged in the next event
+            self._closing_event = self._event_count
             self._closing_code = c[1] if len(c) > 1 else 0x13
             self._closing = (f"terminated by the watch (reason {c[1]:#04x})" if len(c) > 1
                              else "terminated by the watch")

@@ -64,6 +64,32 @@ class Phone:
             g = self.__dict__["_gatt"] = GattPhone(self.machine)
         return g
 
+    def dfu_watch(self):
+        """With Nordic's real SoftDevice: (address, name) of the watch when it
+        advertises the legacy DFU service (wasp-os's bootloader in DFU mode,
+        "PineDFU"), else None.  Its GATT phone is then ``gatt_to(address,
+        name)``: the bridge serves phone --dfu through it."""
+        if self.sd is not None or self.machine.air is None:
+            return None
+        from emu.phone.dfu import DFU_SERVICE
+        from emu.phone.scanner import recent_advertiser
+        log = self.machine.air.log
+        key = (len(log), log[-1] if log else None)      # read again only after new packets
+        if self.__dict__.get("_dfu_key") != key:
+            self._dfu_key = key
+            self._dfu_seen = recent_advertiser(self.machine.air, DFU_SERVICE)
+        return self._dfu_seen
+
+    def gatt_to(self, address: str, name=None):
+        """The GATT phone (``gatt``) for the watch at ``address`` (a new one if
+        the current one is for another watch and idle)."""
+        g = self.__dict__.get("_gatt")
+        if g is None or (g.address != address.lower() and g.link.state in ("idle", "closed",
+                                                                          "lost")):
+            from emu.phone.gattphone import GattPhone
+            g = self.__dict__["_gatt"] = GattPhone(self.machine, name=name or "", address=address)
+        return g
+
     @property
     def uart_ready(self) -> bool:
         """The watch's SoftDevice is up (the real one is assumed to be)."""

@@ -59,6 +59,46 @@ def ad_name(ad: list) -> Optional[str]:
     return None
 
 
+def ad_uuids(ad: list) -> list:
+    """The service UUIDs an advertisement lists (16- and 128-bit, complete or
+    not), as 128-bit strings."""
+    out = []
+    for t, v in ad:
+        size = {0x02: 2, 0x03: 2, 0x06: 16, 0x07: 16}.get(t)
+        for i in range(0, len(v) - size + 1, size) if size else ():
+            raw = v[i:i + size]
+            if size == 2:                # the Bluetooth base UUID (as emu.phone.gatt.uuid_str)
+                out.append(f"0000{int.from_bytes(raw, 'little'):04x}-0000-1000-8000-00805f9b34fb")
+            else:
+                h = raw[::-1].hex()
+                out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return out
+
+
+def recent_advertiser(air, service: str, within: int = 2_000_000 * US) -> Optional[tuple]:
+    """(address, name) of a connectable advertiser heard on ``air`` in the
+    last ``within`` ticks whose latest ADV_IND lists ``service`` (a 128-bit
+    UUID string), else None: read from the air's log, no scanner needed (a
+    bridge finds a watch in DFU mode with it; once the watch advertises
+    something else, it is not)."""
+    seen = set()
+    for p in reversed(air.log[-400:]):
+        if air.clock.now - p.start > within:
+            break
+        if p.aa != ADV_AA or len(p.pdu) < 8 or p.pdu[0] & 0xF != 0:
+            continue
+        if crc24(p.pdu, ADV_CRCINIT) != p.crc:
+            continue
+        addr = fmt_addr(bytes(p.pdu[2:8]))
+        if addr in seen:
+            continue
+        seen.add(addr)
+        ad = parse_ad(bytes(p.pdu[8:2 + p.pdu[1]]))
+        if service in ad_uuids(ad):
+            return addr, ad_name(ad)
+    return None
+
+
 @dataclass
 class Advertiser:
     address: str

@@ -22,7 +22,10 @@
  *      fragments and echoed back on its CID; control PDUs from the central
  *      answered;
  *   5. after at least 12 events and all of that, LL_TERMINATE_IND (0x13) and,
- *      once the central acknowledges it, the end.
+ *      once the central acknowledges it, the end.  Built with
+ *      -DTERMINATE_ENDS_EVENT (build/periph_radio_conn_s132term.elf) it sends
+ *      LL_TERMINATE_IND as Nordic's S132 does, with MD set and no listening
+ *      after it in that event.
  * Sleeps are WFE with SCR.SEVONPEND on the RADIO and TIMER0 interrupts
  * (enabled in the peripherals, not in the NVIC). */
 #include "harness.h"
@@ -285,13 +288,22 @@ static void conn_event(struct event *e, uint32_t rx_on, uint32_t rx_until) {
         /* the answer: txq's head (again, until acknowledged) or an empty PDU */
         const pdu_t *p = txq_n ? &txq[txq_head] : 0;
         uint32_t md = txq_n > 1;
+        more = crc_ok && (more || md);
+#ifdef TERMINATE_ENDS_EVENT
+        /* as Nordic's S132 does: LL_TERMINATE_IND goes out with MD set and the
+         * event ends there, without listening: the central's acknowledgement
+         * has to come in a later event */
+        if (p && p->tag == TAG_TERMINATE) {
+            md = 1;
+            more = 0;
+        }
+#endif
         txbuf[0] = (p ? p->llid : LLID_CONT) | nesn << 2 | sn << 3 | md << 4;
         txbuf[1] = p ? p->len : 0;
         txbuf[2] = 0;
         for (uint32_t i = 0; p && i < p->len; i++) txbuf[3 + i] = p->data[i];
         head_sent = p != 0;
         R(PACKETPTR) = (uint32_t)txbuf;
-        more = crc_ok && (more || md);
         R(SHORTS) = READY_START | END_DISABLE | (more ? DISABLED_RXEN : 0);
         R(EV(END)) = 0;
         R(EV(DISABLED)) = 0;                    /* the RX's, at END: TXEN is under way */

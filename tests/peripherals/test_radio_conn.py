@@ -143,6 +143,59 @@ def test_peripheral_with_the_central_defaults(fw):
     assert link.reason == "terminated by the watch (reason 0x13)"
 
 
+def _s132_termination(fw, central=None):
+    m = Machine(fw("periph_radio_conn_s132term"), board="nrf52832")
+    link = LinkCentral(m.air, **PARAMS)
+    GattClient(link)
+    if central is not None:
+        central(link)
+    link.on_state.append(lambda s: s == "connected" and link.send_l2cap(0x40, PING))
+    link.connect(target=WATCH)
+    return m, m.run(ms=3000), link
+
+
+def _event_of(link, tick):
+    return (tick - link.packets[0][0] + UNIT) // (PARAMS["interval"] * UNIT)
+
+
+def test_termination_acknowledged_in_the_next_event(fw):
+    """Issue 48: Nordic's S132 sends LL_TERMINATE_IND with MD set and stops
+    listening for the rest of that event (wasp-os's bootloader then waits
+    for the disconnection before its last flash write).  The central's
+    packet T_IFS later goes unheard; it acknowledges again at the next
+    anchor, and only then leaves (as Zephyr's controller does: one more
+    event after the one that brought LL_TERMINATE_IND)."""
+    m, r, link = _s132_termination(fw)
+    assert_firmware_passed(m, r, min_passes=60)
+    assert link.state == "closed" and link.reason == "terminated by the watch (reason 0x13)"
+    term = [e for e in link.packets if e[1] == "<" and e[3] == LLID_CTRL and e[7] == b"\x02\x13"]
+    assert term and term[0][6] == 1                          # MD set, as the S132 sends it
+    after = [e for e in link.packets if e[0] > term[0][0]]
+    assert [e[1] for e in after] == [">", ">"]               # nothing heard from the watch
+    assert _event_of(link, after[0][0]) == _event_of(link, term[0][0])      # T_IFS later
+    assert _event_of(link, after[1][0]) == _event_of(link, term[0][0]) + 1  # next anchor
+    assert all(e[5] != term[0][4] for e in after)            # both acknowledge it
+
+
+def test_central_leaving_at_once_after_termination_is_detected(fw, monkeypatch):
+    """Companion: a central that leaves right after its acknowledgement in
+    the same event (the model before issue 48) leaves the S132-like
+    watch unacknowledged, as the real S132 was: its link layer goes on
+    until its events run out."""
+    import emu.phone.link as blelink
+    orig = blelink.LinkCentral._control
+
+    def at_once(self, c):
+        orig(self, c)
+        if c[:1] == bytes([blelink.LL_TERMINATE_IND]):
+            self._closing_event = self._event_count - 1
+    monkeypatch.setattr(blelink.LinkCentral, "_control", at_once)
+    m, r, link = _s132_termination(fw)
+    assert link.state == "closed"
+    assert "FAIL LL_TERMINATE_IND acknowledged" in m.console_text()
+    assert r.exit_code != 0
+
+
 def test_connection_runs_are_deterministic(fw):
     a, ra, _, _ = _run(fw)
     b, rb, _, _ = _run(fw)
