@@ -114,6 +114,11 @@ class BuildPy(build_py):
     the start-up hook (not in an editable install: a checkout has them)."""
 
     def run(self):
+        # a build folder from before the one top-level package holds emu/ and
+        # frontends/ at its top: bdist_wheel would ship them beside TOP
+        import shutil
+        for stale in ("emu", "frontends"):
+            shutil.rmtree(os.path.join(self.build_lib, stale), ignore_errors=True)
         super().run()
         if getattr(self, "editable_mode", False):
             return
