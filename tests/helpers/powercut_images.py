@@ -47,7 +47,10 @@ def primary(m, n: int) -> bytes:
 
 
 def _key(*paths) -> str:
-    h = hashlib.sha256()
+    """The cache's name for what these files give: their bytes, and the
+    snapshot format (a cached snapshot of another format cannot be read)."""
+    from emu.snapshot import VERSION
+    h = hashlib.sha256(f"snapshot format {VERSION}".encode())
     for p in paths:
         h.update(Path(p).read_bytes())
     return h.hexdigest()[:16]
