@@ -97,6 +97,7 @@ class Machine:
                 "softdevice_hex")
     STRUCTURE = ("board", "board_name", "breakpoint_handler", "clock", "console_listeners",
                  "cpu", "detection", "image", "output_error_listeners", "power_meter",
+                 "own_softdevice",          # the image's own S132 runs (from the image)
                  "reset_listeners", "rtt", "soc", "softdevice", "phone", "symbols",
                  "world_run")
     phone = None            # the SoftDevice's phone (attached with it)

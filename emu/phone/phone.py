@@ -38,7 +38,9 @@ PROMPT = b">>> "
 class Phone:
     # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
     SNAPSHOT = ("_line", "_notify_id", "messages", "nus", "output")
-    STRUCTURE = ("_listeners", "central", "machine", "sd")
+    STRUCTURE = ("_listeners", "central", "machine", "sd",
+                 "_dfu_key", "_dfu_seen")     # a cache of the air's log (dfu_watch)
+    _dfu_key = _dfu_seen = None
     def __init__(self, machine, softdevice, central=None, nus=None):
         """``softdevice`` is the emulated S132 (emu/softdevice), or None when the
         real SoftDevice runs and ``central``/``nus`` reach it over the air
@@ -75,7 +77,7 @@ class Phone:
         from emu.phone.scanner import recent_advertiser
         log = self.machine.air.log
         key = (len(log), log[-1] if log else None)      # read again only after new packets
-        if self.__dict__.get("_dfu_key") != key:
+        if self._dfu_key != key:
             self._dfu_key = key
             self._dfu_seen = recent_advertiser(self.machine.air, DFU_SERVICE)
         return self._dfu_seen
