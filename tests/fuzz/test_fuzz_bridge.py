@@ -23,7 +23,6 @@ import random
 import socket
 import struct
 import sys
-import threading
 import time
 
 import pytest
@@ -324,50 +323,33 @@ def test_fuzz_gatt_bridge_lines():
 # ---------------------------------------------------------------- the phone client
 def fake_bridge(behaviour: str):
     """A listening socket whose clients get ``behaviour``; returns (port, stop)."""
-    ls = socket.socket()
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(4)
-    ls.settimeout(0.2)
-    stop = threading.Event()
+    from helpers.fakeserver import serve_clients
 
-    def serve():
-        while not stop.is_set():
-            try:
-                c, _ = ls.accept()
-            except OSError:
-                continue
-            try:
-                if behaviour == "garbage":
-                    c.sendall(bytes(range(256)) * 64)
-                elif behaviour == "gatt-garbage":
-                    c.sendall(b'{"bridge": "gatt"}\n' + b"\xff\xfe{not json\n" * 50
-                              + b'{"ok": false, "error": "two\\nlines"}\n')
-                elif behaviour == "gatt-flood":
-                    c.sendall(b'{"bridge": "gatt"}\n')
-                    while not stop.is_set():
-                        c.sendall(b"y" * 65536)
-                elif behaviour == "brace-flood":
-                    while not stop.is_set():
-                        c.sendall(b"{" * 65536)
-                elif behaviour == "flood":
-                    while not stop.is_set():
-                        c.sendall(b"z" * 65536)
-                elif behaviour == "close":
-                    pass
-                elif behaviour == "error-prompt":
-                    c.sendall(b">>> ")
-                    c.settimeout(1.0)
-                    c.recv(100)
-                    c.sendall(b"\r\nValueError: multi\nline\r\n>>> ")
-                    time.sleep(0.5)
-            except OSError:
-                pass
-            finally:
-                c.close()
-        ls.close()
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
-    return ls.getsockname()[1], stop
+    def handle(c, stop):
+        if behaviour == "garbage":
+            c.sendall(bytes(range(256)) * 64)
+        elif behaviour == "gatt-garbage":
+            c.sendall(b'{"bridge": "gatt"}\n' + b"\xff\xfe{not json\n" * 50
+                      + b'{"ok": false, "error": "two\\nlines"}\n')
+        elif behaviour == "gatt-flood":
+            c.sendall(b'{"bridge": "gatt"}\n')
+            while not stop.is_set():
+                c.sendall(b"y" * 65536)
+        elif behaviour == "brace-flood":
+            while not stop.is_set():
+                c.sendall(b"{" * 65536)
+        elif behaviour == "flood":
+            while not stop.is_set():
+                c.sendall(b"z" * 65536)
+        elif behaviour == "close":
+            pass
+        elif behaviour == "error-prompt":
+            c.sendall(b">>> ")
+            c.settimeout(1.0)
+            c.recv(100)
+            c.sendall(b"\r\nValueError: multi\nline\r\n>>> ")
+            time.sleep(0.5)
+    return serve_clients(handle)
 
 
 PHONE_ARGS = [["--repl", "1"], ["--eval", "1+1"], ["--battery"], ["--steps"],

@@ -449,38 +449,24 @@ def test_reset_on_real_wasp_os_after_its_first_boot(tmp_path):
 def _serve_fake_repl(repl):
     """A --bridge stand-in whose far end is ``repl`` (FakeRepl): bytes from
     each client go to it, what it prints comes back.  (port, stop)."""
-    ls = socket.socket()
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(4)
-    ls.settimeout(0.2)
-    stop = threading.Event()
+    from helpers.fakeserver import serve_clients
 
-    def serve():
+    def handle(c, stop):
+        c.settimeout(0.05)
+        sent = len(repl.out)          # a new client sees what is printed from now
         while not stop.is_set():
             try:
-                c, _ = ls.accept()
-            except OSError:
-                continue
-            with c:
-                c.settimeout(0.05)
-                sent = len(repl.out)          # a new client sees what is printed from now
-                while not stop.is_set():
-                    try:
-                        data = c.recv(4096)
-                    except socket.timeout:
-                        data = None
-                    except OSError:
-                        break
-                    if data == b"":
-                        break
-                    if data:
-                        repl.send(data)
-                    if len(repl.out) > sent:
-                        c.sendall(bytes(repl.out[sent:]))
-                        sent = len(repl.out)
-        ls.close()
-    threading.Thread(target=serve, daemon=True).start()
-    return ls.getsockname()[1], stop
+                data = c.recv(4096)
+            except socket.timeout:
+                data = None
+            if data == b"":
+                break
+            if data:
+                repl.send(data)
+            if len(repl.out) > sent:
+                c.sendall(bytes(repl.out[sent:]))
+                sent = len(repl.out)
+    return serve_clients(handle)
 
 
 def test_phone_reset_needs_nothing_from_the_repls_parser(capsys):
