@@ -14,7 +14,8 @@ model starts (``machine.power()``, rows of ``--power-interval`` streamed to
 ``--power``, default bench/out/soak_day_<firmware>.csv) and the day runs,
 minute by minute, on a fixed script (the same on every run):
 
-* 08:00-23:00, awake: a notification every 5 minutes (read on the phone
+* 08:00-23:00, awake: a notification every 5 minutes (from a fixed set of
+  twelve senders and texts, taken in turn; see below; read on the phone
   3 minutes later: for wasp-os the phone then deletes it, Gadgetbridge's
   ``notify-``, as wasp-os keeps every notification in its heap until then;
   InfiniTime keeps the last five in a fixed ring and has no such message), 120 steps
@@ -26,6 +27,16 @@ minute by minute, on a fixed script (the same on every run):
   the button dismisses it), 18:00 music playing (track info and state),
   19:00 paused;
 * 23:00-08:00, asleep: nothing but the connection.
+
+Why a fixed set of texts: Gadgetbridge gives wasp-os each notification as
+a line of Python (``GB({...})``) typed at its REPL, and MicroPython's parser
+interns every short string literal it meets in its qstr pool, which lives in
+the heap and is never freed.  So each *distinct* title or text costs wasp-os
+heap for the rest of its run (measured here, twenty notifications titled
+``Message 1`` .. ``Message 20``: 25 more qstrs and a third pool, 1 024 B less
+free after ``gc.collect()``; the same twenty with one title: flat).  That is
+wasp-os and MicroPython as they are, not the emulator; ``--unique-texts``
+numbers every title to show it.
 
 Every ``--sample-minutes`` the script reads the firmware's heap
 (``machine.heaps()``; for wasp-os after a ``gc.collect()`` over the REPL, so
@@ -59,6 +70,20 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 WASP = Path.home() / ".cache" / "pinetime-emu" / "wasp-os" / "upstream" / "micropython.elf"
+MESSAGES = [                     # (sender, text): the day's notifications, in turn
+    ("Alice", "See you at the station at six?"),
+    ("Bob", "Running ten minutes late"),
+    ("Mum", "Call me when you can"),
+    ("Team", "Stand-up moved to 10:30"),
+    ("Carol", "Lunch?"),
+    ("Calendar", "Dentist tomorrow at 9:00"),
+    ("Dave", "Got the tickets!"),
+    ("Bank", "Card payment of 12.40 EUR"),
+    ("Erin", "Photos from Saturday"),
+    ("Parcel", "Your parcel is out for delivery"),
+    ("Frank", "ok"),
+    ("Weather", "Rain from 16:00"),
+]
 DAY0 = calendar.timegm((2026, 12, 7, 8, 0, 0, 0, 0, 0))     # 08:00, the day's start
 V_FULL, V_EMPTY = 4.18, 3.50
 
@@ -168,6 +193,9 @@ def main() -> int:
                     "bench/out/soak_day_<firmware>.csv)")
     ap.add_argument("--power-interval", type=float, default=1.0)
     ap.add_argument("--sample-minutes", type=int, default=30)
+    ap.add_argument("--unique-texts", action="store_true",
+                    help="number every notification's title (Message 1, 2, ...): on "
+                         "wasp-os each distinct string stays interned in the heap")
     ap.add_argument("--wall-minutes", type=float, default=None,
                     help="end the day early, at the first emulated minute after this many "
                          "minutes of wall time (a loaded host cannot always give a whole "
@@ -228,7 +256,10 @@ def main() -> int:
                 w.dismiss(unread.pop(0)[1])
             if awake and k % 5 == 4:
                 notified += 1
-                nid = w.p.notify(f"Message {notified}", "See you at the station at six?")
+                sender, text = MESSAGES[(notified - 1) % len(MESSAGES)]
+                if a.unique_texts:
+                    sender = f"Message {notified}"
+                nid = w.p.notify(sender, text)
                 unread.append((k + 3, nid))
             if awake and k % 10 == 2:
                 m.board.accel.walk(120)

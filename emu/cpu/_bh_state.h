@@ -71,7 +71,14 @@
     F(uint32_t, lp_bl_clean, 0, 'u', "no block but pure ones since lp_bl") \
     F(uint32_t, lp_stores, 0, 'u', "the iteration's stores (BLOCK_STORE blocks)") \
     F(int32_t, lp_spoff, 0, 'i', "its SP against the head's, in words") \
-    F(uint32_t, lp_spbad, 0, 'u', "1: its SP rose above the head's")
+    F(uint32_t, lp_spbad, 0, 'u', "1: its SP rose above the head's") \
+    F(uint32_t, dl_on, 0, 'u', "countdown (delay) loops may be counted (CortexM.delay_skip)") \
+    F(void *, reg_write, 0, 'p', "uc_reg_write") \
+    F(int32_t, dl_reg_r0, 0, 'i', "R0's register id (R0-R12 follow it)") \
+    F(int32_t, dl_reg_nzcv, 0, 'i', "APSR_NZCV's register id") \
+    F(uint64_t, dl_skips, 0, 'u', "countdown loops counted instead of run (statistics)") \
+    F(uint64_t, dl_iters, 0, 'u', "their iterations") \
+    F(uint64_t, dl_cycles, 0, 'u', "their cycles")
 
 #define BH_STRUCT_MEMBER(type, name, prefix, doc) type name;
 typedef struct { BH_STATE_FIELDS(LAYOUT_DECL, BH_STRUCT_MEMBER) } bh_state;

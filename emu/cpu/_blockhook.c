@@ -32,7 +32,9 @@ enum { REASON_NONE = 0, REASON_DEADLINE = 1, REASON_FLAG = 2, REASON_MISS = 3, R
 
 
 
-enum { BLOCK_PURE = 1, BLOCK_CALL = 2, BLOCK_BL = 4, BLOCK_STORE = 8 };
+enum { BLOCK_PURE = 1, BLOCK_CALL = 2, BLOCK_BL = 4, BLOCK_STORE = 8, BLOCK_COUNTDOWN = 16 };
+enum { COUNT_HI = 0, COUNT_NE = 1 };
+typedef int (*uc_reg_write_fn)(void *uc, int regid, const void *value);
 
 enum { ENTRY_STOP = 0, ENTRY_DONE = 1, ENTRY_NONE = 2 };
 
@@ -308,6 +310,55 @@ count:
     return 0;
 }
 
+/* A countdown loop (BLOCK_COUNTDOWN, emu/cpu/cycles.py): one block that is
+ * ``subs Rd, #imm`` (NOPs may follow) and a BHI or BNE back to itself, the
+ * delay loop of nrfx (NRFX_DELAY_US, the SDK's nrf_delay_us, Zephyr's
+ * k_busy_wait) and of MicroPython's mp_hal_delay_us.  Its iterations touch
+ * nothing but Rd and the flags, so whole iterations are counted instead of
+ * run, as the hook would have counted them: iteration j (from this one, j =
+ * 0) starts at cycles + j * cost and runs only if that is before the
+ * deadline, and it goes round again only if Rd, before its SUBS, is above
+ * imm (HI: no borrow and not zero; NE: not zero, which it also is then).  m
+ * iterations are counted when all m would have run and gone round; Rd and
+ * NZCV are left as the m-th SUBS left them, and the (m+1)-th runs (or the
+ * hook stops at the deadline before it, as it would have).  Flags: bits 8-11
+ * Rd, 12-13 the condition (COUNT_*), 16-31 imm.  Returns 1 when it stopped
+ * the emulation. */
+static __attribute__((noinline)) int countdown_step(bh_state *s, void *uc, uint32_t cost,
+                                                    uint32_t flags) {
+    uint32_t rd = (flags >> 8) & 0xF, imm = flags >> 16, v = 0;
+    if (imm == 0 || cost == 0 || rd > 12)
+        return 0;     /* not reached by firmware: countdown_flags gives none of these */
+    if (((uc_reg_read_fn)s->reg_read)(uc, s->dl_reg_r0 + (int)rd, &v) != 0)
+        return 0;     /* not reached by firmware: the engine refused a register read */
+    if (v <= imm)
+        return 0;                             /* this iteration is the last */
+    uint64_t m = (uint64_t)(v - 1) / imm;     /* v - (m - 1) * imm > imm; m >= 1 */
+    uint64_t room = (s->deadline - s->cycles - 1) / cost + 1;   /* cycles < deadline here */
+    if (m > room)
+        m = room;
+    m += FAULT((s->loop.trust_all & 16) != 0);   /* the companion: one too many */
+    uint32_t before = v - (uint32_t)(m - 1) * imm, after = before - imm;
+    uint32_t nzcv = (after & 0x80000000u) | (after == 0 ? 0x40000000u : 0)
+                    | 0x20000000u                                    /* no borrow */
+                    | ((((before ^ imm) & (before ^ after)) >> 31) << 28);
+    uc_reg_write_fn rw = (uc_reg_write_fn)s->reg_write;
+    if (rw(uc, s->dl_reg_r0 + (int)rd, &after) != 0 || rw(uc, s->dl_reg_nzcv, &nzcv) != 0)
+        return 0;     /* not reached by firmware: the engine refused a register write */
+    s->cycles += m * cost;
+    s->blocks += m;
+    s->dl_skips++;
+    s->dl_iters += m;
+    s->dl_cycles += m * cost;
+    s->lp_armed = 0;                          /* an iteration never spans a count */
+    if (s->cycles >= s->deadline) {
+        s->reason = REASON_DEADLINE;
+        ((uc_emu_stop_fn)s->emu_stop)(uc);
+        return 1;
+    }
+    return 0;
+}
+
 /* the table's cost of a block, -1 if unknown (for tests) */
 EMU_EXPORT int32_t bh_cost(bh_state *s, uint32_t addr, uint32_t size) {
     return bh_lookup(s, ((uint64_t)addr | ((uint64_t)size << 32)) + 1);
@@ -385,6 +436,9 @@ void bh_block_hook(void *uc, uint64_t address, uint32_t size, void *user_data) {
         ((uc_emu_stop_fn)s->emu_stop)(uc);
         return;
     }
+    if ((flags & BLOCK_COUNTDOWN) && s->loop.skip_on && s->dl_on
+            && countdown_step(s, uc, (uint32_t)cost, flags))
+        return;
     if (s->loop.skip_on) {
         if (!(flags & BLOCK_PURE) || ((flags & BLOCK_CALL) && !s->lp_callwatch)) {
             /* not in a watched loop (a call only in a watch started on one) */

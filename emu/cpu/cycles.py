@@ -148,7 +148,9 @@ class CostModel:
         last_bl = False
         stores = sp = sp_top = 0       # BLOCK_STORE's figures (words for the SP)
         stack = False
+        insns = []
         for _a, _s, mnemonic, op_str in self.md.disasm_lite(code, address):
+            insns.append((mnemonic, op_str))
             c, ldst = self.insn_cost(_Insn(mnemonic, op_str), prev_ldst)
             total += c
             prev_ldst = ldst
@@ -184,6 +186,8 @@ class CostModel:
                     flags = 0
                 else:
                     flags |= BLOCK_STORE | stores << 8 | (sp & 0xFF) << 16 | sp_top << 24
+            elif not call:
+                flags |= countdown_flags(insns, address)
         return max(total, 1), flags
 
     def block_pure(self, code: bytes, address: int) -> bool:
@@ -314,6 +318,44 @@ def _first_reg_is_pc(insn) -> bool:
 # rises above its value at the block's start, in words (_blockhook.c,
 # loop_step)
 BLOCK_PURE, BLOCK_CALL, BLOCK_BL, BLOCK_STORE = 1, 2, 4, 8
+# BLOCK_COUNTDOWN: the block is a countdown (delay) loop on its own, ``subs
+# Rd, #imm`` (NOPs may follow) and a BHI or BNE back to its start: bits 8-11
+# Rd, 12-13 the condition (COUNT_HI, COUNT_NE), 16-31 imm (_blockhook.c,
+# countdown_step)
+BLOCK_COUNTDOWN = 16
+COUNT_HI, COUNT_NE = 0, 1
+_COUNT_CONDS = {"bhi": COUNT_HI, "bne": COUNT_NE}
+
+
+def countdown_flags(insns: list, address: int) -> int:
+    """BLOCK_COUNTDOWN and its fields for a block of ``insns`` ((mnemonic,
+    operand text) as capstone's disasm_lite gives them) at ``address``, or 0."""
+    if len(insns) < 2:
+        return 0
+    (mn, ops), (bmn, bops) = insns[0], insns[-1]
+    if any(_strip(m) != "nop" for m, _o in insns[1:-1]):
+        return 0
+    cond = _COUNT_CONDS.get(_strip(bmn))
+    if cond is None or bops.replace(" ", "") != f"#{address:#x}":
+        return 0
+    if _strip(mn) != "subs":
+        return 0
+    parts = ops.replace(" ", "").split(",")
+    if len(parts) == 3 and parts[0] == parts[1]:
+        parts = [parts[0], parts[2]]
+    if len(parts) != 2 or not parts[1].startswith("#"):
+        return 0
+    rd = _REG_NUM.get(parts[0])
+    try:
+        imm = int(parts[1][1:], 0)
+    except ValueError:
+        return 0
+    if rd is None or not 0 < imm <= 0xFFFF:
+        return 0
+    return BLOCK_COUNTDOWN | rd << 8 | cond << 12 | imm << 16
+
+
+_REG_NUM = {**{f"r{i}": i for i in range(13)}, "sb": 9, "sl": 10, "fp": 11, "ip": 12}
 
 
 ENTRY_STOP, ENTRY_DONE, ENTRY_NONE = range(3)
@@ -375,6 +417,10 @@ class NativeBlockCounter:
         self.s.prigroup_mask = 0xFF
         self.s.deadline = (1 << 64) - 1
         self.s.reg_read_batch = ctypes.cast(uclib.uc_reg_read_batch, ctypes.c_void_p).value
+        self.s.reg_write = ctypes.cast(uclib.uc_reg_write, ctypes.c_void_p).value
+        from unicorn import arm_const as A
+        assert A.UC_ARM_REG_R12 == A.UC_ARM_REG_R0 + 12     # countdown_step counts on it
+        self.s.dl_reg_r0, self.s.dl_reg_nzcv = A.UC_ARM_REG_R0, A.UC_ARM_REG_APSR_NZCV
         # register the C function directly as the Unicorn hook
         from unicorn.unicorn_const import UC_HOOK_BLOCK
         hh = ctypes.c_size_t()

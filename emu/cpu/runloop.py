@@ -95,6 +95,11 @@ class RunLoop:
     # slice (_rebase): one that read an event before it fired at the slice
     # boundary once let InfiniTime's SPI driver wait a BLE event too long.
     loop_skip = True      # False: every iteration runs (the slow path, for tests)
+    # Countdown (delay) loops, one block of ``subs Rd, #imm`` and a branch back
+    # (nrfx's NRFX_DELAY_US, Zephyr's k_busy_wait, MicroPython's delay): their
+    # iterations counted instead of run, under the same conditions as polling
+    # loops (_blockhook.c, countdown_step).  False: run (for tests).
+    delay_skip = True
     _loop_watch = False   # the native bus has given the block hook its loop fields
     access_watchers = 0   # instruments hooking every memory access (emu.trace.MmioTrace)
 
@@ -143,6 +148,15 @@ class RunLoop:
             return (0, 0, 0)
         return (cs.skips, cs.skipped_iters, cs.skipped_cycles)
 
+    @property
+    def delays_skipped(self) -> tuple:
+        """(skips, iterations, cycles) of countdown (delay) loops counted
+        instead of run."""
+        cs = self.cs
+        if not self._loop_watch:
+            return (0, 0, 0)
+        return (cs.dl_skips, cs.dl_iters, cs.dl_cycles)
+
     def _sleep_to_loop(self, uc) -> bool:
         """End the slice asleep at the WFE: the run loop goes on from the top."""
         self._trap = ("returned",)
@@ -165,6 +179,7 @@ class RunLoop:
             self.arm_div_trap()
         if self._loop_watch:
             cs.loop_skip_on = self._loops_skippable()
+            cs.dl_on = int(bool(self.delay_skip))
         self._wfe_in_c = (self.native_wfe and self._exc_hook is not None
                           and unreplaced(self, _WFE_ORIGINALS))
         try:

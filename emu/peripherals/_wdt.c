@@ -5,7 +5,10 @@
  * event armed: ``reloaded`` = 0 and ``deadline`` moved to now + (max(CRV,
  * 15) + 1) LFCLK periods (the event moves itself there when it comes).
  * wasp-os feeds the dog at every 1 kHz tick (970 writes an emulated
- * second).  Any other write goes to the model's write.
+ * second).  And the writes _handle_rr returns from (a value other than the
+ * reload, the dog not running, RR[n] not enabled in RREN): nothing to do
+ * (the Adafruit bootloader writes all eight RR in its DFU-mode loop).  Any
+ * other write goes to the model's write.
  */
 #include "_cores.h"
 typedef struct {
@@ -14,7 +17,7 @@ typedef struct {
     PyObject *ev;        /* its timeout Event */
     PyObject *clock;
     long long lfclk;
-    unsigned long long fed;
+    unsigned long long fed, idle;
 } WdtCore;
 
 
@@ -23,35 +26,46 @@ static PyObject *WdtCore_write_rr(WdtCore *r, PyObject *const *args, Py_ssize_t 
     unsigned long long value;
     if (call_args(args, nargs, "write_rr", &off, &value))
         return NULL;
-    if (off == 0x600 && (value & 0xFFFFFFFFull) == 0x6E524635ull) {
-        int fast = 0;
-        long long rren = 0, crv = 0, now = 0;
-        PyObject *running = PyObject_GetAttr(r->model, str_running);
-        if (running == NULL)
+    if (off < 0x600 || off >= 0x620 || (off & 3))
+        goto model;     /* not reached by firmware: the op is on RR[0..7] only */
+    if ((value & 0xFFFFFFFFull) != 0x6E524635ull) {
+        r->idle++;
+        Py_RETURN_NONE;                        /* _handle_rr: not the reload value */
+    }
+    long long rren = 0, crv = 0, now = 0;
+    PyObject *running = PyObject_GetAttr(r->model, str_running);
+    if (running == NULL)
+        return NULL;
+    int run = PyObject_IsTrue(running);
+    Py_DECREF(running);
+    if (run < 0)
+        return NULL;
+    if (!run) {
+        r->idle++;
+        Py_RETURN_NONE;                        /* _handle_rr: not running */
+    }
+    PyObject *values = model_values(r->model);
+    if (values == NULL)
+        return NULL;
+    int err = values_ll(values, 0x508, &rren) || values_ll(values, 0x504, &crv);
+    Py_DECREF(values);
+    if (err)
+        return NULL;
+    if (!((rren >> ((off - 0x600) >> 2)) & 1)) {
+        r->idle++;
+        Py_RETURN_NONE;                        /* _handle_rr: RR[n] not enabled */
+    }
+    if (off == 0x600 && (rren & 0xFF) == 1) {
+        PyObject *paused = PyObject_GetAttr(r->model, str_paused_left);
+        PyObject *when = PyObject_GetAttr(r->ev, str_when);
+        if (paused == NULL || when == NULL) {
+            Py_XDECREF(paused);
+            Py_XDECREF(when);
             return NULL;
-        int run = PyObject_IsTrue(running);
-        Py_DECREF(running);
-        if (run < 0)
-            return NULL;
-        if (run) {
-            PyObject *values = model_values(r->model);
-            if (values == NULL)
-                return NULL;
-            int err = values_ll(values, 0x508, &rren) || values_ll(values, 0x504, &crv);
-            Py_DECREF(values);
-            if (err)
-                return NULL;
-            PyObject *paused = PyObject_GetAttr(r->model, str_paused_left);
-            PyObject *when = PyObject_GetAttr(r->ev, str_when);
-            if (paused == NULL || when == NULL) {
-                Py_XDECREF(paused);
-                Py_XDECREF(when);
-                return NULL;
-            }
-            fast = (rren & 0xFF) == 1 && paused == Py_None && when != Py_None;
-            Py_DECREF(paused);
-            Py_DECREF(when);
         }
+        int fast = paused == Py_None && when != Py_None;
+        Py_DECREF(paused);
+        Py_DECREF(when);
         if (fast) {
             if (clock_get_now(r->clock, &now))
                 return NULL;
@@ -64,6 +78,7 @@ static PyObject *WdtCore_write_rr(WdtCore *r, PyObject *const *args, Py_ssize_t 
             Py_RETURN_NONE;
         }
     }
+model:
     return PyObject_CallMethodObjArgs(r->model, str_write_m, args[0], args[1], NULL);
 }
 
@@ -149,6 +164,8 @@ static PyMethodDef WdtCore_methods[] = {
 
 static PyMemberDef WdtCore_members[] = {
     {"fed", T_ULONGLONG, offsetof(WdtCore, fed), 0, "reloads carried out in C"},
+    {"idle", T_ULONGLONG, offsetof(WdtCore, idle), 0,
+     "RR writes that reload nothing, done in C"},
     {NULL}
 };
 

@@ -30,9 +30,14 @@ reset by a soft reset (SYSRESETREQ) or CPU lockup (PS "Reset behavior");
 every other reset stops it, and so does entering System OFF.
 
 With native Cells the common reload (RR[0], only RR[0] enabled, running,
-not paused, the timeout armed) is a bus op carried out in C
-(emu.soc._mmio.WdtCore: the same steps as the branch of ``write`` for it);
-every other RR write goes to ``write``.  The pure-Python path runs this
+not paused, the timeout armed) and the RR writes that reload nothing (a
+value other than the reload, RR[n] not enabled, the dog not running) are a
+bus op carried out in C (emu.peripherals._cores.WdtCore: the same steps as
+``write`` and ``_handle_rr`` take for them); every other RR write goes to
+``write``.  RUNSTATUS is read as the attribute ``running``.  (The Adafruit
+bootloader wasp-os ships feeds all eight RR registers after reading
+RUNSTATUS, in the loop that waits in DFU mode: 1.4 million feeds an
+emulated second, each a Python call before.)  The pure-Python path runs this
 file's code (tests/peripherals/test_periph_wdt.py compares both).
 
 Not modelled: pausing and resuming take effect at the exact tick rather than
@@ -43,7 +48,7 @@ from __future__ import annotations
 
 from emu.clock import LFCLK_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, WO
-from emu.soc.ops import W_CALL, Op
+from emu.soc.ops import R_ATTR, W_CALL, Op, unreplaced
 
 RELOAD = 0x6E524635
 KEEP_RUNNING = {"sysresetreq", "lockup"}
@@ -91,11 +96,21 @@ class Wdt(NrfPeripheral):
     native_core = True
 
     def write_op(self, offset: int):
-        # RR[0]: the core's reload (it hands anything else to write());
-        # none while write() is replaced (a subclass, an instance, a test)
-        if offset == 0x600 and self._core is not None and self._core_allowed(_CORE_STEPS):
+        # RR[n]: the core's reload and the writes that reload nothing (it
+        # hands anything else to write()); none while write() is replaced (a
+        # subclass, an instance, a test)
+        if 0x600 <= offset < 0x620 and self._core is not None \
+                and self._core_allowed(_CORE_STEPS):
             return Op(W_CALL, self, (self._core.write_rr,), timed=True)
         return super().write_op(offset)
+
+    def read_op(self, offset: int):
+        # RUNSTATUS is ``running``, read as an attribute (the Adafruit
+        # bootloader reads it before each feed, millions of times a second)
+        if offset == 0x400 and self._own("read", NrfPeripheral) \
+                and unreplaced(self, {"_rd_runstatus": Wdt._rd_runstatus}):
+            return Op(R_ATTR, self, ("running",), mask=1)
+        return super().read_op(offset)
 
     def reset(self) -> None:
         super().reset()

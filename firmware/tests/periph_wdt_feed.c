@@ -1,4 +1,6 @@
-/* WDT fed the common way (RREN = RR[0] only, wasp-os's tick feeds it so):
+/* WDT fed the common way (RREN = RR[0] only, wasp-os's tick feeds it so;
+ * the feed as the Adafruit bootloader writes it: RUNSTATUS read, then all
+ * eight RR registers):
  * a 10 ms watchdog fed every ~5 ms for 50 ms does not bite; RR[1] (not
  * enabled) and a wrong value in RR[0] reload nothing, so it bites 10 ms
  * after the last right feed (plus the two LFCLK cycles to the reset).  The
@@ -11,6 +13,7 @@ HARNESS_STATE
 #define WDT_START     REG32(0x40010000)
 #define WDT_TIMEOUT   REG32(0x40010100)
 #define WDT_CRV       REG32(0x40010504)
+#define WDT_RUNSTATUS REG32(0x40010400)
 #define WDT_RR(n)     REG32(0x40010600 + 4 * (n))
 #define RTC1_START    REG32(0x40011000)
 #define RTC1_COUNTER  REG32(0x40011504)
@@ -31,6 +34,8 @@ int main(void) {
         return harness_failures;
     }
     MAGIC = 0xFEED0001;
+    WDT_RR(0) = 0x6E524635;                      /* before START: reloads nothing */
+    CHECK_EQ("RUNSTATUS before START", WDT_RUNSTATUS, 0);
     WDT_CRV = 327;                               /* (327+1)/32768 s = 10 ms */
     WDT_START = 1;                               /* RREN: RR[0] only (reset value) */
     RTC1_START = 1;
@@ -39,7 +44,9 @@ int main(void) {
         uint32_t now = RTC1_COUNTER;
         if (now - last >= 160) {
             last = now;
-            WDT_RR(0) = 0x6E524635;
+            if (WDT_RUNSTATUS)                   /* the Adafruit bootloader's feed: */
+                for (int i = 0; i < 8; i++)      /* every RR, enabled or not */
+                    WDT_RR(i) = 0x6E524635;
             LAST_FEED = now;
         }
     }

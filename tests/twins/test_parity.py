@@ -49,6 +49,7 @@ EVIDENCE = {
     "native_entries": lambda m: m.cpu._exc_hook.entries if m.cpu._exc_hook else 0,
     "native_wfe": lambda m: m.cpu._exc_hook.wfes if m.cpu._exc_hook else 0,
     "loop_skip": lambda m: getattr(m.cpu.cs, "skips", 0),
+    "delay_skip": lambda m: m.cpu.delays_skipped[0],
     "fast_ram": lambda m: int(getattr(m.cpu, "pagemap", None) is not None),
     "Rtc.native_core": lambda m: sum(c.fired + c.handed for c in _cores(m, "Rtc")),
     "Timer.native_core": lambda m: sum(c.fired + c.handed for c in _cores(m, "Timer")),
