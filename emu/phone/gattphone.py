@@ -214,6 +214,9 @@ class GattPhone:
                             f"DFU {d.step}: the watch said nothing for "
                             f"{d.quiet_ticks() / 512e6:.0f} s")
         if task.error and not d.finished(task):
+            # the watch refused (a CRC error, say): leave, as nRF Connect,
+            # ota-dfu-python and Gadgetbridge do, so it advertises again
+            self.disconnect()
             raise GattError(f"DFU: {task.error}")
         return d
 

@@ -104,13 +104,14 @@ def test_whole_chip_hex_runs_the_s132_it_carries():
     assert m.resets == 1                # its UICR fix-up only: no error resets
 
 
-def _app_package(fw) -> tuple:
-    """(image, DFU .zip bytes) of our 396-byte application linked at 0x26000."""
+def _app_package(fw, name: str = "cli_exit3") -> tuple:
+    """(image, DFU .zip bytes) of one of our applications linked at 0x26000
+    (firmware/build/s132/<name>.bin)."""
     import io
     import json
     import zipfile
     from helpers.images import init_packet
-    image = Path(fw("s132/cli_exit3", "bin")).read_bytes()
+    image = Path(fw(f"s132/{name}", "bin")).read_bytes()
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("manifest.json", json.dumps(
@@ -239,3 +240,101 @@ def test_update_wasp_os_over_the_air(tmp_path):
     m.run(seconds=6)
     digits = m.board.screen()[60:160].max(axis=2) > 64
     assert int(digits.sum()) > 2000                 # the clock face's digits
+
+
+def _installed(fw, name: str = "cli_exit3"):
+    """A bootloader (in DFU mode from an erased application area) given our
+    application ``name`` over the air, which it then starts."""
+    bl, sd, _dfu = _files()
+    image, package = _app_package(fw, name)
+    m = Machine(bl, board="pinetime", softdevice_hex=sd, flash_file=None)
+    m.run(seconds=3)
+    d = GattPhone(m, name="PineDFU").dfu(package_from_bytes(f"{name}.zip", package))
+    assert d.step == "done" and d.sent == len(image)
+    return m
+
+
+def _dfu_mode(m, seconds: float = 3) -> bool:
+    """Whether the bootloader advertises PineDFU within ``seconds``."""
+    sc = Scanner(m.air)
+    m.run(seconds=seconds)
+    return "PineDFU" in {d.name for d in sc.devices.values()}
+
+
+@pytest.mark.timeout(600)
+def test_button_held_at_power_on_keeps_dfu_mode_and_a_press_leaves_it(fw):
+    """With a valid application, the button held at power-on keeps the
+    bootloader in DFU mode (src/main.c: button_pressed(BUTTON_DFU)); a
+    press once it has run 2.75 s starts the application (its SysTick:
+    GPREGRET = FORCE_APP_BOOT, then a reset)."""
+    m = _installed(fw)
+    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
+    m.power_cycle(1)
+    m.board.button.hold(ms=1000)
+    assert _dfu_mode(m, 4) and m.exit_code is None
+    assert 0x78000 <= m.cpu.pc < 0x80000 or m.cpu.pc < 0x26000
+    m.power_cycle(2)                                 # without the button: the app
+    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
+    m.power_cycle(3)
+    m.board.button.hold(ms=1000)
+    m.run(seconds=3.5)
+    assert m.exit_code is None
+    resets = m.resets
+    m.board.button.hold(ms=200)
+    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
+    assert m.resets == resets + 1
+
+
+@pytest.mark.timeout(600)
+def test_an_image_with_a_bad_crc_is_refused(fw):
+    """In DFU mode, an image whose init packet's CRC16 does not match what
+    arrived is refused at VALIDATE (the phone hears the CRC error and
+    leaves); the bootloader has written over the single bank, marks it
+    invalid and stays in DFU mode, advertising again, across a power
+    cycle; a good transfer then starts its application."""
+    from emu.phone.gatt import GattError
+    m = _installed(fw)
+    m.run_until(lambda: m.exit_code is not None, timeout_ms=3000)
+    m.power_cycle(1)
+    m.board.button.hold(ms=1000)
+    m.run(seconds=3)
+    image, package = _app_package(fw, "app_hang")
+    with pytest.raises(GattError, match="CRC error"):
+        GattPhone(m, name="PineDFU").dfu(package_from_bytes("bad.zip", package), crc=0x1234)
+    assert _dfu_mode(m, 3) and m.exit_code is None
+    assert struct.unpack("<HHII", m.cpu.read_mem(SETTINGS, 12))[::3] == (0xFF, 0)
+    m.power_cycle(2)
+    assert _dfu_mode(m, 3) and m.exit_code is None and "hanging" not in m.console_text()
+    image, package = _app_package(fw)
+    d = GattPhone(m, name="PineDFU").dfu(package_from_bytes("good.zip", package))
+    assert d.step == "done"
+    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
+
+
+@pytest.mark.timeout(600)
+def test_an_application_enters_ota_dfu_as_wasp_os_does(fw):
+    """wasp-os's machine.enter_ota_dfu() (what ``wasptool --ota`` sends
+    first) writes GPREGRET = 0xA8 and resets: our ota_enter does the same;
+    the bootloader then stays in OTA DFU mode although the application is
+    valid, and the next update replaces it."""
+    m = _installed(fw, "ota_enter")
+    assert m.run_until(lambda: "entering OTA DFU" in m.console_text(), timeout_ms=3000)
+    assert _dfu_mode(m, 4) and m.exit_code is None
+    image, package = _app_package(fw)
+    d = GattPhone(m, name="PineDFU").dfu(package_from_bytes("cli_exit3.zip", package))
+    assert d.step == "done"
+    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
+
+
+@pytest.mark.timeout(600)
+def test_the_bootloaders_watchdog_brings_a_hung_application_back_to_dfu_mode(fw):
+    """The bootloader starts the watchdog (5 s, RR[0]) for the application
+    too; one that hangs without feeding it is reset by it, and the
+    bootloader, seeing RESETREAS.DOG, stays in OTA DFU mode."""
+    m = _installed(fw, "app_hang")
+    wdt = m.soc.peripherals["wdt"]
+    assert wdt.running and wdt.values[0x504] == 5 * 32768
+    assert m.run_until(lambda: "hanging" in m.console_text(), timeout_ms=3000)
+    resets = m.resets
+    assert m.run_until(lambda: m.resets > resets, timeout_ms=6000)
+    assert _dfu_mode(m, 4) and m.console_text().count("hanging") == 1
