@@ -66,15 +66,7 @@ def zephyr_image(name):
     return str(p) if p.exists() else None
 
 
-def cpu_rate() -> float:
-    """CPU-bound cycles per wall second on this host (bench_cpu.elf)."""
-    import subprocess
-    subprocess.run(["make", "-C", str(ROOT / "firmware"), "-s", "-j2"], check=True)
-    from emu import Machine
-    m = Machine(str(ROOT / "firmware" / "build" / "bench_cpu.elf"), board="nrf52832")
-    t = time.perf_counter()
-    m.run(ms=150)
-    return m.cpu.cycles / (time.perf_counter() - t)
+from limit import cpu_rate  # noqa: E402  (the one measure of the CPU-bound rate)
 
 
 def cycles(w) -> int:

@@ -106,9 +106,10 @@ def one_run(path: str, idle_s: float, probe: bool = False):
     m.run(seconds=max(0.0, IDLE_FROM_S - m.time))
     if p is not None:
         before = (p.slices, sum(p.entries.values()), shortcuts(m))
-    t1 = time.perf_counter()
+    t1, k1 = time.perf_counter(), m.cpu.cycles
     m.run(seconds=idle_s)
     idle_on = idle_s / (time.perf_counter() - t1)
+    busy_on = (m.cpu.cycles - k1) / idle_s
     if p is not None:
         after = shortcuts(m)
         p.idle = dict(seconds=idle_s, slices=p.slices - before[0],
@@ -119,10 +120,12 @@ def one_run(path: str, idle_s: float, probe: bool = False):
     while not screen_off(m) and m.time < limit:
         m.run(ms=500)
     off_at = m.time if screen_off(m) else None
-    t1 = time.perf_counter()
+    t1, k1 = time.perf_counter(), m.cpu.cycles
     m.run(seconds=idle_s)
     idle_off = idle_s / (time.perf_counter() - t1)
+    busy_off = (m.cpu.cycles - k1) / idle_s
     return dict(build=build, first=first, first_cpu=first_cpu, face=face, idle_on=idle_on,
+                busy_on=busy_on, busy_off=busy_off, busy_first=cycles_first / FIRST_S,
                 on_at_end=on_at_end, off_at=off_at, idle_off=idle_off,
                 cycles=(cycles_first, m.cpu.cycles)), m, p
 
@@ -246,6 +249,11 @@ def main() -> int:
     print(f"median idle, screen off: {med['idle_off']:.1f}x real time")
     if not all(r["on_at_end"] for r in results):
         print("  (the screen went off during the screen-on idle part: that figure is mixed)")
+    from limit import share_line
+    r0 = results[0]
+    print(share_line("first second", r0["busy_first"], FIRST_S / med["first"]))
+    print(share_line("idle, screen on", r0["busy_on"], med["idle_on"]))
+    print(share_line("idle, screen off", r0["busy_off"], med["idle_off"]))
     r, m, p = one_run(path, 2.0, probe=True)
     breakdown(m, p, r["first"])
     if a.profile:

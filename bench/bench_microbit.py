@@ -148,6 +148,8 @@ def main() -> int:
     _, boot, emu_s, cycles, _ = ours[0]
     print(f"ours: {wall:.3f} s wall, {cpu:.3f} s CPU (boot to prompt {boot:.3f} s); emulated "
           f"{emu_s:.3f} s, {cycles} cycles at 16 MHz ({emu_s / wall:.2f}x real time)")
+    from limit import share_line
+    print(share_line("ours (Cortex-M0)", cycles / emu_s, emu_s / wall, core="m0"))
     qemu = shutil.which("qemu-system-arm")
     if qemu is None:
         print("qemu: qemu-system-arm not installed (apt-get install qemu-system-arm); "

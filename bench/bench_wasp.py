@@ -121,10 +121,11 @@ def one_run(path: str, idle_s: float, probe: bool = False):
         m.run(ms=50)
     face = (m.time, time.perf_counter() - t0) if clock_face_drawn(m) else (None, None)
     m.run(seconds=max(0.0, IDLE_FROM_S - m.time))
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0, k0 = time.perf_counter(), time.process_time(), m.cpu.cycles
     m.run(seconds=idle_s)
     idle = time.perf_counter() - t0
     idle_cpu = time.process_time() - c0
+    m.idle_busy = (m.cpu.cycles - k0) / idle_s
     if p is not None:
         p.face = face
     return build, (boot, face, boot_cpu), (idle, idle_cpu), m, p
@@ -195,11 +196,12 @@ def main() -> int:
     path = image()
     print(f"bench_wasp: {path} ({'pure Python' if args.python else 'native helpers'}), "
           f"1-min load average {os.getloadavg()[0]:.2f} at start")
-    boots, faces, idles, cpus = [], [], [], []
+    boots, faces, idles, cpus, busy = [], [], [], [], []
     for i in range(args.runs):
         build, (boot, (face_t, face_wall), boot_cpu), (idle, idle_cpu), _m, _p = \
             one_run(path, args.idle)
         boots.append(boot)
+        busy.append((_m.boot_cycles / BOOT_S, _m.idle_busy))
         idles.append(args.idle / idle)
         cpus.append((boot_cpu, args.idle / idle_cpu))
         if face_t is None:
@@ -222,6 +224,9 @@ def main() -> int:
     print(f"in CPU time (less sensitive to a busy host): boot "
           f"{statistics.median(c[0] for c in cpus):.2f} s, idle "
           f"{statistics.median(c[1] for c in cpus):.1f}x real time")
+    from limit import share_line
+    print(share_line("first boot", busy[0][0], BOOT_S / statistics.median(boots)))
+    print(share_line("idle clock face", busy[0][1], statistics.median(idles)))
     _b, (boot, _f, _c), _i, m, p = one_run(path, 0.1, probe=True)   # an extra, instrumented run
     breakdown(m, p, boot)
     if args.perf:

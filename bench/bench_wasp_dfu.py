@@ -12,8 +12,9 @@ tests/firmware/test_wasp_ota.py finds them ($PINETIME_EMU_WASP_BOOTLOADER,
 $PINETIME_EMU_S132_HEX, $PINETIME_EMU_WASP_DFU or the user cache).
 
 It prints medians of ``--runs`` (default 3) of the small update, the cycles
-(the same on every run), and the share of the cycles that the delay loops
-and the polling loops counted instead of run; ``--profile`` adds cProfile's
+(the same on every run), the share of the cycles that the delay loops
+and the polling loops counted instead of run, and the update's share of
+its execution limit (bench/limit.py); ``--profile`` adds cProfile's
 top entries of one more small update (Python's share; the rest is the
 engine).  There is no peer: no other emulator runs this bootloader.
 
@@ -68,12 +69,13 @@ def one_small(bl: str, sd: str, pkg) -> dict:
     m = Machine(bl, board="pinetime", softdevice_hex=sd, flash_file=None)
     m.run(seconds=3)
     boot = time.perf_counter() - t
-    t0, t = m.time, time.perf_counter()
+    t0, t, k0 = m.time, time.perf_counter(), m.cpu.cycles
     d = GattPhone(m, name="PineDFU").dfu(pkg)
     assert d.step == "done"
     assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
     wall = time.perf_counter() - t
     return {"boot": boot, "wall": wall, "emulated": m.time - t0, "cycles": m.cpu.cycles,
+            "cycles_update": m.cpu.cycles - k0,
             "delays": m.cpu.delays_skipped[2], "loops": m.cpu.loops_skipped[2]}
 
 
@@ -136,6 +138,9 @@ def main() -> int:
           f"{med('wall'):.2f} s wall ({r0['emulated'] / med('wall'):.2f}x real time); "
           f"{r0['cycles']} cycles, {100 * r0['delays'] / r0['cycles']:.0f} % counted in delay "
           f"loops, {100 * r0['loops'] / r0['cycles']:.0f} % in polling loops")
+    from limit import share_line
+    print(share_line("the update", r0["cycles_update"] / r0["emulated"],
+                     r0["emulated"] / med("wall")))
     if a.profile:
         import cProfile
         import pstats

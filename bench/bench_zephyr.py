@@ -89,6 +89,8 @@ def main() -> int:
               f"wall {wall:6.2f} s  {r0['cycles'] / wall / 1e6:6.0f} M cycles/s  "
               f"{r0['emulated'] / wall:5.1f}x real time  |  MPU: {r0['page_maps']} page maps, "
               f"{r0['protect_runs']} mem_protect runs, {r0['c_stores']} stores in C")
+        from limit import share_line
+        print("  " + share_line(name, r0["cycles"] / r0["emulated"], r0["emulated"] / wall))
         if args.profile:
             import cProfile
             import pstats
