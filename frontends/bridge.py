@@ -402,6 +402,7 @@ def phone_files(a):
     files.read("--upload", a.upload)
     files.read("--push", a.push)
     files.read("--dfu", getattr(a, "dfu", None))
+    files.read("--ota", getattr(a, "ota", None))
     files.read("--resources", getattr(a, "resources", None))
     files.write("--pull", _pull_destination(a.pull) if a.pull else None)
     return files
@@ -422,12 +423,19 @@ def _inputs_problem(a) -> Optional[str]:
             except UnicodeEncodeError:
                 return (f"{label} {path!r}: the name is not UTF-8 text, which the watch's "
                         f"file names are: give one with --as NAME")
-    for label, path in (("--dfu", getattr(a, "dfu", None)),
+    for label, path in (("--dfu", getattr(a, "dfu", None)), ("--ota", getattr(a, "ota", None)),
                         ("--resources", getattr(a, "resources", None))):
         if path is not None:
             problem = _input_problem(path, 64 << 20)     # each has its own limit later
             if problem is not None:
                 return f"{label} {path}: {problem}"
+    if getattr(a, "ota", None) is not None:      # checked before the watch is reset
+        from emu.loader import FirmwareError
+        from emu.phone.dfu import read_package
+        try:
+            read_package(a.ota)
+        except FirmwareError as e:
+            return f"--ota: {e}"
     return None
 
 
@@ -631,6 +639,13 @@ def phone_client_main(argv=None) -> int:
     what.add_argument("--dfu", type=path_arg, metavar="FILE.zip",
                       help="update the watch's firmware over the air with this DFU package "
                            "(legacy Nordic DFU, as Gadgetbridge does; docs/flash.md)")
+    what.add_argument("--bootloader", action="store_true",
+                      help="reboot wasp-os into its bootloader's DFU mode "
+                           "(machine.enter_ota_dfu(), as wasptool --bootloader)")
+    what.add_argument("--ota", type=path_arg, metavar="FILE.zip",
+                      help="update a running wasp-os as wasptool --ota: into its bootloader, "
+                           "then this DFU package (needs the watch's own bootloader and S132: "
+                           "docs/flash.md)")
     what.add_argument("--resources", type=path_arg, metavar="FILE.zip",
                       help="put InfiniTime's resources package (fonts, pictures) into the "
                            "watch's files over its file transfer service (docs/flash.md)")
@@ -670,6 +685,23 @@ def phone_client_main(argv=None) -> int:
         from frontends.gattbridge import client_verb
         with s:
             return client_verb(a, s, early)
+    if a.ota or a.bootloader:
+        # wasp-os's REPL over its Nordic UART: the emulated SoftDevice's, or
+        # the real S132's over the air (under wasp-os's bootloader)
+        with s:
+            try:
+                s.sendall(b"\x03\x03import machine\rmachine.enter_ota_dfu()\r")
+            except OSError as e:
+                print(f"pinetime-emu phone: error: the bridge connection failed "
+                      f"({e.strerror or e})", file=sys.stderr)
+                return EXIT_GUEST
+            _receive(s, 1.0, lambda _d: False)      # let the lines go before closing
+        if a.bootloader:
+            print("asked wasp-os to enter its bootloader (machine.enter_ota_dfu()); on the "
+                  "emulated SoftDevice, which has no bootloader, it restarts")
+            return EXIT_OK
+        from frontends.gattbridge import dfu_after_reset
+        return dfu_after_reset(a)
     if gatt_only:
         s.close()
         print("pinetime-emu phone: error: the watch serves the Nordic UART Service (wasp-os): "

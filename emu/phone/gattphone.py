@@ -53,6 +53,9 @@ MUSIC_EVENTS = {0x00: "play", 0x01: "pause", 0x03: "next", 0x04: "prev", 0x05: "
                 0x06: "voldown", 0xE0: "open"}
 CALL_RESPONSES = {0: "reject", 1: "answer", 2: "mute"}
 CATEGORY_CALL = 3
+# the Nordic UART Service (wasp-os's REPL on the real SoftDevice)
+NUS_RX = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
+NUS_TX = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
 
 
 class GattPhone:
@@ -74,6 +77,8 @@ class GattPhone:
         self.call_responses: list = []
         self.gatt.listeners.append(self._notified)
         self._event_handles: dict = {}
+        self._nus_tx = None                 # the NUS TX handle, once subscribed
+        self.nus_output = bytearray()       # what the watch sent over the NUS
 
     @property
     def connected(self) -> bool:
@@ -256,8 +261,56 @@ class GattPhone:
         files, obsolete = read_resources(package)
         return self.fs("upload_resources", files, obsolete, on_progress=on_progress)
 
+    # -------------------------------------------------- the Nordic UART (NUS)
+    def nus_send(self, data: bytes, timeout_ms: float = 5000) -> None:
+        """Write ``data`` to the watch's Nordic UART Service (a watch on the
+        real SoftDevice: wasp-os's REPL), subscribing to its TX first; what
+        the watch sends back collects in ``nus_output``."""
+        self.connect()
+        if self._nus_tx is None:
+            try:
+                handle = self.gatt.wait(self.machine, self.gatt.start(
+                    self.gatt.subscribe(NUS_TX), "NUS subscribe"), timeout_ms=timeout_ms)
+            except GattError as e:
+                raise GattError(f"the watch has no Nordic UART Service ({e})") from None
+            self._nus_tx = handle
+            self._event_handles[handle] = NUS_TX
+        data = bytes(data)
+        room = self.gatt.mtu - 3
+        for off in range(0, len(data), room):
+            self.gatt.wait(self.machine, self.gatt.start(
+                self.gatt.write(NUS_RX, data[off:off + room]), "NUS write"), timeout_ms=timeout_ms)
+
+    def enter_bootloader(self, timeout_ms: float = 5000) -> None:
+        """What ``wasptool --bootloader`` does: ``machine.enter_ota_dfu()`` at
+        wasp-os's REPL over the NUS; the watch resets into its bootloader's
+        OTA DFU mode (GPREGRET 0xA8).  Waits for the link to end."""
+        self.nus_send(b"\x03\x03import machine\r")
+        self.nus_send(b"machine.enter_ota_dfu()\r")
+        m = self.machine
+        if not m.run_until(lambda: not self.link.connected, timeout_ms=timeout_ms):
+            raise GattError("the watch did not reset after machine.enter_ota_dfu() (not "
+                            "wasp-os, or its REPL is busy)")
+
+    def ota(self, package, bootloader_name: str = "PineDFU", **kw):
+        """What ``wasptool --ota FILE`` does: the bootloader entered over the
+        REPL (:meth:`enter_bootloader`), then the legacy DFU of ``package``
+        to the watch advertising ``bootloader_name``.  Returns the LegacyDfu."""
+        from emu.phone.dfu import DfuPackage, read_package
+        pkg = package if isinstance(package, DfuPackage) else read_package(package)
+        self.enter_bootloader()
+        boot = GattPhone(self.machine, name=bootloader_name)
+        try:
+            return boot.dfu(pkg, **kw)
+        except GattError as e:
+            raise GattError(f"after machine.enter_ota_dfu(): {e} (a watch without wasp-os's "
+                            "bootloader restarts its application instead)") from None
+
     def _notified(self, handle: int, value: bytes) -> None:
         u = self._event_handles.get(handle)
+        if u == NUS_TX:
+            self.nus_output += value
+            return
         if u == MUSIC["event"] and value:
             self.music_events.append(MUSIC_EVENTS.get(value[0], f"{value[0]:#04x}"))
         elif u == NOTIFICATION_EVENT and value:

@@ -338,3 +338,148 @@ def test_the_bootloaders_watchdog_brings_a_hung_application_back_to_dfu_mode(fw)
     resets = m.resets
     assert m.run_until(lambda: m.resets > resets, timeout_ms=6000)
     assert _dfu_mode(m, 4) and m.console_text().count("hanging") == 1
+
+
+def _wasp_under_bootloader(fw, tmp_path, image_dir: str = "upstream"):
+    """wasp-os running on the real S132 under its bootloader, as on a watch
+    that took it over the air: the bootloader takes our small application
+    over the air (its settings page then says "bank 0 valid"), the
+    application area is then overwritten with wasp-os (``image_dir``'s DFU
+    package) and the page's size field set to it, as the 155-s transfer
+    would leave them, and the chip restarts.  The NOR is formatted first by
+    wasp-os itself (see test_update_wasp_os_over_the_air)."""
+    from helpers.wasp import wasp_image
+    bl, sd, _dfu = _files()
+    pkg_path = CACHE / "wasp-os" / image_dir / "micropython-dfu.zip"
+    if not pkg_path.exists():
+        pytest.skip(f"no {pkg_path} (the wasp-os images' MANIFEST.md)")
+    f = Machine(wasp_image(), softdevice_hex=sd, flash_file=None)
+    f.run(seconds=4)
+    nor = tmp_path / "nor.bin"
+    nor.write_bytes(bytes(f.board.flash.data))
+    f.close()
+    m = Machine(bl, board="pinetime", softdevice_hex=sd, flash_file=str(nor))
+    m.run(seconds=3)
+    _image, package = _app_package(fw)
+    assert GattPhone(m, name="PineDFU").dfu(package_from_bytes("app.zip", package)).step == "done"
+    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000)
+    wasp = read_package(str(pkg_path)).image
+    m.cpu.write_mem(0x26000, wasp)
+    page = bytearray(m.cpu.read_mem(SETTINGS, 4096))
+    struct.pack_into("<I", page, 8, len(wasp))
+    m.cpu.write_mem(SETTINGS, bytes(page))
+    m.power_cycle(1)
+    sc = Scanner(m.air)
+    m.run(seconds=6)
+    assert "PineTime" in {d.name for d in sc.devices.values()}
+    assert 0x26000 <= m.cpu.pc < 0x78000 or m.cpu.pc < 0x26000      # wasp-os or its S132
+    return m
+
+
+@pytest.mark.timeout(900)
+def test_update_from_a_running_wasp_os_through_its_repl(fw, tmp_path):
+    """``wasptool --ota``'s way, over the air: the phone speaks to wasp-os's
+    REPL through the real S132's Nordic UART Service (GattPhone.nus_send),
+    asks it into its bootloader (machine.enter_ota_dfu()), and updates it
+    (GattPhone.ota): here with our small application, which then runs."""
+    m = _wasp_under_bootloader(fw, tmp_path)
+    phone = GattPhone(m, name="PineTime")
+    phone.nus_send(b"\x03print(6*7)\r")
+    m.run(seconds=1)
+    assert b"\r\n42\r\n" in bytes(phone.nus_output)
+    image, package = _app_package(fw)
+    d = phone.ota(package_from_bytes("cli_exit3.zip", package))
+    assert d.step == "done" and d.sent == len(image)
+    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
+
+
+@pytest.mark.timeout(900)
+def test_phone_ota_through_the_bridge(fw, tmp_path, capsys):
+    """``pinetime-emu phone --ota FILE`` against ``run ... --bridge``: the REPL
+    line through the bridge's NUS, then the bridge again once the watch
+    advertises its bootloader, and the update."""
+    import threading
+    import time
+    from frontends.bridge import BridgeServer, phone_client_main
+    m = _wasp_under_bootloader(fw, tmp_path)
+    image, package = _app_package(fw)
+    pkg = tmp_path / "app.zip"
+    pkg.write_bytes(package)
+    br = BridgeServer(m, port=0)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(rc=phone_client_main(
+        ["--port", str(br.port), "--ota", str(pkg), "--timeout", "120"])))
+    t.start()
+    wall = time.monotonic() + 800
+    try:
+        while (t.is_alive() or m.exit_code is None) and time.monotonic() < wall:
+            m.run(ms=20)
+            br.poll()
+            if m.exit_code is not None:
+                br.poll()
+                t.join(timeout=30)
+                break
+    finally:
+        t.join(timeout=60)
+        br.close()
+    out = capsys.readouterr()
+    assert got.get("rc") == 0, out.err
+    assert f"sent {len(image)} bytes" in out.out
+    assert m.exit_code == 3
+
+
+def test_phone_ota_without_a_bootloader_says_so(fw, tmp_path, capsys):
+    """On the emulated SoftDevice (no bootloader) machine.enter_ota_dfu() only
+    restarts wasp-os: ``phone --ota`` ends in one line and exit status 1
+    once no DFU service comes (here our NUS firmware answers the lines)."""
+    import threading
+    import time
+    from frontends.bridge import BridgeServer, phone_client_main
+    from helpers.images import make_package
+    m = Machine(fw("s132/sd_nus"), board="pinetime", flash_file=None)
+    m.run(seconds=1)
+    pkg = make_package(tmp_path / "app.zip", b"\0" * 64)
+    br = BridgeServer(m, port=0)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(rc=phone_client_main(
+        ["--port", str(br.port), "--ota", pkg, "--timeout", "1"])))
+    t.start()
+    wall = time.monotonic() + 120
+    try:
+        while t.is_alive() and time.monotonic() < wall:
+            m.run(ms=20)
+            br.poll()
+    finally:
+        t.join(timeout=60)
+        br.close()
+    err = capsys.readouterr().err
+    assert got.get("rc") == 1
+    assert "never came back in its bootloader's DFU mode" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.skipif(not os.environ.get("PINETIME_EMU_SLOW_TESTS"),
+                    reason="about 20 minutes: set PINETIME_EMU_SLOW_TESTS=1")
+@pytest.mark.timeout(3600)
+def test_update_wasp_os_to_a_second_build_keeping_its_files(fw, tmp_path):
+    """wasp-os (upstream) running under its bootloader writes a file; the
+    phone updates it over the air, as wasptool --ota does, to the second
+    build (upstream2: its os.uname() names "PineTime-emu2"); it comes back to
+    its clock face as the new build, with the file kept in its littlefs."""
+    import time
+    m = _wasp_under_bootloader(fw, tmp_path)
+    phone = GattPhone(m, name="PineTime")
+    phone.nus_send(b"\x03open('keep.txt','w').write('kept')\r")
+    m.run(seconds=1)
+    pkg = read_package(str(CACHE / "wasp-os" / "upstream2" / "micropython-dfu.zip"))
+    w0, t0 = time.monotonic(), m.time
+    d = phone.ota(pkg)
+    assert d.step == "done" and d.sent == len(pkg.image)
+    print(f"\nupdate: {m.time - t0:.1f} s emulated, {time.monotonic() - w0:.0f} s wall")
+    assert m.run_until(lambda: 0x26000 <= m.cpu.pc < 0x78000, timeout_ms=2000)
+    m.run(seconds=8)
+    assert int((m.board.screen()[60:160].max(axis=2) > 64).sum()) > 2000    # the face
+    phone = GattPhone(m, name="PineTime")
+    phone.nus_send(b"\x03import os\rprint(os.uname().machine)\rprint(open('keep.txt').read())\r")
+    m.run(seconds=2)
+    out = bytes(phone.nus_output)
+    assert b"PineTime-emu2" in out and b"\r\nkept\r\n" in out

@@ -217,7 +217,8 @@ def in_process(argv, capsys):
      ["powercut", "{fw}", "--scenario", "s.yaml", "--junit", NUL],
      ["powercut", "{fw}", "--scenario", "s.yaml", "--flash-image", NUL]] + [
          ["phone", option, NUL] for option in
-                           ("--exec", "--upload", "--push", "--pull", "--dfu", "--resources")],
+                           ("--exec", "--upload", "--push", "--pull", "--dfu", "--ota",
+                            "--resources")],
     ids=lambda argv: " ".join(a for a in argv if a not in (NUL, "{fw}")))
 def test_a_nul_byte_in_a_file_name_is_one_line(demo, capsys, argv):
     """Every option that names a file refuses a NUL byte in one line (the
@@ -255,6 +256,8 @@ SURROGATE = "\udcff"     # what argv holds for a byte that is not UTF-8 (0xff)
     (["--exec", "/dev/zero"], ["--exec /dev/zero", "not a regular file"]),
     (["--push", "/dev/zero"], ["--push /dev/zero", "not a regular file"]),
     (["--dfu", "/dev/zero"], ["--dfu /dev/zero", "not a regular file"]),
+    (["--ota", "/dev/zero"], ["--ota /dev/zero", "not a regular file"]),
+    (["--ota", __file__], ["--ota", "corrupt DFU package"]),
     (["--resources", "/dev/zero"], ["--resources /dev/zero", "not a regular file"]),
     (["--upload", "/"], ["--upload /", "is a directory"]),
     (["--repl", SURROGATE], ["--repl", "not UTF-8 text", "\\udcff"]),
