@@ -290,8 +290,12 @@ def client_verb(a, s, early: bytes) -> int:
         msg = str(msg).replace("\r", "\\r").replace("\n", "\\n")      # one line
         print(f"pinetime-emu phone: error: {msg}", file=sys.stderr)
         return code
-    if getattr(a, "bootloader", False) or getattr(a, "ota", None):
-        return _ota_client(a, s, early, err)
+    if getattr(a, "bootloader", False):
+        return err("the watch serves GATT itself (InfiniTime, or a bootloader already in DFU "
+                   "mode): --bootloader is for wasp-os's REPL", EXIT_USAGE)
+    if getattr(a, "ota", None):
+        a.dfu = a.ota                 # already where --ota leads: the update itself
+        return _zip_client(a, s, early, err)
     if getattr(a, "dfu", None) or getattr(a, "resources", None):
         return _zip_client(a, s, early, err)
     if a.set_time is not None:
@@ -453,70 +457,6 @@ def _zip_client(a, s, early: bytes, err) -> int:
     finally:
         if bar is not None:
             bar.close()
-
-
-def _ota_client(a, s, early: bytes, err) -> int:
-    """``phone --bootloader`` and ``--ota FILE.zip`` on a wasp-os that runs on
-    the real S132 under its bootloader, as wasptool does them: the REPL line
-    ``machine.enter_ota_dfu()`` written to the Nordic UART Service over the
-    air; for --ota, then the bridge again, once the watch advertises its
-    bootloader's DFU service, and the update (``--dfu``)."""
-    import socket
-    import time as _host_time        # a host tool: its timeouts are host time
-    from emu.loader import FirmwareError
-    from emu.phone.gattphone import NUS_RX
-    from frontends.common import EXIT_GUEST, EXIT_OK, EXIT_USAGE
-    if a.ota:
-        try:
-            from emu.phone.dfu import read_package
-            read_package(a.ota)
-        except (FirmwareError, ValueError) as e:
-            return err(str(e), EXIT_USAGE)
-    lines = [{"op": "write", "uuid": NUS_RX, "hex": b"\x03\x03import machine\r".hex(), "id": 1},
-             {"op": "write", "uuid": NUS_RX, "hex": b"machine.enter_ota_dfu()\r".hex(), "id": 2}]
-    buf = bytearray(early)
-    s.settimeout(0.5)
-    deadline = _host_time.monotonic() + a.timeout
-    try:
-        s.sendall("".join(json.dumps(x) + "\n" for x in lines).encode())
-        done = set()
-        while len(done) < 2 and _host_time.monotonic() < deadline:
-            while b"\n" in buf:
-                raw, _, rest = bytes(buf).partition(b"\n")
-                buf = bytearray(rest)
-                try:
-                    msg = json.loads(raw.decode("utf-8", "replace"))
-                except (ValueError, RecursionError):
-                    continue
-                if isinstance(msg, dict) and msg.get("op") == "write":
-                    if not msg.get("ok"):
-                        if "disconnected" in str(msg.get("error", "")) and 1 in done:
-                            done.add(2)          # it reset before answering the write
-                            continue
-                        return err(f"the watch has no wasp-os REPL over the Nordic UART "
-                                   f"Service: {msg.get('error', '?')}", EXIT_GUEST)
-                    done.add(msg.get("id"))
-                elif isinstance(msg, dict) and msg.get("event") == "disconnected" and 1 in done:
-                    done.add(2)
-            try:
-                chunk = s.recv(65536)
-            except socket.timeout:
-                continue
-            if not chunk:
-                if 1 in done:
-                    done.add(2)
-                    break
-                return err("the bridge closed the connection", EXIT_GUEST)
-            buf += chunk
-    except OSError as e:
-        return err(f"the bridge connection failed ({e.strerror or e})", EXIT_GUEST)
-    if len(done) < 2:
-        return err(f"no answer from the watch in {a.timeout:g} s", EXIT_GUEST)
-    s.close()
-    if not a.ota:
-        print("the watch resets into its bootloader (DFU mode)")
-        return EXIT_OK
-    return dfu_after_reset(a)
 
 
 def dfu_after_reset(a) -> int:

@@ -171,12 +171,14 @@ def test_phone_leaving_before_the_s132_hears_its_ack_is_detected(fw, monkeypatch
 
 
 @pytest.mark.timeout(900)
-def test_phone_dfu_through_the_bridge(fw, tmp_path, capsys):
+@pytest.mark.parametrize("verb", ["--dfu", "--ota"])
+def test_phone_dfu_through_the_bridge(fw, tmp_path, capsys, verb):
     """``pinetime-emu run bootloader.hex --bridge`` and ``pinetime-emu phone
     --dfu``: the bridge sees the real S132 advertise the DFU service and
     serves the JSON-lines GATT phone; the update goes through and the
     bootloader starts the application (here in one process: the machine
-    polls the bridge, the phone command runs in a thread)."""
+    polls the bridge, the phone command runs in a thread).  ``--ota`` to a
+    watch already in its bootloader is the update itself."""
     import threading
     import time
     from frontends.bridge import BridgeServer, phone_client_main
@@ -188,7 +190,7 @@ def test_phone_dfu_through_the_bridge(fw, tmp_path, capsys):
     br = BridgeServer(m, port=0)
     got = {}
     t = threading.Thread(target=lambda: got.update(rc=phone_client_main(
-        ["--port", str(br.port), "--dfu", str(pkg)])))
+        ["--port", str(br.port), verb, str(pkg)])))
     t.start()
     wall = time.monotonic() + 600
     try:
