@@ -470,8 +470,10 @@ def test_update_wasp_os_to_a_second_build_keeping_its_files(fw, tmp_path):
     import time
     m = _wasp_under_bootloader(fw, tmp_path)
     phone = GattPhone(m, name="PineTime")
-    phone.nus_send(b"\x03open('keep.txt','w').write('kept')\r")
-    m.run(seconds=1)
+    phone.nus_send(b"\x03f = open('keep.txt', 'w')\rf.write('kept')\rf.close()\r"
+                   b"print(open('keep.txt').read())\r")
+    m.run(seconds=2)
+    assert b"\r\nkept\r\n" in bytes(phone.nus_output)
     pkg = read_package(str(CACHE / "wasp-os" / "upstream2" / "micropython-dfu.zip"))
     w0, t0 = time.monotonic(), m.time
     d = phone.ota(pkg)
