@@ -179,33 +179,14 @@ def test_phone_dfu_through_the_bridge(fw, tmp_path, capsys, verb):
     bootloader starts the application (here in one process: the machine
     polls the bridge, the phone command runs in a thread).  ``--ota`` to a
     watch already in its bootloader is the update itself."""
-    import threading
-    import time
-    from frontends.bridge import BridgeServer, phone_client_main
     image, package = _app_package(fw)
     pkg = tmp_path / "app.zip"
     pkg.write_bytes(package)
     m = Machine(_whole_chip(), flash_file=None)
     m.run(seconds=3)
-    br = BridgeServer(m, port=0)
-    got = {}
-    t = threading.Thread(target=lambda: got.update(rc=phone_client_main(
-        ["--port", str(br.port), verb, str(pkg)])))
-    t.start()
-    wall = time.monotonic() + 600
-    try:
-        while (t.is_alive() or m.exit_code is None) and time.monotonic() < wall:
-            m.run(ms=20)
-            br.poll()
-            if m.exit_code is not None:
-                br.poll()
-                t.join(timeout=30)
-                break
-    finally:
-        t.join(timeout=60)
-        br.close()
+    rc = _phone_through_bridge(m, [verb, str(pkg)], 600)
     out = capsys.readouterr()
-    assert got.get("rc") == 0, out.err
+    assert rc == 0, out.err
     assert f"sent {len(image)} bytes" in out.out
     assert m.exit_code == 3 and "exiting with 3" in m.console_text()
 
@@ -242,6 +223,34 @@ def test_update_wasp_os_over_the_air(tmp_path):
     m.run(seconds=6)
     digits = m.board.screen()[60:160].max(axis=2) > 64
     assert int(digits.sum()) > 2000                 # the clock face's digits
+
+
+def _phone_through_bridge(m, args: list, wall_s: float) -> int:
+    """``pinetime-emu phone --port P *args`` in a thread against a BridgeServer
+    on ``m``, which this thread runs and polls (until the command ends and,
+    when it was asked to, the application exits, or ``wall_s`` host seconds
+    pass): the command's exit status."""
+    import threading
+    import time
+    from frontends.bridge import BridgeServer, phone_client_main
+    br = BridgeServer(m, port=0)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(rc=phone_client_main(
+        ["--port", str(br.port)] + list(args))))
+    t.start()
+    wall = time.monotonic() + wall_s
+    try:
+        while t.is_alive() and time.monotonic() < wall:
+            m.run(ms=20)
+            br.poll()
+        if got.get("rc") == 0:                # the update sent: run until its app exits
+            while m.exit_code is None and time.monotonic() < wall:
+                m.run(ms=20)
+                br.poll()
+    finally:
+        t.join(timeout=60)
+        br.close()
+    return got.get("rc")
 
 
 def _installed(fw, name: str = "cli_exit3"):
@@ -400,32 +409,13 @@ def test_phone_ota_through_the_bridge(fw, tmp_path, capsys):
     """``pinetime-emu phone --ota FILE`` against ``run ... --bridge``: the REPL
     line through the bridge's NUS, then the bridge again once the watch
     advertises its bootloader, and the update."""
-    import threading
-    import time
-    from frontends.bridge import BridgeServer, phone_client_main
     m = _wasp_under_bootloader(fw, tmp_path)
     image, package = _app_package(fw)
     pkg = tmp_path / "app.zip"
     pkg.write_bytes(package)
-    br = BridgeServer(m, port=0)
-    got = {}
-    t = threading.Thread(target=lambda: got.update(rc=phone_client_main(
-        ["--port", str(br.port), "--ota", str(pkg), "--timeout", "120"])))
-    t.start()
-    wall = time.monotonic() + 800
-    try:
-        while (t.is_alive() or m.exit_code is None) and time.monotonic() < wall:
-            m.run(ms=20)
-            br.poll()
-            if m.exit_code is not None:
-                br.poll()
-                t.join(timeout=30)
-                break
-    finally:
-        t.join(timeout=60)
-        br.close()
+    rc = _phone_through_bridge(m, ["--ota", str(pkg), "--timeout", "120"], 800)
     out = capsys.readouterr()
-    assert got.get("rc") == 0, out.err
+    assert rc == 0, out.err
     assert f"sent {len(image)} bytes" in out.out
     assert m.exit_code == 3
 
@@ -434,28 +424,13 @@ def test_phone_ota_without_a_bootloader_says_so(fw, tmp_path, capsys):
     """On the emulated SoftDevice (no bootloader) machine.enter_ota_dfu() only
     restarts wasp-os: ``phone --ota`` ends in one line and exit status 1
     once no DFU service comes (here our NUS firmware answers the lines)."""
-    import threading
-    import time
-    from frontends.bridge import BridgeServer, phone_client_main
     from helpers.images import make_package
     m = Machine(fw("s132/sd_nus"), board="pinetime", flash_file=None)
     m.run(seconds=1)
     pkg = make_package(tmp_path / "app.zip", b"\0" * 64)
-    br = BridgeServer(m, port=0)
-    got = {}
-    t = threading.Thread(target=lambda: got.update(rc=phone_client_main(
-        ["--port", str(br.port), "--ota", pkg, "--timeout", "1"])))
-    t.start()
-    wall = time.monotonic() + 120
-    try:
-        while t.is_alive() and time.monotonic() < wall:
-            m.run(ms=20)
-            br.poll()
-    finally:
-        t.join(timeout=60)
-        br.close()
+    rc = _phone_through_bridge(m, ["--ota", pkg, "--timeout", "1"], 120)
     err = capsys.readouterr().err
-    assert got.get("rc") == 1
+    assert rc == 1
     assert "never came back in its bootloader's DFU mode" in err and len(err.splitlines()) == 1
 
 
