@@ -23,14 +23,11 @@ Not a test: wall times depend on the host; the load average is printed.
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,15 +48,9 @@ def files():
 def small_package() -> tuple:
     from emu.phone.dfu import package_from_bytes
     sys.path.insert(0, str(ROOT / "tests"))
-    from helpers.images import init_packet
+    from helpers.images import package_bytes
     image = (ROOT / "firmware" / "build" / "s132" / "cli_exit3.bin").read_bytes()
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("manifest.json", json.dumps(
-            {"manifest": {"application": {"bin_file": "app.bin", "dat_file": "app.dat"}}}))
-        z.writestr("app.bin", image)
-        z.writestr("app.dat", init_packet(image))
-    return image, package_from_bytes("cli_exit3.zip", buf.getvalue())
+    return image, package_from_bytes("cli_exit3.zip", package_bytes(image))
 
 
 def one_small(bl: str, sd: str, pkg) -> dict:

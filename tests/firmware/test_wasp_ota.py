@@ -107,18 +107,9 @@ def test_whole_chip_hex_runs_the_s132_it_carries():
 def _app_package(fw, name: str = "cli_exit3") -> tuple:
     """(image, DFU .zip bytes) of one of our applications linked at 0x26000
     (firmware/build/s132/<name>.bin)."""
-    import io
-    import json
-    import zipfile
-    from helpers.images import init_packet
+    from helpers.images import package_bytes
     image = Path(fw(f"s132/{name}", "bin")).read_bytes()
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("manifest.json", json.dumps(
-            {"manifest": {"application": {"bin_file": "app.bin", "dat_file": "app.dat"}}}))
-        z.writestr("app.bin", image)
-        z.writestr("app.dat", init_packet(image))
-    return image, buf.getvalue()
+    return image, package_bytes(image)
 
 
 def _small_update(fw):
@@ -153,14 +144,8 @@ def test_phone_leaving_before_the_s132_hears_its_ack_is_detected(fw, monkeypatch
     the S132 never ends the link, its settings-page erase times out, the
     bootloader resets (NVIC_SystemReset from APP_ERROR_CHECK) and is back in
     DFU mode with "bank 0 invalid" in its settings."""
-    import emu.phone.link as blelink
-    orig = blelink.LinkCentral._control
-
-    def at_once(self, c):
-        orig(self, c)
-        if c[:1] == bytes([blelink.LL_TERMINATE_IND]):
-            self._closing_event = self._event_count - 1
-    monkeypatch.setattr(blelink.LinkCentral, "_control", at_once)
+    from helpers.radio import leave_right_after_terminate
+    leave_right_after_terminate(monkeypatch)
     m, _phone, _image = _small_update(fw)
     resets = m.resets
     sc = Scanner(m.air)

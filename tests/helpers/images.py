@@ -25,14 +25,23 @@ def init_packet(image: bytes, crc: int = None) -> bytes:
     return struct.pack("<HHIHHH", 0x0052, 0xFFFF, 0xFFFFFFFF, 1, 0xFFFE, crc)
 
 
-def make_package(path, image: bytes, dat: bytes = None, manifest: dict = None) -> str:
+def package_bytes(image: bytes, dat: bytes = None, manifest: dict = None) -> bytes:
+    """A DFU .zip of ``image`` (genpkg's layout; ``dat``: its init packet,
+    the right one by default), as bytes."""
+    import io
     manifest = manifest or {"manifest": {"application": {"bin_file": "app.bin",
                                                          "dat_file": "app.dat"},
                                          "dfu_version": 0.5}}
-    with zipfile.ZipFile(path, "w") as z:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
         z.writestr("manifest.json", json.dumps(manifest))
         z.writestr("app.bin", image)
         z.writestr("app.dat", init_packet(image) if dat is None else dat)
+    return buf.getvalue()
+
+
+def make_package(path, image: bytes, dat: bytes = None, manifest: dict = None) -> str:
+    Path(path).write_bytes(package_bytes(image, dat, manifest))
     return str(path)
 
 

@@ -21,3 +21,17 @@ def radio_run(fw, **kw):
                       crc24(pdu, ADV_CRCINIT) ^ 1, 38 | 0x40, "test"))
     r = m.run(ms=50)
     return m, r, sc
+
+
+def leave_right_after_terminate(monkeypatch) -> None:
+    """The emulated central as it was before issue 48, for the companions:
+    gone right after acknowledging LL_TERMINATE_IND in the same connection
+    event (Nordic's S132 no longer listens then, so it never hears it)."""
+    import emu.phone.link as blelink
+    orig = blelink.LinkCentral._control
+
+    def at_once(self, c):
+        orig(self, c)
+        if c[:1] == bytes([blelink.LL_TERMINATE_IND]):
+            self._closing_event = self._event_count - 1
+    monkeypatch.setattr(blelink.LinkCentral, "_control", at_once)

@@ -182,14 +182,8 @@ def test_central_leaving_at_once_after_termination_is_detected(fw, monkeypatch):
     the same event (the model before issue 48) leaves the S132-like
     watch unacknowledged, as the real S132 was: its link layer goes on
     until its events run out."""
-    import emu.phone.link as blelink
-    orig = blelink.LinkCentral._control
-
-    def at_once(self, c):
-        orig(self, c)
-        if c[:1] == bytes([blelink.LL_TERMINATE_IND]):
-            self._closing_event = self._event_count - 1
-    monkeypatch.setattr(blelink.LinkCentral, "_control", at_once)
+    from helpers.radio import leave_right_after_terminate
+    leave_right_after_terminate(monkeypatch)
     m, r, link = _s132_termination(fw)
     assert link.state == "closed"
     assert "FAIL LL_TERMINATE_IND acknowledged" in m.console_text()
