@@ -26,6 +26,7 @@
 
 #define LAYOUT_DIM_0
 #define LAYOUT_DIM_8 [8]
+#define LAYOUT_DIM_16 [16]
 #define LAYOUT_DIM_32 [32]
 #define LAYOUT_DECL(type, name, n, kind, doc) type name LAYOUT_DIM_##n;
 

@@ -161,7 +161,7 @@ static void bh_call_skip(bh_state *s, uint64_t m, uint64_t c) {
 }
 
 typedef int (*uc_reg_read_batch_fn)(void *uc, int *regs, void **vals, int count);
-typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n);
+typedef void (*replay_fn)(void *slot, uint32_t offset, uint64_t n, uint64_t cycles);
 
 /* Polling loops.  A loop of at most 8 blocks, each one "pure" (the cycle
  * model marks them: loads, arithmetic, compares, direct branches; no SP/PC
@@ -243,7 +243,7 @@ static __attribute__((noinline)) int loop_step(bh_state *s, void *uc, uint64_t a
                     s->cycles += m * c;
                     s->blocks += m * s->lp_blocks;
                     for (uint32_t r = 0; r < s->loop.nreads; r++)
-                        ((replay_fn)s->replay)(s->loop.rslot[r], s->loop.roff[r], m);
+                        ((replay_fn)s->replay)(s->loop.rslot[r], s->loop.roff[r], m, m * c);
                     s->skips++;
                     s->skipped_iters += m;
                     s->skipped_cycles += m * c;

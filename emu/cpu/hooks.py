@@ -244,6 +244,14 @@ class Hooks:
                 self._first_ignored_flash_write(address)
             self.resume_after_access_hook()
             return True
+        stores = self._flash_step_stores
+        if stores is not None:
+            # _handle_flash_write's step of the store: the store dropped
+            # (base writeback and all go on) and noted; the NVMC decides
+            # what the cells keep afterwards
+            stores.append((address, size, value))
+            self.resume_after_access_hook()
+            return True
         self._trap = ("write_prot", address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
         return False
     wfe_cache = True      # False: decide from memory every time (the slow path, for tests)

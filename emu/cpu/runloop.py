@@ -8,8 +8,7 @@ import logging
 from time import perf_counter as _perf_counter
 from typing import Callable, Optional
 
-from unicorn import (UC_ERR_FETCH_PROT, UC_ERR_INSN_INVALID, UC_PROT_ALL, UC_PROT_EXEC,
-                     UC_PROT_READ, UcError)
+from unicorn import UC_ERR_FETCH_PROT, UC_ERR_INSN_INVALID, UcError
 from unicorn import arm_const as A
 
 from emu.clock import NEVER
@@ -35,7 +34,7 @@ class RunLoop:
     SNAPSHOT = ("_run_flags", "_run_until", "_running", "_slice_blocks",
                 "_slice_pc", "_trap", "event_register", "hfsr", "pending", "sleep_kind",
                 "stop_reason", "svc_calls")
-    STRUCTURE = ("_c_loop", "_halt_in_hook", "_run_should_stop", "_loop_watch", "_own_hooks", "_py_inside",
+    STRUCTURE = ("_c_loop", "_flash_step_stores", "_halt_in_hook", "_run_should_stop", "_loop_watch", "_own_hooks", "_py_inside",
                  "_py_slices", "_wfe_in_c", "cs", "returns_in_hook")
 
     _py_slices = 0
@@ -292,7 +291,7 @@ class RunLoop:
                 self._handle_unmapped(access, address, pc, size)
             elif kind == "write_prot":
                 _, address, pc, size, value = trap
-                self._handle_flash_write(address, pc, size)
+                self._handle_flash_write(address, pc, size, value)
             elif kind == "returned":
                 pass        # an exception return done in the INTR hook (_return_in_hook)
             elif kind == "mpu":
@@ -416,13 +415,31 @@ class RunLoop:
         self.take_fault(BUSFAULT, BFSR_PRECISERR | BFSR_BFARVALID, pc,
                         f"{kind} unmapped address {address:#010x}", fault_addr=address)
 
-    def _handle_flash_write(self, address: int, pc: int, size: int) -> None:
-        """A CPU store into flash: re-execute it with flash writable, then let
-        the NVMC decide what the cells keep (bits can only be cleared)."""
+    #: the stores of the instruction _handle_flash_write steps over (a list
+    #: while it steps; _hook_write_prot fills it), else None
+    _flash_step_stores = None
+
+    def _handle_flash_write(self, address: int, pc: int, size: int, value: int) -> None:
+        """A CPU store into flash (the engine stopped at the storing
+        instruction): the instruction carried out with its stores held back,
+        then the NVMC decides what the cells keep (bits can only be cleared).
+
+        A plain STR/STRH/STRB (no writeback, outside an IT block: every
+        flash driver met so far) is carried out here: the PC moves past it
+        and the store is the one the hook saw.  Anything else is stepped
+        over (``count=1``) with its stores dropped and noted
+        (_hook_write_prot).  The flash stays read-only throughout: making it
+        writable for the step (uc_mem_protect), and each step's count hook
+        after it, made Unicorn drop all its translated code, and a
+        bootloader writing an image word by word then spent most of its time
+        translating the same blocks again (issue 48: the wasp-os DFU)."""
         uc = self.uc
-        lo = address & ~0xFFF
-        hi = (address + 16 + 0xFFF) & ~0xFFF
-        before = bytes(uc.mem_read(lo, hi - lo))
+        here = uc.reg_read(A.UC_ARM_REG_PC)
+        length = self._plain_store_length(here, size)
+        if length:
+            uc.reg_write(A.UC_ARM_REG_PC, here + length)
+            self._flash_stores((address, size, value),)
+            return
         cs = self.cs
         saved = (cs.deadline, cs.stop_flag, cs.mask_watch, cs.entry_flag)
         cs.deadline = (1 << 64) - 1
@@ -432,12 +449,11 @@ class RunLoop:
         skip = self._loop_watch and cs.loop_skip_on
         if skip:
             cs.loop_skip_on = 0
-        uc.mem_protect(lo, hi - lo, UC_PROT_ALL)
         # A translation block cached before Unicorn's instruction-count hook
         # existed ignores count=1 (it ran on to the NVMC CONFIG=Ren store
         # after the flash write on the micro:bit): retranslate the store's block.
-        here = uc.reg_read(A.UC_ARM_REG_PC)
         uc.ctl_remove_cache(here, here + 4)
+        stores = self._flash_step_stores = []
         try:
             for _ in range(3):  # a block-cost miss may need a retry
                 cs.reason = 0
@@ -449,11 +465,44 @@ class RunLoop:
         except UcError as e:
             log.warning("flash write at pc=%#010x failed: %s", pc, e)
         finally:
-            after = bytes(uc.mem_read(lo, hi - lo))
-            uc.mem_protect(lo, hi - lo, UC_PROT_READ | UC_PROT_EXEC)
+            self._flash_step_stores = None
             cs.deadline, cs.stop_flag, cs.mask_watch, cs.entry_flag = saved
             if skip:
                 cs.loop_skip_on = 1
+        self._flash_stores(*stores)
+
+    def _plain_store_length(self, pc: int, size: int) -> int:
+        """The length of the instruction at ``pc`` when it is a single store
+        of ``size`` bytes without writeback outside an IT block (what
+        _handle_flash_write carries out itself), else 0."""
+        xpsr = self.uc.reg_read(A.UC_ARM_REG_XPSR)
+        if (xpsr >> 10) & 0x3F or (xpsr >> 25) & 3:
+            return 0                      # in an IT block: stepped
+        try:
+            code = bytes(self.uc.mem_read(pc, 4))
+        except UcError:
+            return 0
+        for insn in self.cost_model.md.disasm(code, pc, 1):
+            base = insn.mnemonic.split(".")[0]
+            if ({"str": 4, "strh": 2, "strb": 1}.get(base) == size and not insn.writeback
+                    and len(insn.operands) == 2):
+                return insn.size
+        return 0
+
+    def _flash_stores(self, *stores) -> None:
+        """``stores`` ((address, size, value), in the order the instruction
+        made them) into flash as the NVMC lets them land."""
+        if not stores:
+            return
+        uc = self.uc
+        address = stores[0][0]
+        lo = min(a for a, _n, _v in stores) & ~0xFFF
+        hi = (max(a + n for a, n, _v in stores) + 0xFFF) & ~0xFFF
+        before = bytes(uc.mem_read(lo, hi - lo))
+        cells = bytearray(before)
+        for a, n, v in stores:          # in the order the instruction made them
+            cells[a - lo:a - lo + n] = (v & ((1 << 8 * n) - 1)).to_bytes(n, "little")
+        after = bytes(cells)
         if after != before:
             self.sync_time()        # the store's time, for the NVMC's busy time
             if self.flash_write_handler is not None:

@@ -40,9 +40,7 @@
     X(s_update_pause, "_update_pause") \
     X(str_deadline, "deadline") \
     X(str_paused_left, "paused_left") \
-    X(str_reloaded, "reloaded") \
     X(str_running, "running") \
-    X(str_when, "when") \
     X(str_irq, "irq") \
     X(str_set_irq, "set_irq") \
     X(str_soc, "soc")

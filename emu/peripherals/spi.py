@@ -36,20 +36,10 @@ from __future__ import annotations
 
 from emu.peripherals.base import NrfPeripheral, Reg, RO
 from emu.peripherals.serial import PinSignals, ticks_per_bit
-from emu.soc.ops import W_TXD, Op, cell_property
+from emu.soc.ops import W_TXD, Op, cell_property, opt_cell_property
 
 
-def _opt_cell(index: int, doc: str):
-    """A byte-or-None attribute kept in a cell (-1 stands for None)."""
-    name = f"cell{index}"
-
-    def fget(s):
-        v = getattr(s._cells, name)
-        return None if v < 0 else v
-
-    def fset(s, v):
-        setattr(s._cells, name, -1 if v is None else int(v))
-    return property(fget, fset, doc=doc)
+_opt_cell = opt_cell_property      # a byte or None
 
 EVENTS_READY = 0x108
 RXD, TXD = 0x518, 0x51C

@@ -29,16 +29,24 @@ cancelled; resuming re-arms it with what was left.  The watchdog is not
 reset by a soft reset (SYSRESETREQ) or CPU lockup (PS "Reset behavior");
 every other reset stops it, and so does entering System OFF.
 
-With native Cells the common reload (RR[0], only RR[0] enabled, running,
-not paused, the timeout armed) and the RR writes that reload nothing (a
-value other than the reload, RR[n] not enabled, the dog not running) are a
-bus op carried out in C (emu.peripherals._cores.WdtCore: the same steps as
-``write`` and ``_handle_rr`` take for them); every other RR write goes to
-``write``.  RUNSTATUS is read as the attribute ``running``.  (The Adafruit
-bootloader wasp-os ships feeds all eight RR registers after reading
-RUNSTATUS, in the loop that waits in DFU mode: 1.4 million feeds an
-emulated second, each a Python call before.)  The pure-Python path runs this
-file's code (tests/peripherals/test_periph_wdt.py compares both).
+The state the feeds touch lives in the Cells (NATIVE_CELLS: ``running``,
+``deadline``, ``paused_left``, ``reloaded``, and RREN and the reload period
+latched at START, ``feed_mask`` and ``feed_period``; CRV and RREN cannot
+change while the dog runs).  With native Cells an RR write is a FEED bus op
+(emu/soc/ops.py) carried out in C without the GIL (emu/soc/_ops.c,
+``feed_write``: the same steps as ``write`` and ``_handle_rr`` take for the
+common reload - RR[0], only RR[0] enabled, running, not paused, a deadline
+set - and for the writes that reload nothing - a value other than the
+reload, RR[n] not enabled, the dog not running); every other RR write goes
+to ``write``.  RUNSTATUS is read from the ``running`` cell.  So a polling
+loop that feeds the dog is a loop the CPU's loop watch may count instead
+of run, the reload moved to the last iteration's feed (_slot.c,
+slot_replay).  The Adafruit bootloader wasp-os ships feeds all eight RR
+registers after reading RUNSTATUS, in the loop that waits in DFU mode
+(``sd_app_evt_wait`` is commented out there): 1.4 million feeds an
+emulated second, each a Python call before round three, a C call with the
+GIL until round four.  The pure-Python path runs this file's code
+(tests/peripherals/test_periph_wdt.py compares both).
 
 Not modelled: pausing and resuming take effect at the exact tick rather than
 on the next 32.768 kHz edge (the count loses or gains less than one LFCLK
@@ -48,7 +56,7 @@ from __future__ import annotations
 
 from emu.clock import LFCLK_TICKS
 from emu.peripherals.base import NrfPeripheral, Reg, RO, RW, WO
-from emu.soc.ops import R_ATTR, W_CALL, Op, unreplaced
+from emu.soc.ops import R_ATTR, W_FEED, Op, cell_property, opt_cell_property, unreplaced
 
 RELOAD = 0x6E524635
 KEEP_RUNNING = {"sysresetreq", "lockup"}
@@ -58,7 +66,17 @@ class Wdt(NrfPeripheral):
     # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
     SNAPSHOT = ("_ev_reset", "_ev_timeout", "cpu_sleeping", "deadline", "debug_halted",
                 "paused_left", "reloaded", "running")
-    STRUCTURE = ("_core",)
+    # (feed_mask and feed_period: latched from CRV and RREN again by
+    # load_model_state, so snapshots from before them load)
+    STRUCTURE = ("_core", "feed_mask", "feed_period")
+    NATIVE_CELLS = ("running", "deadline", "paused_left", "reloaded", "feed_mask",
+                    "feed_period")
+    running = cell_property(0, "TASKS_START was triggered (RUNSTATUS)")
+    deadline = opt_cell_property(1, "absolute tick of the timeout, or None")
+    paused_left = opt_cell_property(2, "ticks left while paused (CPU asleep, debug halt), or None")
+    reloaded = cell_property(3, "RR[n] written since the last reload (bit n)")
+    feed_mask = cell_property(4, "RREN as it was at START")
+    feed_period = cell_property(5, "the reload's ticks, (max(CRV, 15) + 1) LFCLK periods, at START")
     NAME = "WDT"
     HAS_INTEN = False
     TASKS = {0x000: "START"}
@@ -81,7 +99,7 @@ class Wdt(NrfPeripheral):
         self._core = None
         if self._core_allowed({}):
             from emu import native
-            self._core = native.load("emu.peripherals._cores").WdtCore(self, self._ev_timeout, self.clock, LFCLK_TICKS)
+            self._core = native.load("emu.peripherals._cores").WdtCore(self)
         # the CPU's sleep and wake-up (~1 400 an emulated second under
         # InfiniTime's idle): the core's cpu_sleep (the same steps; the
         # model's _update_pause only when the count pauses or resumes)
@@ -91,17 +109,18 @@ class Wdt(NrfPeripheral):
         else:
             soc.cpu.on_sleep.append(self._cpu_sleep)
 
-    #: the common reload carried out in C (emu.soc._mmio.WdtCore) when the
-    #: Cells are native; False: every RR write through write() (for tests)
+    #: the common reload carried out in C (the FEED op, emu/soc/_ops.c)
+    #: when the Cells are native; False: every RR write through write()
+    #: (for tests)
     native_core = True
 
     def write_op(self, offset: int):
-        # RR[n]: the core's reload and the writes that reload nothing (it
-        # hands anything else to write()); none while write() is replaced (a
-        # subclass, an instance, a test)
+        # RR[n]: the FEED op, the reload and the writes that reload nothing
+        # (it hands anything else to write()); none while write() is
+        # replaced (a subclass, an instance, a test)
         if 0x600 <= offset < 0x620 and self._core is not None \
                 and self._core_allowed(_CORE_STEPS):
-            return Op(W_CALL, self, (self._core.write_rr,), timed=True)
+            return Op(W_FEED, self, (RELOAD, 0x600) + self.NATIVE_CELLS, timed=True)
         return super().write_op(offset)
 
     def read_op(self, offset: int):
@@ -115,9 +134,10 @@ class Wdt(NrfPeripheral):
     def reset(self) -> None:
         super().reset()
         self.running = False
-        self.reloaded = 0            # RR[n] written since the last reload
-        self.deadline = None         # absolute tick of the timeout
-        self.paused_left = None      # ticks left while paused (CPU asleep, debug halt)
+        self.reloaded = 0
+        self.deadline = None
+        self.paused_left = None
+        self.feed_mask = self.feed_period = 0
         self._ev_timeout.cancel()
         self._ev_reset.cancel()
 
@@ -151,6 +171,8 @@ class Wdt(NrfPeripheral):
             return
         self.running = True
         self.reloaded = 0
+        self.feed_mask = self.values[0x508] & 0xFF      # locked from now on
+        self.feed_period = self._period()
         self._reload()
         self._update_pause()            # started by PPI while the CPU sleeps
 
@@ -171,11 +193,10 @@ class Wdt(NrfPeripheral):
             return
         if 0x600 <= offset < 0x620:
             if offset == 0x600 and value == RELOAD and self.running and \
-                    self.values[0x508] & 0xFF == 1 and self.paused_left is None:
+                    self.feed_mask == 1 and self.paused_left is None:
                 # the common case, as _handle_rr + _reload would do it
                 self.reloaded = 0
-                self.deadline = self.clock.now + \
-                    (max(self.values[0x504], 0xF) + 1) * LFCLK_TICKS
+                self.deadline = self.clock.now + self.feed_period
                 if self._ev_timeout.when is None:
                     self._ev_timeout.schedule_at(self.deadline)
                 return
@@ -214,9 +235,12 @@ class Wdt(NrfPeripheral):
             left, self.paused_left = self.paused_left, None
             self._arm(left)
 
+    def _period(self) -> int:
+        """The ticks from a reload to the timeout: (max(CRV, 15) + 1) LFCLK periods."""
+        return (max(self.values[0x504], 0xF) + 1) * LFCLK_TICKS
+
     def _reload(self) -> None:
-        crv = max(self.values[0x504], 0xF)
-        period = (crv + 1) * LFCLK_TICKS
+        period = self._period()
         if self.paused_left is not None:
             self.paused_left = period
             return
@@ -249,6 +273,8 @@ class Wdt(NrfPeripheral):
     def load_model_state(self, s: dict) -> None:
         for k in ("running", "reloaded", "deadline", "paused_left", "debug_halted"):
             setattr(self, k, s[k])
+        self.feed_mask = self.values[0x508] & 0xFF if self.running else 0
+        self.feed_period = self._period() if self.running else 0
         self.cpu_sleeping = s.get("cpu_sleeping", False)
         if self.deadline is not None and self.paused_left is None:
             self._ev_timeout.schedule_at(self.deadline)
@@ -256,7 +282,7 @@ class Wdt(NrfPeripheral):
             self._ev_reset.schedule_at(s["reset_at"])
 
 
-#: the write() whose reload branch WdtCore writes again
+#: the write() whose reload branch the FEED op (emu/soc/_ops.c) writes again
 _CORE_STEPS = {"write": Wdt.write}
 #: what WdtCore.cpu_sleep stands for
 _SLEEP_STEPS = {"_cpu_sleep": Wdt._cpu_sleep, "_update_pause": Wdt._update_pause}

@@ -61,12 +61,18 @@ typedef int (*uc_mmio_map_fn)(void *uc, uint64_t address, size_t size, mmio_read
     X(R_CALL, 2) X(R_VALUE, 3) X(R_EVENT, 4) X(R_ATTR, 5) X(R_CONST, 6) X(R_COUNTER, 7) \
     X(R_CYCLES, 8) \
     X(W_EVENT, 20) X(W_INTENSET, 21) X(W_INTENCLR, 22) X(W_INTEN, 23) X(W_VALUE, 24) \
-    X(W_TXD, 25) X(W_BITS, 26) X(W_CALL, 27) \
+    X(W_TXD, 25) X(W_BITS, 26) X(W_CALL, 27) X(W_FEED, 28) \
     X(MODE_RW, 0) X(MODE_W1S, 1) X(MODE_W1C, 2)
 #define OP_KIND_ENUM(name, value) name = value,
 enum { OP_KINDS(OP_KIND_ENUM) };
 
 #define NOFF 1024            /* word offsets in a 4 KiB slot */
+
+/* A watchdog's reload request (W_FEED, emu/soc/ops.py): the cells it reads
+ * and writes, in the order of the op's names (args[2:]). */
+enum { FEED_RUNNING, FEED_DEADLINE, FEED_PAUSED, FEED_RELOADED_CELL, FEED_MASK, FEED_PERIOD,
+       FEED_CELLS };
+#define FEED_RELOADED 4          /* feed_write: the deadline moved (a timed write) */
 #define NBANK 16             /* op tables a slot keeps (Slot.select) */
 
 typedef struct {
@@ -83,6 +89,7 @@ typedef struct {
     int nogil;               /* ... and can run without the GIL (no guard) */
     int bit;                 /* event index (offset - 0x100) / 4 */
     int ci[4];               /* COUNTER: cell indices of running, base_time, period, base_value */
+    int fi[FEED_CELLS];      /* FEED: cell indices, in the op's order (FEED_*) */
     int stream;              /* an access of a streaming serial master (see Streams) */
     int steady;              /* a read a polling loop may take as unchanged (Op.steady) */
     uint64_t base64;         /* CYCLES: the cycle count at which the value was 0 */
@@ -154,7 +161,7 @@ static inline long long slice_now(Slot *s) {
 /* _slot.c */
 EMU_INTERNAL int do_sync(Slot *s);
 EMU_INTERNAL void report(Slot *s, PyObject *off);
-EMU_INTERNAL void slot_replay(void *slot, uint32_t offset, uint64_t n);
+EMU_INTERNAL void slot_replay(void *slot, uint32_t offset, uint64_t n, uint64_t cycles);
 EMU_INTERNAL uint64_t slot_read(void *uc, uint64_t offset, unsigned size, void *user_data);
 EMU_INTERNAL void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
                              void *user_data);
@@ -167,6 +174,8 @@ EMU_INTERNAL int exec_read(Slot *s, COp *op, uint64_t *v);
 EMU_INTERNAL int exec_write(Slot *s, COp *op, uint64_t value);
 EMU_INTERNAL int cells_read(Slot *s, COp *op, uint64_t *v, int gil);
 EMU_INTERNAL int cells_write(Cells *c, COp *op, uint64_t value);
+EMU_INTERNAL int feed_write(COp *op, uint64_t value, long long now);
+EMU_INTERNAL void feed_replay(COp *op, long long ticks);
 EMU_INTERNAL int ops_intern(void);
 /* _streams.c */
 EMU_INTERNAL int streams_off_c(StreamSet *ss);

@@ -11,9 +11,10 @@
  *
  *   LoopCells: a polling loop's iteration as the block hook watches it
  *   (loop_step in _blockhook.c): the reads whose value only a clock event
- *   or Python can change are recorded (up to 8 an iteration; a skip counts
- *   them as done through slot_replay), any other access makes the
- *   iteration unstable.
+ *   or Python can change, and the writes it may repeat, are recorded (up
+ *   to LOOP_NOTES an iteration; a skip counts them as done through
+ *   slot_replay, which also moves a timed write's effect to the last
+ *   iteration counted), any other access makes the iteration unstable.
  *
  * Field lists as emu/_layout.h describes; emu.cpu._blockhook exports the
  * whole of bh_state, these included, for Python's ctypes view.
@@ -35,7 +36,8 @@ typedef struct { SYNC_CELLS_FIELDS(LAYOUT_DECL) } SyncCells;
 /* a test build's switch (emu/_faults.h): 1 every MMIO read counts as
  * stable (a counter without its horizon), 2 every MMIO write as
  * repeatable, 4 the SP check off, 8 the stores not counted against the
- * writes */
+ * writes, 16 a countdown loop counted one iteration too far (_blockhook.c),
+ * 32 a timed write's effect not moved by a skip (slot_replay) */
 #ifdef EMU_TEST_FAULTS
 #define LOOP_FAULT_FIELDS(F) \
     F(uint32_t, trust_all, 0, 'u', "test build only: the loop watch's checks taken as passed")
@@ -50,11 +52,17 @@ typedef struct { SYNC_CELLS_FIELDS(LAYOUT_DECL) } SyncCells;
     F(uint32_t, nregs, 0, 'u', "registers compared from one iteration to the next") \
     F(uint32_t, nwrites, 0, 'u', "of the accesses noted, repeatable writes") \
     LOOP_FAULT_FIELDS(F) \
-    F(void *, rslot, 8, 'p', "the noted accesses' slots") \
-    F(uint32_t, roff, 8, 'u', "their offsets, | LOOP_WRITE for a write") \
+    F(void *, rslot, 16, 'p', "the noted accesses' slots") \
+    F(uint32_t, roff, 16, 'u', "their offsets, | LOOP_WRITE for a write, | LOOP_TIMED for a timed one") \
     F(uint64_t, horizon, 0, 'u', "the first cycle at which a counter read reads another value")
 
 typedef struct { LOOP_CELLS_FIELDS(LAYOUT_DECL) } LoopCells;
+#define LOOP_NOTES 16            /* rslot's and roff's length */
+/* roff's flags: a write; a write whose effect depends on its time (a
+ * watchdog's reload: its deadline is the write's time plus the period), which a
+ * skip of m iterations of c cycles moves m * c cycles later */
 #define LOOP_WRITE 0x80000000u
+#define LOOP_TIMED 0x40000000u
+#define LOOP_FLAGS (LOOP_WRITE | LOOP_TIMED)
 
 #endif

@@ -57,7 +57,7 @@ static int op_bind_cells(COp *op, uint64_t offset) {
                 return 0;
         }
         break;
-    case R_COUNTER:
+    case R_COUNTER: case W_FEED:
         break;
     default:
         return 0;
@@ -161,6 +161,35 @@ int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
     }
     if (kind == R_COUNTER && n < 4)
         goto bad;
+    if (kind == W_FEED) {   /* (reload value, RR[0]'s offset, the FEED_* cells' names) */
+        if (n != 2 + FEED_CELLS)
+            goto bad;
+        op->cval = (uint32_t)PyLong_AsUnsignedLongMask(PyTuple_GET_ITEM(args, 0));
+        long long base = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 1));
+        if (PyErr_Occurred())
+            goto fail;
+        if (base < 0 || (unsigned long long)base > offset || ((offset - base) & 3)
+            || offset - base >= 4 * 32)
+            goto bad;
+        op->bit = (int)((offset - base) >> 2);
+        PyObject *names = PyObject_GetAttr(op->obj, str_native_cells);
+        if (names == NULL)
+            goto fail;
+        int ok = PyTuple_Check(names);
+        for (int i = 0; ok && i < FEED_CELLS; i++) {
+            op->fi[i] = -1;
+            PyObject *want = PyTuple_GET_ITEM(args, 2 + i);
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names) && j < NCELLS; j++)
+                if (PyUnicode_Check(want)
+                    && PyUnicode_Compare(PyTuple_GET_ITEM(names, j), want) == 0)
+                    op->fi[i] = (int)j;
+            ok = op->fi[i] >= 0;
+        }
+        Py_DECREF(names);
+        PyErr_Clear();
+        if (!ok)
+            goto bad;
+    }
     if (kind == R_CYCLES) {
         if (n < 1)
             goto bad;
@@ -244,7 +273,7 @@ int op_resolve(Slot *s, COp *op, uint64_t offset, int is_write) {
         if (is_write) goto bad;
         break;
     case W_EVENT: case W_INTENSET: case W_INTENCLR: case W_INTEN: case W_VALUE: case W_TXD:
-    case W_BITS: case W_CALL:
+    case W_BITS: case W_CALL: case W_FEED:
         if (!is_write) goto bad;
         break;
     default:   /* not reached by firmware: a kind emu/soc/ops.py does not declare */
@@ -362,6 +391,14 @@ int exec_write(Slot *s, COp *op, uint64_t value) {
     int g = guard_hit(s, op);
     if (g)
         return g;
+    if (op->kind == W_FEED) {
+        long long now;
+        if (op->cells == NULL)
+            return 1;   /* not reached by firmware: a model on the pure-Python path has no Slot */
+        if (clock_now(s, &now))
+            return -1;
+        return feed_write(op, value, now) == 1;
+    }
     if (op->cells != NULL)
         return cells_lower(s, op, value);
     PyObject *obj = op->obj, *d = NULL, *x = NULL;
@@ -585,4 +622,41 @@ static int cells_lower(Slot *s, COp *op, uint64_t value) {
         return -1;
     cells_write_x(op->cells, op, value, 1);
     return 0;
+}
+
+
+/* -- a watchdog's reload request (W_FEED) ------------------------------- */
+
+/* RR[n] (op->bit) written with ``value`` at tick ``now``, on the Cells:
+ * Wdt.write's steps (emu/peripherals/wdt.py) for the cases it takes
+ * without the model.  Not the reload value, the watchdog not running, or
+ * RR[n] not enabled: nothing (0).  RR[0] the only one enabled, the count
+ * not paused, its deadline set: reloaded = 0, deadline = now + period
+ * (FEED_RELOADED; the timeout event, at the old deadline, moves itself).
+ * Anything else: 1, the model. */
+int feed_write(COp *op, uint64_t value, long long now) {
+    long long *cell = op->cells->cell;
+    if ((value & 0xFFFFFFFFu) != op->cval || !cell[op->fi[FEED_RUNNING]])
+        return 0;
+    long long mask = cell[op->fi[FEED_MASK]] & 0xFF;
+    if (!((mask >> op->bit) & 1))
+        return 0;
+    if (op->bit == 0 && mask == 1 && cell[op->fi[FEED_PAUSED]] < 0
+        && cell[op->fi[FEED_DEADLINE]] >= 0) {
+        cell[op->fi[FEED_RELOADED_CELL]] = 0;
+        cell[op->fi[FEED_DEADLINE]] = now + cell[op->fi[FEED_PERIOD]];
+        return FEED_RELOADED;
+    }
+    return 1;
+}
+
+/* A skipped polling loop's reload (slot_replay, LOOP_TIMED): the last
+ * iteration counted fed the dog ``ticks`` after the iteration noted, so
+ * the deadline that iteration set moves that much. */
+void feed_replay(COp *op, long long ticks) {
+    if (op->kind != W_FEED || op->cells == NULL)
+        return;   /* not reached by firmware: only a feed is noted as timed */
+    long long *deadline = &op->cells->cell[op->fi[FEED_DEADLINE]];
+    if (*deadline >= 0)
+        *deadline += ticks;
 }

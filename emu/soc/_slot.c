@@ -16,15 +16,15 @@ int slot_intern(void) {
 
 /* An access for the block hook's polling-loop watch (loop_step in
  * _blockhook.c): a read whose value only a clock event or Python can change
- * is recorded (up to 8 an iteration), anything else makes the iteration
- * unstable. */
+ * is recorded (up to LOOP_NOTES an iteration), anything else makes the
+ * iteration unstable. */
 static inline void loop_note(Slot *s, uint64_t offset, int stable) {
     volatile LoopCells *l = s->loop;
     if (l == NULL || !l->skip_on)
         return;
     if (FAULT(l->trust_all & 1))
         stable = 1;
-    if (!stable || l->nreads >= 8) {
+    if (!stable || l->nreads >= LOOP_NOTES) {
         l->unstable = 1;
         return;
     }
@@ -34,19 +34,21 @@ static inline void loop_note(Slot *s, uint64_t offset, int stable) {
 }
 
 /* A write a loop may repeat: carried out on the Cells without the GIL and
- * without moving the interrupt line (an event, INTENSET/INTENCLR/INTEN):
- * state only, so the same writes again leave the same state (loop_step
- * counts it against the iteration's stores). */
-static inline void loop_note_write(Slot *s, uint64_t offset) {
+ * without moving the interrupt line (an event, INTENSET/INTENCLR/INTEN, a
+ * watchdog's feed): state only, so the same writes again leave the same
+ * state (loop_step counts it against the iteration's stores); ``timed``
+ * (LOOP_TIMED): the state is the write's time plus a constant (a reload),
+ * which slot_replay moves to the last iteration a skip counts. */
+static inline void loop_note_write(Slot *s, uint64_t offset, uint32_t timed) {
     volatile LoopCells *l = s->loop;
     if (l == NULL || !l->skip_on)
         return;
-    if (l->nreads >= 8) {
+    if (l->nreads >= LOOP_NOTES) {
         l->unstable = 1;
         return;
     }
     l->rslot[l->nreads] = s;
-    l->roff[l->nreads] = (uint32_t)offset | LOOP_WRITE;
+    l->roff[l->nreads] = (uint32_t)offset | LOOP_WRITE | timed;
     l->nreads++;
     l->nwrites++;
 }
@@ -56,7 +58,7 @@ static inline void loop_note_write(Slot *s, uint64_t offset) {
 static inline void loop_note_other_write(Slot *s, uint64_t offset) {
     volatile LoopCells *l = s->loop;
     if (l != NULL && FAULT(l->trust_all & 2))
-        loop_note_write(s, offset);
+        loop_note_write(s, offset, 0);
     else
         loop_note(s, offset, 0);
 }
@@ -93,11 +95,17 @@ static inline int op_stable_read(COp *op) {
     return op->steady;           /* declared once, in Python: emu/soc/ops.py Op.steady */
 }
 
-/* A skipped loop's reads of one register, counted as done (n of them). */
-void slot_replay(void *slot, uint32_t offset, uint64_t n) {
+/* A skipped loop's accesses of one register, counted as done (n of them,
+ * in as many iterations of ``cycles`` / n cycles each); a timed write's
+ * effect moved by ``cycles``: the last of them happened that much later
+ * than the one noted (feed_replay). */
+void slot_replay(void *slot, uint32_t offset, uint64_t n, uint64_t cycles) {
     Slot *s = (Slot *)slot;
+    uint32_t off = offset & ~LOOP_FLAGS;
     s->count += n;
-    s->stat[((offset & ~LOOP_WRITE) >> 2) * 4 + (offset & LOOP_WRITE ? 2 : 0)] += n;
+    s->stat[(off >> 2) * 4 + (offset & LOOP_WRITE ? 2 : 0)] += n;
+    if ((offset & LOOP_TIMED) && !FAULT(s->loop != NULL && (s->loop->trust_all & 32)))
+        feed_replay(&s->wops[off >> 2], (long long)cycles * s->cycle_ticks);
 }
 
 
@@ -267,12 +275,23 @@ void slot_write(void *uc, uint64_t offset, unsigned size, uint64_t value,
                 loop_note_other_write(s, offset);
                 return;
             }
+        } else if (op->nogil && op->kind == W_FEED) {
+            if (in_slice(s)) {               /* the time without the GIL */
+                int r = feed_write(op, value, slice_now(s));
+                if (r != 1) {
+                    s->count++;
+                    s->stat[(offset >> 2) * 4 + 2]++;
+                    loop_note_write(s, offset, r == FEED_RELOADED ? LOOP_TIMED : 0);
+                    return;
+                }
+                bailed = 1;                  /* the model decides */
+            }
         } else if (op->nogil) {
             int r = cells_write(op->cells, op, value);
             if (r == 0) {                 /* (cells_write does EVENT and INTEN* only: */
                 s->count++;                   /*  state, which a loop may write again) */
                 s->stat[(offset >> 2) * 4 + 2]++;
-                loop_note_write(s, offset);
+                loop_note_write(s, offset, 0);
                 return;
             }
             if (r == 1)

@@ -135,10 +135,12 @@ class PeripheralBus:
     def slot_register(self, slot_id: int, offset: int) -> str:
         """'serial0.EVENTS_END' for a native slot's id (``id()`` of the
         ``_mmio.Slot``, as CortexM.log_loop_skips gives it) and an offset."""
-        write, offset = offset >> 31, offset & 0xFFF    # bit 31: a write (a loop that stores)
+        # bit 31: a write (a loop that stores); bit 30: a timed one (a watchdog's reload)
+        write, timed, offset = offset >> 31 & 1, offset >> 30 & 1, offset & 0xFFF
         for base, stats in self._stats.items():
             if id(getattr(stats, "__self__", None)) == slot_id:
-                return self.register_name(base + offset) + (" (write)" if write else "")
+                return self.register_name(base + offset) + (
+                    " (timed write)" if timed else " (write)" if write else "")
         return f"slot {slot_id:#x}+{offset:#x}"
 
     def register_name(self, addr: int) -> str:

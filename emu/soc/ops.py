@@ -28,7 +28,13 @@ CPU's cycle counter less a base: the DWT's CYCCNT).  Writes: ``EVENT``
 ``VALUE`` (store a plain register through its mask, RW/W1S/W1C) and ``BITS``
 (set or clear bits of an integer attribute: the NVIC's enable bits) and
 ``CALL`` (``fn(offset, value)``, a model callable: the RTC's CC writes,
-carried out by emu.peripherals._cores.RtcCore in C).
+carried out by emu.peripherals._cores.RtcCore in C) and ``FEED`` (a
+watchdog's reload request RR[n], on the model's cells: nothing for a value
+other than the reload, a watchdog not running or RR[n] not enabled; the
+reload itself when RR[0] is the only one enabled and the count is not
+paused: ``deadline = now + period``; anything else the model.  A polling
+loop that feeds the dog may be counted instead of run: the skip moves the
+deadline to the last iteration counted's feed, _slot.c's slot_replay).
 
 A write op never raises an interrupt line itself: when the access would
 change ``obj``'s line (or a bit of ``slow_bits``, bits whose change the
@@ -140,6 +146,21 @@ def is_native_clock(clock) -> bool:
     return t.__module__ == "emu._clock" and t.__name__ == "Clock"
 
 
+def opt_cell_property(index: int, doc: str = ""):
+    """A model attribute that is a non-negative integer or None, kept in its
+    Cells' ``cell<index>`` (-1 stands for None): the SPI's bytes in flight,
+    the watchdog's deadline."""
+    name = f"cell{index}"
+
+    def fget(s):
+        v = getattr(s._cells, name)
+        return None if v < 0 else v
+
+    def fset(s, v):
+        setattr(s._cells, name, -1 if v is None else int(v))
+    return property(fget, fset, doc=doc)
+
+
 def cell_property(index: int, doc: str = ""):
     """A model attribute kept in its Cells' ``cell<index>`` (NATIVE_CELLS): an
     integer (a flag reads 0/1).  The getter is a C attrgetter, no Python frame."""
@@ -155,8 +176,8 @@ def cell_property(index: int, doc: str = ""):
 # and emu/native.py refuses an emu.soc._mmio whose numbers differ
 K_UNKNOWN, K_GENERIC = 0, 1      # (C only: an offset not resolved yet; the model's own)
 R_CALL, R_VALUE, R_EVENT, R_ATTR, R_CONST, R_COUNTER, R_CYCLES = 2, 3, 4, 5, 6, 7, 8
-W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE, W_TXD, W_BITS, W_CALL = \
-    20, 21, 22, 23, 24, 25, 26, 27
+W_EVENT, W_INTENSET, W_INTENCLR, W_INTEN, W_VALUE, W_TXD, W_BITS, W_CALL, W_FEED = \
+    20, 21, 22, 23, 24, 25, 26, 27, 28
 # W_VALUE access modes
 MODE_RW, MODE_W1S, MODE_W1C = 0, 1, 2
 
@@ -165,7 +186,7 @@ MODE_RW, MODE_W1S, MODE_W1C = 0, 1, 2
 def op_kinds() -> dict:
     """{name: number} of every kind and write mode, as C's OP_KINDS lists them."""
     names = ("K_UNKNOWN K_GENERIC R_CALL R_VALUE R_EVENT R_ATTR R_CONST R_COUNTER R_CYCLES "
-             "W_EVENT W_INTENSET W_INTENCLR W_INTEN W_VALUE W_TXD W_BITS W_CALL "
+             "W_EVENT W_INTENSET W_INTENCLR W_INTEN W_VALUE W_TXD W_BITS W_CALL W_FEED "
              "MODE_RW MODE_W1S MODE_W1C").split()
     return {n: globals()[n] for n in names}
 
@@ -182,7 +203,8 @@ native.declare_check("emu.soc._mmio", _check_native_kinds)
 READ_KINDS = {R_CALL: "call", R_VALUE: "value", R_EVENT: "event", R_ATTR: "attr",
               R_CONST: "const", R_COUNTER: "counter", R_CYCLES: "cycles"}
 WRITE_KINDS = {W_EVENT: "event", W_INTENSET: "intenset", W_INTENCLR: "intenclr",
-               W_INTEN: "inten", W_VALUE: "value", W_TXD: "txd", W_BITS: "bits", W_CALL: "call"}
+               W_INTEN: "inten", W_VALUE: "value", W_TXD: "txd", W_BITS: "bits", W_CALL: "call",
+               W_FEED: "feed"}
 
 
 class Op:
@@ -194,7 +216,11 @@ class Op:
     CYCLES ``(base,)``: the CPU's cycle count less ``base``, 32 bits (``obj``
     has ``cpu``; the DWT's CYCCNT while it counts);
     W_EVENT/W_INTENCLR/W_INTEN ``()`` or ``(cpu, irq, listeners)`` (the
-    line's sink, for lowering it in C); W_CALL ``(fn,)``;
+    line's sink, for lowering it in C); W_CALL ``(fn,)``; W_FEED ``(reload
+    value, RR[0]'s offset, running, deadline, paused_left, reloaded, mask,
+    period)``: the names of the model's cells (NATIVE_CELLS; deadline and
+    paused_left are ``opt_cell_property``: -1 for None; mask is RREN and
+    period the reload's ticks, both as they were latched at START);
     W_VALUE ``(mode[, offset])`` (``offset``: the register the bits go to,
     when not the one accessed: the PPI's CHENSET/CHENCLR set and clear bits of
     CHEN; ``slow_bits`` then: bits whose change goes to the model, the op
@@ -378,6 +404,9 @@ def py_writer(op: Op, clock, generic: Callable[[int, int], None]) -> Callable[[i
             return generic(off, value)
     elif kind == W_CALL:
         inner = op.args[0]
+    elif kind == W_FEED:
+        def inner(off, value):       # only the native bus feeds on the cells: here, the
+            return generic(off, value)       # model (Wdt.write, the same steps)
     elif kind == W_VALUE:
         mode, mask = op.args[0], op.mask
         target = op.args[1] if len(op.args) > 1 else None

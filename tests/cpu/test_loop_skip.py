@@ -20,6 +20,7 @@ import pytest
 
 from conftest import assert_firmware_passed, cached_image, run_fw
 from emu import Machine
+from emu.clock import LFCLK_TICKS
 
 FW = "cpu_poll_loops"
 BOUNDARY = "cpu_poll_loop_boundary"
@@ -418,3 +419,74 @@ def test_store_blocks_are_classified():
         assert not flags(impure) & BLOCK_PURE, impure
     assert cm.block_pure(bytes.fromhex("0868"), 0)      # ldr r0, [r1]: pure, no store
     assert not cm.block_pure(bytes.fromhex("10b5"), 0)
+
+
+# -- a loop that feeds the watchdog (the Adafruit bootloader's DFU mode) -------
+
+WDT_POLL = "periph_wdt_poll"
+
+
+def _wdt_poll_run(fw, mode, trust=0, heads=None):
+    def setup(m):
+        if trust:
+            m.cpu.cs.loop_trust_all = trust
+        if heads is not None:
+            m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(
+                [m.soc.bus.slot_register(s, off) for s, off in reads]))
+    return _run(fw, mode, WDT_POLL, ms=300, setup=setup)
+
+
+def test_a_loop_feeding_the_watchdog_is_counted_and_agrees(fw):
+    """firmware/tests/periph_wdt_poll.c, the bootloader's wait_for_events
+    (RUNSTATUS, eight RR writes, a call that empties a queue an RTC
+    interrupt fills every 15 ms): counted ahead with the watchdog's deadline
+    moved to the last iteration's feed (a 10 ms watchdog fed through 180 ms
+    of skips does not bite, and bites 10 ms after the loop ends); the same
+    cycles, console, registers and accesses per register skipping, running
+    and in pure Python."""
+    heads = _agree_three_ways(lambda mode, heads: _wdt_poll_run(fw, mode, heads=heads),
+                              5, 100_000)
+    assert any("wdt.RUNSTATUS" in r and "wdt.RR[0] (timed write)" in r
+               and "wdt.RR[7] (write)" in r and len(r) == 9
+               for r in heads), heads[:3]
+
+
+def _feeds_after_skips(fw, trust=0) -> list:
+    """For each skip of periph_wdt_poll's loop: the watchdog's deadline
+    less the time the skip ended, in CPU cycles (read in the skip log's
+    callback, inside the slice: the time from the slice's base)."""
+    out = []
+
+    def setup(m):
+        if trust:
+            m.cpu.cs.loop_trust_all = trust
+        cs = m.cpu.cs
+
+        def logged(head, n, c, after, reads):
+            now = cs.base_ticks + (after - cs.base_cycles) * m.cpu.cycle_ticks
+            out.append(((m.soc.wdt.deadline - now) / m.cpu.cycle_ticks, c,
+                        m.soc.wdt.feed_period / m.cpu.cycle_ticks))
+        m.cpu.log_loop_skips(logged)
+    _run(fw, "skip", WDT_POLL, ms=200, setup=setup)
+    return out
+
+
+def test_a_skip_feeds_the_dog_in_its_last_iteration(fw):
+    """After each skip the watchdog's deadline is the reload period (10 ms,
+    640 000 cycles) from a feed inside the last iteration counted: less
+    than one iteration before the skip's end."""
+    seen = _feeds_after_skips(fw)
+    assert len(seen) > 10
+    for left, c, period in seen:
+        assert period == 328 * LFCLK_TICKS / 8
+        assert period - c < left <= period, (left, c, period)
+
+
+def test_a_feed_left_where_the_skip_began_is_seen(fw, fault_build):
+    """Companion: a skip that leaves the watchdog's deadline at the
+    iteration it watched (_slot.c, slot_replay; loop_trust_all 32): the
+    deadline is whole iterations early.  (The guest does not see it: the
+    lazy timeout event ends a skip at the old deadline, and the loop's next
+    iterations feed for real.)"""
+    seen = _feeds_after_skips(fw, trust=32)
+    assert any(left <= period - c for left, c, period in seen)

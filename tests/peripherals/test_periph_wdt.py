@@ -103,7 +103,13 @@ def test_busy_loop_reloads_keep_one_clock_event():
     assert resets == [("dog", last + 18 * LF)]
 
 
-# -- the reload in C (emu.peripherals._cores.WdtCore) -------------------------------
+# -- the reload in C (the FEED op, emu/soc/_ops.c) ----------------------------------
+
+def _rr0(m) -> tuple:
+    """RR[0]'s (op writes, model writes): the FEED op's in C, the model's write()."""
+    st = m.soc.bus.access_stats()[(0x40010000, 0x600)]
+    return st[2], st[3]
+
 
 def test_fed_the_common_way_natively_and_in_python(fw):
     """firmware/tests/periph_wdt_feed.c: RR[0] with RREN's reset value, fed
@@ -117,33 +123,38 @@ def test_fed_the_common_way_natively_and_in_python(fw):
         core = m.soc.wdt._core
         assert (core is None) == pure
         if not pure:
-            assert core.fed == 10      # every right feed; the wrong ones went to write()
+            ops, model = _rr0(m)
+            assert ops > 10 and model == 0     # every RR[0] write in C, the wrong ones too
         return m
     runs = both_ways((False, True), start)
     assert_same_state(runs[0], runs[1], "the core and the model")
 
 
-def test_core_with_the_wrong_period_is_seen(fw, monkeypatch):
-    """Companion: a core reloading four times the period moves the bite
-    40 ms after the last right feed: the firmware sees it late."""
+def test_feed_with_the_wrong_period_is_seen(fw, monkeypatch):
+    """Companion: the FEED op's period latched four times too long at START
+    moves the bite 40 ms after the last right feed: the firmware sees it
+    late."""
     from emu import Machine
-    from emu.peripherals import _cores
-    real = _cores.WdtCore
-    monkeypatch.setattr(_cores, "WdtCore",
-                        lambda model, ev, clock, lfclk: real(model, ev, clock, 4 * lfclk))
+    from emu.peripherals import wdt
+    start = wdt.Wdt.task_START
+
+    def long_period(self):
+        start(self)
+        self.feed_period *= 4
+    monkeypatch.setattr(wdt.Wdt, "task_START", long_period)
     m = Machine(fw("periph_wdt_feed"), board="nrf52832")
     m.run(ms=200)
     assert "FAIL bit 10 ms after the last right feed" in m.console_text()
 
 
-def test_a_replaced_write_turns_the_core_off(fw, monkeypatch):
+def test_a_replaced_write_turns_the_op_off(fw, monkeypatch):
     from emu import Machine
     from emu.peripherals import wdt
     write = wdt.Wdt.write
     monkeypatch.setattr(wdt.Wdt, "write", lambda self, *a: write(self, *a))
     m = Machine(fw("periph_wdt_feed"), board="nrf52832")
     assert_firmware_passed(m, m.run(ms=200), min_passes=4)
-    assert m.soc.wdt._core.fed == 0
+    assert _rr0(m)[0] == 0
 
 
 def test_core_changes_nothing_on_wasp_os(monkeypatch):
@@ -153,6 +164,6 @@ def test_core_changes_nothing_on_wasp_os(monkeypatch):
     from emu.peripherals import wdt
     runs = image_both_ways("wasp-os", 6.0, flip(monkeypatch, wdt.Wdt, "native_core"),
                            scanner=False,
-                           extra=lambda m, on: {"fed": m.soc.wdt._core.fed if on else None})
-    assert runs[0].pop("fed") > 1500 and runs[1].pop("fed") is None
+                           extra=lambda m, on: {"fed": _rr0(m)})
+    assert runs[0].pop("fed")[0] > 1500 and runs[1].pop("fed")[0] == 0
     assert_same_state(runs[0], runs[1], "the WDT core and the model")
