@@ -252,7 +252,14 @@ class Hooks:
             stores.append((address, size, value))
             self.resume_after_access_hook()
             return True
-        self._trap = ("write_prot", address, uc.reg_read(A.UC_ARM_REG_PC), size, value)
+        trap = self._trap
+        if trap is not None and trap[0] == "write_prot":
+            # the engine went on after a refused store (one inside an IT
+            # block runs on to its block's end): this store is noted too
+            trap[5].append((address, size, value))
+            return False
+        self._trap = ("write_prot", address, uc.reg_read(A.UC_ARM_REG_PC), size, value,
+                      [(address, size, value)])
         return False
     wfe_cache = True      # False: decide from memory every time (the slow path, for tests)
 

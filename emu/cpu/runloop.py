@@ -290,8 +290,8 @@ class RunLoop:
                     pc = uc.reg_read(A.UC_ARM_REG_PC)
                 self._handle_unmapped(access, address, pc, size)
             elif kind == "write_prot":
-                _, address, pc, size, value = trap
-                self._handle_flash_write(address, pc, size, value)
+                _, address, pc, size, value, stores = trap
+                self._handle_flash_write(address, pc, size, value, stores)
             elif kind == "returned":
                 pass        # an exception return done in the INTR hook (_return_in_hook)
             elif kind == "mpu":
@@ -419,7 +419,8 @@ class RunLoop:
     #: while it steps; _hook_write_prot fills it), else None
     _flash_step_stores = None
 
-    def _handle_flash_write(self, address: int, pc: int, size: int, value: int) -> None:
+    def _handle_flash_write(self, address: int, pc: int, size: int, value: int,
+                            stores: list = ()) -> None:
         """A CPU store into flash (the engine stopped at the storing
         instruction): the instruction carried out with its stores held back,
         then the NVMC decides what the cells keep (bits can only be cleared).
@@ -432,9 +433,22 @@ class RunLoop:
         writable for the step (uc_mem_protect), and each step's count hook
         after it, made Unicorn drop all its translated code, and a
         bootloader writing an image word by word then spent most of its time
-        translating the same blocks again (issue 48: the wasp-os DFU)."""
+        translating the same blocks again (issue 48: the wasp-os DFU).
+
+        A store refused inside an IT block does not stop the engine there:
+        Unicorn 2.1.4 drops it and runs on to the block's end, with the IT
+        state it synced to the store left behind (measured:
+        firmware/tests/periph_nvmc_stores.c, ``ite eq; streq`` then a BL;
+        the store was lost and the callee's first instructions ran under
+        the IT condition).  Then ``stores`` (every store the hook refused
+        since) land as the NVMC lets them, and the IT bits go back to zero
+        (EPSR = T), as after a hook that lets an access go on."""
         uc = self.uc
         here = uc.reg_read(A.UC_ARM_REG_PC)
+        if stores and here != pc:
+            self.resume_after_access_hook()
+            self._flash_stores(*stores)
+            return
         length = self._plain_store_length(here, size)
         if length:
             uc.reg_write(A.UC_ARM_REG_PC, here + length)

@@ -154,3 +154,58 @@ def test_changed_words_counts_each_differing_word_as_numpy_does():
         assert got == reference(a, bytes(b)), n
         counts.add(got)
     assert {0, 1, 2, 3} <= counts
+
+
+# -- the store instructions that write flash (emu/cpu/runloop.py, _handle_flash_write) --
+STORE_CHECKS = 18
+
+
+def _stores(run_firmware, pure=False):
+    m, r = run_firmware("periph_nvmc_stores", ms=100, board="nrf52832", pure_python=pure)
+    return m, r, {"cycles": m.cpu.cycles, "console": m.console_text(),
+                  "regs": m.cpu.core_registers(),
+                  "page": m.soc.flash_bytes()[0x7E000:0x7E030]}
+
+
+def test_every_store_shape_writes_flash_and_agrees(run_firmware):
+    """periph_nvmc_stores: STR/STRH/STRB carried out by the run loop,
+    post- and pre-indexed STR, STRD and STMIA stepped with their stores held
+    back, a conditional STR in an IT block (which Unicorn runs past): each
+    word as the NVMC keeps it, each base written back, the IT block's other
+    instructions under their conditions; the same natively and in pure
+    Python."""
+    m, r, native = _stores(run_firmware)
+    assert_firmware_passed(m, r, min_passes=STORE_CHECKS)
+    mp, rp, python = _stores(run_firmware, pure=True)
+    assert_firmware_passed(mp, rp, min_passes=STORE_CHECKS)
+    assert native == python
+
+
+def test_a_store_with_writeback_taken_as_plain_is_seen(run_firmware, monkeypatch):
+    """Companion: the run loop carrying out a post-indexed STR as a plain
+    one (its writeback check off) leaves the base where it was."""
+    from emu.cpu import runloop
+    plain = runloop.RunLoop._plain_store_length
+
+    def no_writeback_check(self, pc, size):
+        code = bytes(self.uc.mem_read(pc, 4))
+        insn = next(self.cost_model.md.disasm(code, pc, 1), None)
+        if insn is not None and insn.mnemonic.split(".")[0] == "str" and size == 4:
+            return insn.size
+        return plain(self, pc, size)
+    monkeypatch.setattr(runloop.RunLoop, "_plain_store_length", no_writeback_check)
+    m, r = run_firmware("periph_nvmc_stores", ms=100, board="nrf52832")
+    assert "FAIL post-indexed STR's base" in m.console_text()
+
+
+def test_a_store_unicorn_ran_past_left_out_is_seen(run_firmware, monkeypatch):
+    """Companion: the stores the hook noted after Unicorn ran on past a
+    refused store (the IT block's) not written: the firmware sees the taken
+    store missing."""
+    from emu.cpu import runloop
+    handle = runloop.RunLoop._handle_flash_write
+    monkeypatch.setattr(runloop.RunLoop, "_handle_flash_write",
+                        lambda self, a, pc, size, value, stores=(): handle(self, a, pc, size,
+                                                                           value, ()))
+    m, r = run_firmware("periph_nvmc_stores", ms=100, board="nrf52832")
+    assert "FAIL IT: the taken store" in m.console_text()
