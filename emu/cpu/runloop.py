@@ -34,7 +34,7 @@ class RunLoop:
     SNAPSHOT = ("_run_flags", "_run_until", "_running", "_slice_blocks",
                 "_slice_pc", "_trap", "event_register", "hfsr", "pending", "sleep_kind",
                 "stop_reason", "svc_calls")
-    STRUCTURE = ("_c_loop", "_flash_step_stores", "_halt_in_hook", "_run_should_stop", "_loop_watch", "_own_hooks", "_py_inside",
+    STRUCTURE = ("_c_loop", "_flash_step_stores", "_plain_stores", "_halt_in_hook", "_run_should_stop", "_loop_watch", "_own_hooks", "_py_inside",
                  "_py_slices", "_wfe_in_c", "cs", "returns_in_hook")
 
     _py_slices = 0
@@ -418,6 +418,8 @@ class RunLoop:
     #: the stores of the instruction _handle_flash_write steps over (a list
     #: while it steps; _hook_write_prot fills it), else None
     _flash_step_stores = None
+    #: _plain_store_length's answers: (pc, size, the instruction's bytes) -> length
+    _plain_stores: dict = {}
 
     def _handle_flash_write(self, address: int, pc: int, size: int, value: int,
                             stores: list = ()) -> None:
@@ -496,12 +498,18 @@ class RunLoop:
             code = bytes(self.uc.mem_read(pc, 4))
         except UcError:
             return 0
-        for insn in self.cost_model.md.disasm(code, pc, 1):
-            base = insn.mnemonic.split(".")[0]
-            if ({"str": 4, "strh": 2, "strb": 1}.get(base) == size and not insn.writeback
-                    and len(insn.operands) == 2):
-                return insn.size
-        return 0
+        key = (pc, size, code)
+        known = self._plain_stores.get(key)
+        if known is None:
+            known = 0
+            for insn in self.cost_model.md.disasm(code, pc, 1):
+                base = insn.mnemonic.split(".")[0]
+                if ({"str": 4, "strh": 2, "strb": 1}.get(base) == size and not insn.writeback
+                        and len(insn.operands) == 2):
+                    known = insn.size
+            if len(self._plain_stores) < 4096:
+                self._plain_stores[key] = known
+        return known
 
     def _flash_stores(self, *stores) -> None:
         """``stores`` ((address, size, value), in the order the instruction
@@ -510,8 +518,8 @@ class RunLoop:
             return
         uc = self.uc
         address = stores[0][0]
-        lo = min(a for a, _n, _v in stores) & ~0xFFF
-        hi = (max(a + n for a, n, _v in stores) + 0xFFF) & ~0xFFF
+        lo = min(a for a, _n, _v in stores) & ~3           # the words written
+        hi = (max(a + n for a, n, _v in stores) + 3) & ~3
         before = bytes(uc.mem_read(lo, hi - lo))
         cells = bytearray(before)
         for a, n, v in stores:          # in the order the instruction made them
@@ -524,7 +532,8 @@ class RunLoop:
             else:
                 log.warning("write to flash at %#010x ignored (no NVMC)", address)
                 final = before
-            uc.mem_write(lo, final)
+            if final != bytes(uc.mem_read(lo, hi - lo)):   # (the NVMC's stall wrote it:
+                uc.mem_write(lo, final)                    # a write costs 4x a read)
             self.invalidate_code(lo, hi)
     returns_in_hook = 0       # exception returns that did not end their slice
     _slice_pc = -1
