@@ -347,14 +347,21 @@ def test_infinitime_idle_spin_skipped_changes_nothing():
 STORES = "cpu_loop_stores"
 
 
-def _stores_run(fw, mode, trust=0, heads=None):
+def _watched_run(fw, name, ms, mode, trust=0, heads=None):
+    """_run with the loop watch's checks ``trust`` taken as passed (a fault
+    build's loop_trust_all) and each skip's accesses logged into ``heads``
+    (register names) when given."""
     def trust_and_log(m):
         if trust:
             m.cpu.cs.loop_trust_all = trust
         if heads is not None:
             m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(
                 [m.soc.bus.slot_register(s, off) for s, off in reads]))
-    return _run(fw, mode, STORES, ms=100, setup=trust_and_log)
+    return _run(fw, mode, name, ms=ms, setup=trust_and_log)
+
+
+def _stores_run(fw, mode, trust=0, heads=None):
+    return _watched_run(fw, STORES, 100, mode, trust, heads)
 
 
 def test_loops_that_store_are_counted_and_agree(fw):
@@ -426,14 +433,8 @@ def test_store_blocks_are_classified():
 WDT_POLL = "periph_wdt_poll"
 
 
-def _wdt_poll_run(fw, mode, trust=0, heads=None):
-    def setup(m):
-        if trust:
-            m.cpu.cs.loop_trust_all = trust
-        if heads is not None:
-            m.cpu.log_loop_skips(lambda head, n, c, after, reads: heads.append(
-                [m.soc.bus.slot_register(s, off) for s, off in reads]))
-    return _run(fw, mode, WDT_POLL, ms=300, setup=setup)
+def _wdt_poll_run(fw, mode, heads=None):
+    return _watched_run(fw, WDT_POLL, 300, mode, heads=heads)
 
 
 def test_a_loop_feeding_the_watchdog_is_counted_and_agrees(fw):

@@ -250,6 +250,15 @@ def _installed(fw, name: str = "cli_exit3"):
     return m
 
 
+def _update_runs_app(m, fw) -> None:
+    """The phone sends our application (cli_exit3) to the bootloader in DFU
+    mode; the bootloader takes it and starts it (it exits with status 3)."""
+    _image, package = _app_package(fw)
+    d = GattPhone(m, name="PineDFU").dfu(package_from_bytes("cli_exit3.zip", package))
+    assert d.step == "done"
+    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
+
+
 def _dfu_mode(m, seconds: float = 3) -> bool:
     """Whether the bootloader advertises PineDFU within ``seconds``."""
     sc = Scanner(m.air)
@@ -319,10 +328,7 @@ def test_an_image_with_a_bad_crc_is_refused(fw):
     assert struct.unpack("<HHII", m.cpu.read_mem(SETTINGS, 12))[::3] == (0xFF, 0)
     m.power_cycle(2)
     assert _dfu_mode(m, 3) and m.exit_code is None and "hanging" not in m.console_text()
-    image, package = _app_package(fw)
-    d = GattPhone(m, name="PineDFU").dfu(package_from_bytes("good.zip", package))
-    assert d.step == "done"
-    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
+    _update_runs_app(m, fw)
 
 
 @pytest.mark.timeout(600)
@@ -334,10 +340,7 @@ def test_an_application_enters_ota_dfu_as_wasp_os_does(fw):
     m = _installed(fw, "ota_enter")
     assert m.run_until(lambda: "entering OTA DFU" in m.console_text(), timeout_ms=3000)
     assert _dfu_mode(m, 4) and m.exit_code is None
-    image, package = _app_package(fw)
-    d = GattPhone(m, name="PineDFU").dfu(package_from_bytes("cli_exit3.zip", package))
-    assert d.step == "done"
-    assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) and m.exit_code == 3
+    _update_runs_app(m, fw)
 
 
 @pytest.mark.timeout(600)
