@@ -120,7 +120,9 @@ class Wdt(NrfPeripheral):
         # replaced (a subclass, an instance, a test)
         if 0x600 <= offset < 0x620 and self._core is not None \
                 and self._core_allowed(_CORE_STEPS):
-            return Op(W_FEED, self, (RELOAD, 0x600) + self.NATIVE_CELLS, timed=True)
+            # (the cells in the order of the op's roles, emu/soc/ops.py's W_FEED)
+            return Op(W_FEED, self, (RELOAD, 0x600, "running", "deadline", "paused_left",
+                                     "reloaded", "feed_mask", "feed_period"), timed=True)
         return super().write_op(offset)
 
     def read_op(self, offset: int):
