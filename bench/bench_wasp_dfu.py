@@ -7,7 +7,8 @@ from an erased application area: its first 3 emulated seconds (the splash,
 then DFU mode advertising PineDFU), then the emulated phone's legacy DFU of
 our 396-byte application (firmware/build/s132/cli_exit3.bin) until that
 application runs.  ``--full`` adds one transfer of the whole wasp-os
-package and the clock face after it (about half a minute of wall time; 20 minutes before round four).  Images as
+package and the clock face after it (about half a minute of wall time;
+20 minutes before round four).  Images as
 tests/firmware/test_wasp_ota.py finds them ($PINETIME_EMU_WASP_BOOTLOADER,
 $PINETIME_EMU_S132_HEX, $PINETIME_EMU_WASP_DFU or the user cache).
 
