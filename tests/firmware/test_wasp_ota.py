@@ -77,9 +77,7 @@ def test_bootloader_found_through_uicr():
 def test_bootloader_advertises_dfu_mode():
     bl, sd, _dfu = _files()
     m = Machine(bl, board="pinetime", softdevice_hex=sd, flash_file=None)
-    sc = Scanner(m.air)
-    m.run(seconds=3)
-    assert "PineDFU" in {d.name for d in sc.devices.values()}
+    assert _dfu_mode(m, 3)
     assert 0x78000 <= m.cpu.pc < 0x80000 or m.cpu.pc < 0x26000   # bootloader or SoftDevice
 
 
@@ -99,9 +97,7 @@ def test_whole_chip_hex_runs_the_s132_it_carries():
     advertises PineDFU."""
     m = Machine(_whole_chip(), flash_file=None)
     assert m.own_softdevice and m.vector_table == 0 and m.phone.sd is None
-    sc = Scanner(m.air)
-    m.run(seconds=3)
-    assert "PineDFU" in {d.name for d in sc.devices.values()}
+    assert _dfu_mode(m, 3)
     assert int((m.board.screen().max(axis=2) > 64).sum()) > 3000     # logo and "Start"
     assert m.resets == 1                # its UICR fix-up only: no error resets
 
@@ -491,9 +487,7 @@ def _cut_case(cut):
             assert m.exit_code == 3, f"the application ended with {m.exit_code}"
             seen["which"] = "application"
             return
-        sc = Scanner(m.air)
-        m.run(seconds=1)
-        assert "PineDFU" in {d.name for d in sc.devices.values()}, "not in DFU mode"
+        assert _dfu_mode(m, 1), "not in DFU mode"
         d = GattPhone(m, name="PineDFU").dfu(pkg)
         assert d.step == "done", f"the new update stopped at {d.step}"
         assert m.run_until(lambda: m.exit_code is not None, timeout_ms=3000) \
