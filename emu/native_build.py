@@ -22,7 +22,8 @@ NATIVE_MODULES = {
     # the Cortex-M: registers, NVIC, MPU checks, exceptions, WFE, the run loop
     "emu.cpu._core": ["emu/cpu/_core.c", "emu/cpu/_fastregs.c", "emu/cpu/_nvic.c",
                       "emu/cpu/_mpu.c", "emu/cpu/_exceptions.c", "emu/cpu/_wfe.c",
-                      "emu/cpu/_runloop.c", "emu/cpu/_flashguard.c", "emu/cpu/_pagemap.c"],
+                      "emu/cpu/_runloop.c", "emu/cpu/_flashguard.c", "emu/cpu/_pagemap.c",
+                      "emu/cpu/_cost.c"],
     # peripherals' cores: RTC, TIMER, WDT
     "emu.peripherals._cores": ["emu/peripherals/_cores.c", "emu/peripherals/_rtc.c",
                                "emu/peripherals/_timer.c", "emu/peripherals/_wdt.c"],

@@ -20,6 +20,10 @@
 
 #include "../soc/_loopcells.h"
 
+/* a block's flags in the cost table (emu/cpu/cycles.py BLOCK_*: what the
+ * loop watch may do with it), set by the costing (cycles.py, _cost.c) */
+enum { BLOCK_PURE = 1, BLOCK_CALL = 2, BLOCK_BL = 4, BLOCK_STORE = 8, BLOCK_COUNTDOWN = 16 };
+
 #define BH_STATE_FIELDS(F, S) \
     F(uint64_t, cycles, 0, 'u', "total cycles executed") \
     F(uint64_t, deadline, 0, 'u', "stop when cycles >= deadline") \

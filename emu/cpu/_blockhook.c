@@ -32,7 +32,6 @@ enum { REASON_NONE = 0, REASON_DEADLINE = 1, REASON_FLAG = 2, REASON_MISS = 3, R
 
 
 
-enum { BLOCK_PURE = 1, BLOCK_CALL = 2, BLOCK_BL = 4, BLOCK_STORE = 8, BLOCK_COUNTDOWN = 16 };
 enum { COUNT_HI = 0, COUNT_NE = 1 };
 typedef int (*uc_reg_write_fn)(void *uc, int regid, const void *value);
 

@@ -14,10 +14,20 @@ int core_intern(void) {
     return 0;
 }
 
+static PyMethodDef core_functions[] = {
+    {"cost_block", cost_block, METH_VARARGS,
+     "cost_block(code, address) -> (cycles, flags) as CostModel.block_cost_pure, or None: "
+     "a block the reference costs (_cost.c)"},
+    {"cost_insn", cost_insn, METH_VARARGS,
+     "cost_insn(code, address) -> (size, cycles, cycles after a load/store, is a load/store, "
+     "kind, extra) as CostModel._insn_facts for the instruction at code[0:], or None"},
+    {NULL}
+};
+
 static struct PyModuleDef core_module = {
     PyModuleDef_HEAD_INIT, "_core",
-    "The Cortex-M's hot paths in C: exceptions, the NVIC, the MPU's checks, the run loop "
-    "(emu/cpu/_core.h).", -1, NULL, NULL, NULL, NULL, NULL
+    "The Cortex-M's hot paths in C: exceptions, the NVIC, the MPU's checks, the run loop, "
+    "block costing (emu/cpu/_core.h).", -1, core_functions, NULL, NULL, NULL, NULL
 };
 
 PyMODINIT_FUNC PyInit__core(void) {

@@ -22,6 +22,7 @@
  *   _runloop.c     the run loop (ExcHook.run: CortexM.run's loop)   (runloop.py)
  *   _flashguard.c  CPU stores into read-only flash dropped; the MPU's RAM stores
  *   _pagemap.c     the engine's TLB filled from the memory map      (hooks.py)
+ *   _cost.c        a block's cycles and flags from its bytes         (cycles.py)
  *   _core.c        the module
  *
  * The NVIC's state stays the CortexM's Python attributes (pending, active,
@@ -318,6 +319,8 @@ static inline uint32_t hreg(ExcHook *h, int id, int *err) {
 #define WFE_BEFORE 2
 
 extern PyTypeObject RegsType, ExcHookType, FlashGuardType, PageMapType;
+PyObject *cost_block(PyObject *self, PyObject *args);     /* _cost.c */
+PyObject *cost_insn(PyObject *self, PyObject *args);
 
 /* _core.c */
 EMU_INTERNAL int core_intern(void);

@@ -117,7 +117,7 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
         self.cs = self.counter.s
         self.cs.entry_cb = self._enter_in_hook
         self.cs.cost_cb = self._cost_in_hook
-        self.cost_model = cyc.CostModel(profile)
+        self.cost_model = cyc.CostModel(profile, native=not force_python_counter)
         self.regions: list = []         # (start, end, kind, name)
         self.ram_host: dict = {}        # RAM base -> (size, ctypes buffer, host address)
         self._mmio_cfuncs: list = []

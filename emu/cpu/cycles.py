@@ -34,6 +34,14 @@ Known approximations (not modelled):
   - divide cost is fixed, not data dependent;
   - instructions skipped by an IT block are charged like executed ones.
 
+With the native helpers most blocks are costed in C from their bytes
+(``_cost.c``, ``emu.cpu._core.cost_block``: the Cortex-M4 encodings
+compilers emit, IT blocks included); a block it does not decode is costed
+here, from capstone's text.  Both give the same answer
+(tests/twins/drivers.py::cost compares every 16-bit encoding, a sweep of
+the 32-bit ones and random blocks); InfiniTime's first emulated second
+costs 3 500 blocks, 65 ms of Python and 5 ms of C.
+
 The per-block counter itself runs in native code (``_blockhook.c``) when the
 extension is built; :class:`PyBlockCounter` is the pure-Python fallback with
 identical counts (tests compare them).
@@ -122,21 +130,46 @@ def _strip(mn: str) -> str:
     return mn
 
 
+# what an instruction is to a block's purity (block_cost_pure; _cost.c K_*)
+_K_PURE, _K_CALL, _K_STACK, _K_OTHER = range(4)
+
+
 class CostModel:
     """Computes block costs with capstone (Thumb-2, optional FPU)."""
 
-    def __init__(self, m_profile: str = "m4"):
+    # False: every block is costed by the Python below (the C twin off)
+    native_cost = True
+
+    def __init__(self, m_profile: str = "m4", native: bool = True):
         mode = capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS
         self.md = capstone.Cs(capstone.CS_ARCH_ARM, mode)
         self.md.detail = True
         self.profile = m_profile
+        self._facts: dict = {}     # (mnemonic, operand text) -> _insn_facts
+        self.native_costed = 0     # blocks costed in C
+        self._native = None        # emu.cpu._core.cost_block (the Cortex-M4's encodings)
+        if native and self.native_cost and m_profile == "m4":
+            from emu import native as _native
+            core = _native.load("emu.cpu._core")
+            self._native = getattr(core, "cost_block", None)
 
     def block_cost(self, code: bytes, address: int) -> int:
         return self.block_cost_pure(code, address)[0]
 
     def block_cost_pure(self, code: bytes, address: int) -> tuple:
         """(cost, pure): the block's cycles and whether it is "pure" (see
-        block_pure), from one disassembly."""
+        block_pure), from one disassembly.  With the native helpers most
+        blocks are costed in C from their bytes (emu/cpu/_cost.c, the same
+        answer: a twin of this); the rest here."""
+        native = self._native
+        if native is not None:
+            got = native(code, address)
+            if got is not None:
+                self.native_costed += 1
+                return got
+        return self._block_cost_py(code, address)
+
+    def _block_cost_py(self, code: bytes, address: int) -> tuple:
         # disasm_lite (mnemonic and operand text, no detail structures) is
         # about 6x cheaper than disasm: a first boot of wasp-os costs 4 000
         # blocks.  The few operand facts the costs need come from the text.
@@ -149,24 +182,28 @@ class CostModel:
         stores = sp = sp_top = 0       # BLOCK_STORE's figures (words for the SP)
         stack = False
         insns = []
+        facts = self._facts
         for _a, _s, mnemonic, op_str in self.md.disasm_lite(code, address):
             insns.append((mnemonic, op_str))
-            c, ldst = self.insn_cost(_Insn(mnemonic, op_str), prev_ldst)
-            total += c
-            prev_ldst = ldst
+            f = facts.get((mnemonic, op_str))
+            if f is None:
+                f = self._insn_facts(mnemonic, op_str)
+            total += f[1] if prev_ldst else f[0]
+            prev_ldst = f[2]
             n += 1
             last_bl = False
-            if pure and not (_insn_pure(mnemonic, op_str) and not (
-                    "[sp" in op_str and ("!" in op_str or "]," in op_str))):
-                # (a load writing SP back is a pop of one or not pure)
-                if _insn_call(mnemonic, op_str):
-                    call = True
-                    last_bl = _strip(mnemonic) == "bl"
+            if pure:
+                kind = f[3]
+                if kind == _K_PURE:
                     continue
-                st = _insn_stack(mnemonic, op_str)
-                if st is None:
+                if kind == _K_CALL:
+                    call = True
+                    last_bl = f[4]
+                    continue
+                if kind == _K_OTHER:
                     pure = False
                     continue
+                st = f[4]
                 stack = True
                 if st[0] == "store":
                     stores += 1
@@ -189,6 +226,26 @@ class CostModel:
             elif not call:
                 flags |= countdown_flags(insns, address)
         return max(total, 1), flags
+
+    def _insn_facts(self, mnemonic: str, op_str: str) -> tuple:
+        """What block_cost_pure needs of one instruction, from its text alone
+        (remembered by text): (cycles, cycles after a single load/store, is
+        a single load/store, _K_PURE/_K_CALL/_K_STACK/_K_OTHER, the call's
+        is-BL or _insn_stack's figures, else None)."""
+        insn = _Insn(mnemonic, op_str)
+        c0, ldst = self.insn_cost(insn, False)
+        c1, _ = self.insn_cost(insn, True)
+        extra = None
+        if _insn_pure(mnemonic, op_str) and not (
+                "[sp" in op_str and ("!" in op_str or "]," in op_str)):
+            kind = _K_PURE        # (a load writing SP back is a pop of one or not pure)
+        elif _insn_call(mnemonic, op_str):
+            kind, extra = _K_CALL, _strip(mnemonic) == "bl"
+        else:
+            extra = _insn_stack(mnemonic, op_str)
+            kind = _K_OTHER if extra is None else _K_STACK
+        f = self._facts[(mnemonic, op_str)] = (c0, c1, ldst, kind, extra)
+        return f
 
     def block_pure(self, code: bytes, address: int) -> bool:
         """The block only loads, computes, compares and branches directly

@@ -27,6 +27,7 @@ def test_cycle_counts_match_trm(run_firmware):
 def test_wrong_branch_cost_is_detected(run_firmware, monkeypatch):
     """Costing every instruction one cycle (a naive model) breaks the TRM comparison."""
     from emu.cpu import cycles
+    monkeypatch.setattr(cycles.CostModel, "native_cost", False)    # the reference costs
     monkeypatch.setattr(cycles.CostModel, "insn_cost", lambda self, insn, prev: (1, False))
     m, r = run_firmware("cpu_dwt", ms=100)
     got = cpi(m)

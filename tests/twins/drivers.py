@@ -342,3 +342,93 @@ def stop_request() -> None:
         finally:
             cortexm.CortexM.native_loop = saved
     assert out[0] == out[1], (out[0][:3], out[1][:3])
+
+
+def _cost_ref_insn(ref, code: bytes, addr: int):
+    """The reference's facts of the instruction at code[0:] (its size
+    first), or None where capstone decodes nothing."""
+    for _a, size, mnemonic, op_str in ref.md.disasm_lite(code, addr):
+        return (size,) + ref._insn_facts(mnemonic, op_str)
+    return None
+
+
+def cost() -> None:
+    """Block costing in C (emu/cpu/_cost.c) against the reference
+    (CostModel._block_cost_py and _insn_facts, on capstone's text):
+    every 16-bit encoding, a sweep of the 32-bit ones (every first
+    halfword, seeded second halfwords and the shapes the decoder tells
+    apart), random blocks of what C decodes with and without an IT
+    block, and windows of our firmware's code.  Wherever C answers, it
+    answers what the reference does; and it answers for most of real code."""
+    from elftools.elf.elffile import ELFFile
+
+    from emu.cpu import _core
+    from emu.cpu.cycles import CostModel
+    ref = CostModel(native=False)
+    rnd = random.Random(46)
+    known = []
+    mismatch = []
+
+    def one(code, addr=0x1000):
+        got = _core.cost_insn(code, addr)
+        if got is None:
+            return
+        known.append(code)
+        want = _cost_ref_insn(ref, code, addr)
+        if want is None or tuple(got) != want:
+            mismatch.append((code.hex(), got, want))
+    for hw in range(0xE800):
+        one(struct.pack("<HH", hw, 0xBF00))
+    n16 = len(known)
+    shapes = (0x0000, 0xFFFF, 0x8000, 0x9000, 0xD000, 0xF000, 0xF010, 0x0F00, 0x8F40, 0x8F50,
+              0x8F60, 0xF080, 0xF0A0, 0x0B04, 0x0D04, 0x0E04, 0x0C04, 0x0904, 0x4010, 0x8030,
+              0xF0F0, 0x00F0, 0x0010)
+    for hw1 in range(0xE800, 0x10000):
+        for hw2 in shapes + tuple(rnd.randrange(0x10000) for _ in range(12)):
+            one(struct.pack("<HH", hw1, hw2))
+    assert not mismatch, mismatch[:5]
+    assert n16 > 0xE800 * 0.7, f"C decodes only {n16} of the 16-bit encodings"
+    # blocks: sums, the pipelined loads, the loop watch's flags, IT blocks
+    pool = known
+    blocks = []
+    for _ in range(30000):
+        parts = []
+        for _k in range(rnd.randrange(1, 7)):
+            c = pool[rnd.randrange(len(pool))]
+            parts.append(c[:2] if (c[1] >> 3) < 0x1D else c)
+        if rnd.random() < 0.4:
+            parts.insert(rnd.randrange(len(parts)),
+                         struct.pack("<H", 0xBF00 | rnd.randrange(16) << 4 | rnd.randrange(1, 16)))
+        blocks.append((b"".join(parts), 0x2000 + 2 * rnd.randrange(64)))
+    # windows of our firmware's code (what compilers emit)
+    for name in ("cpu_exceptions", "cpu_poll_loops", "cpu_loop_stores", "cpu_fpu"):
+        with open(f"{BUILD}/{name}.elf", "rb") as fh:
+            text = ELFFile(fh).get_section_by_name(".text")
+            code, base = text.data(), text["sh_addr"]
+        offs = [a - base for a, _s, _m, _o in ref.md.disasm_lite(code, base)]
+        for i in range(0, len(offs) - 1):
+            j = min(len(offs) - 1, i + rnd.randrange(1, 9))
+            blocks.append((code[offs[i]:offs[j]], base + offs[i]))
+    blocks += [(b"", 0x1000), (b"\x00", 0x1000), (b"\x00\xbf\x4f", 0x1000),
+               (b"\x00\xbf\x4f\xf0", 0x1000),                 # half of a 32-bit instruction
+               (struct.pack("<H", 0xB401) * 130, 0x1000),          # the SP beyond BLOCK_STORE's
+               (struct.pack("<H", 0x6008) * 256, 0x1000),          # more stores than it counts
+               (struct.pack("<HH", 0x3801, 0xD8FD), 0x1000),      # a countdown: the reference's
+               (struct.pack("<HH", 0x3801, 0xD1FD), 0x1000),
+               (struct.pack("<HHH", 0xB500, 0x3801, 0xD8FC), 0x1000)]
+    answered = 0
+    for code, addr in blocks:
+        got = _core.cost_block(code, addr)
+        if got is None:
+            continue
+        answered += 1
+        want = ref.block_cost_pure(code, addr)
+        assert tuple(got) == tuple(want), (code.hex(), hex(addr), got, want)
+    assert answered > len(blocks) * 0.6, f"C costed {answered} of {len(blocks)} blocks"
+    for bad in ((), (b"\x00\xbf",), (b"\x00\xbf", -1), (b"\x00\xbf", 1 << 32), ("text", 0)):
+        try:
+            _core.cost_block(*bad)
+        except (TypeError, ValueError):
+            pass
+        else:
+            raise AssertionError(f"cost_block{bad!r} accepted")

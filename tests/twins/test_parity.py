@@ -51,6 +51,7 @@ EVIDENCE = {
     "loop_skip": lambda m: getattr(m.cpu.cs, "skips", 0),
     "delay_skip": lambda m: m.cpu.delays_skipped[0],
     "fast_ram": lambda m: int(getattr(m.cpu, "pagemap", None) is not None),
+    "native_cost": lambda m: m.cpu.cost_model.native_costed,
     "Rtc.native_core": lambda m: sum(c.fired + c.handed for c in _cores(m, "Rtc")),
     "Timer.native_core": lambda m: sum(c.fired + c.handed for c in _cores(m, "Timer")),
     "Wdt.native_core": lambda m: len(_cores(m, "Wdt")),
