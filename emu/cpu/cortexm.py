@@ -77,7 +77,7 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
                 "irq_enabled", "mpu_dirty", "num_irq", "powered_off", "prigroup", "prio",
                 "prio_bits", "prio_mask", "profile", "reset_pc", "scr", "shcsr",
                 "stall_cut", "stalled_ticks", "stalls", "vtor")
-    STRUCTURE = ("_c_mem_read", "_c_mem_write", "_costed_pages", "_exc_hook", "_flash_guard",
+    STRUCTURE = ("_c_mem_read", "_c_mem_write", "_codebuf", "_costed_pages", "_exc_hook", "_flash_guard",
                  "_flash_regions", "_membuf", "_mmio_cfuncs", "_msr_hooks", "_uch", "_xregs",
                  "bkpt_handler", "cost_model", "counter", "flash_write_handler", "itm_handler",
                  "mpu", "on_exception", "on_sleep", "ram_host", "regions", "reset_handler",
@@ -105,6 +105,7 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
         self._c_mem_read = uclib.uc_mem_read
         self._c_mem_write = uclib.uc_mem_write
         self._membuf = ctypes.create_string_buffer(0x68)
+        self._codebuf = ctypes.create_string_buffer(256)     # a block's bytes (_read_code)
         # exception entry and return's register and memory work in C (the
         # Regs builtins of emu.soc._mmio; None: the Python below does it)
         self._xregs = getattr(uc, "_fastregs", None)

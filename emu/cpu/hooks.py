@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import re
 import struct
 from typing import Callable, Optional
 
@@ -18,6 +19,11 @@ from unicorn import arm_const as A
 from emu.cpu.armv7m import (EPSR_T, SVCALL, StopReason, VALID_EXC_RETURN)
 
 log = logging.getLogger("emu.cpu")
+
+# the first halfword of SDIV/UDIV (0xFB9x, 0xFBBx) as its bytes lie in memory
+_DIV_BYTES = re.compile(rb"[\x90-\x9f\xb0-\xbf]\xfb")
+# any of the byte pairs _needs_special_hooks looks for (SEV, MSR CONTROL, a division)
+_SPECIAL_BYTES = re.compile(rb"\x40\xbf|\x14\x88|[\x90-\x9f\xb0-\xbf]\xfb")
 
 
 class Hooks:
@@ -454,11 +460,8 @@ class Hooks:
         if (not self.fast_costing or self._boundaries_watched or 3 <= self._ipsr <= 6
                 or self.stop_reason):
             return False
-        try:
-            code = bytes(self.uc.mem_read(addr, size))
-        except UcError:
-            return False
-        if self._needs_special_hooks(code):
+        code = self._read_code(addr, size)
+        if code is None or self._needs_special_hooks(code):
             return False
         try:
             self.counter.insert(addr, size, *self.cost_model.block_cost_pure(code, addr))
@@ -469,6 +472,16 @@ class Hooks:
         self._slice_pc = addr
         self._slice_blocks = self.cs.blocks
         return True
+
+    def _read_code(self, addr: int, size: int):
+        """A block's bytes (uc_mem_read into a buffer kept for it: the
+        binding's mem_read builds two objects a call), None if unmapped."""
+        buf = self._codebuf
+        if size > len(buf):
+            buf = self._codebuf = ctypes.create_string_buffer(size)
+        if self._c_mem_read(self._uch, addr, buf, size):
+            return None
+        return buf.raw[:size]
 
     def _cost_block(self, addr: int, size: int) -> None:
         try:
@@ -487,14 +500,16 @@ class Hooks:
         """The block may hold an instruction that needs its own hook: SEV,
         SDIV/UDIV, MSR CONTROL (a cheap test on the bytes; _special_hooks
         disassembles)."""
+        if _SPECIAL_BYTES.search(code) is None:      # (most blocks: one scan)
+            return False
         return b"\x40\xbf" in code or (self.profile == "m4" and bool(code) and (
             self._has_div(code) or b"\x14\x88" in code))
 
     @staticmethod
     def _has_div(code: bytes) -> bool:
-        # SDIV/UDIV encodings: first halfword 0xFB9x / 0xFBBx
-        for i in range(0, len(code) - 1, 2):
-            if code[i + 1] == 0xFB and (code[i] & 0xF0) in (0x90, 0xB0):
+        # SDIV/UDIV encodings: first halfword 0xFB9x / 0xFBBx, at an even offset
+        for m in _DIV_BYTES.finditer(code):
+            if not m.start() & 1:
                 return True
         return False
 
