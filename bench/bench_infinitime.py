@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "infinitime"
 FIRST_S = 1.0
 IDLE_FROM_S = 4.0
-TARGETS = {"first": "<= 0.3 s wall (issue 29)", "idle": ">= 30x real time (issue 29)"}
+TARGETS = {"first": "<= 0.15 s wall (issue 46)", "idle": ">= 100x real time (issue 46)"}
 
 
 def image() -> str:

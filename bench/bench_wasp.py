@@ -52,8 +52,8 @@ from emu.soc.bus import reg_name  # noqa: E402
 CACHE = Path.home() / ".cache" / "pinetime-emu" / "wasp-os" / "upstream" / "micropython.elf"
 BOOT_S = 3.0
 IDLE_FROM_S = 6.0
-TARGETS = {"boot": "<= 3 s wall (issue 13)", "face": "<= 1.3 s wall (issue 29)",
-           "idle": ">= 50x real time (issue 29)"}
+TARGETS = {"boot": "<= 3 s wall (issue 13)", "face": "<= 0.5 s wall (issue 46)",
+           "idle": ">= 150x real time (issue 46)"}
 
 
 def image() -> str:
