@@ -67,6 +67,9 @@ def bench(name: str, ms: float, pure_python: bool) -> None:
           f"emulated={emu_s:.3f}s wall={wall:.3f}s MIPS={insns / wall / 1e6:.1f} "
           f"cycles/s={m.cpu.cycles / wall / 1e6:.1f}M real-time factor={emu_s / wall:.1f}x  "
           f"{m.console_text().strip()}")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from limit import share_line        # (the CPU-bound image is the rate itself: ~100 %)
+    print("  " + share_line(name, m.cpu.cycles / emu_s, emu_s / wall))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ flash; then
   at level 0, at most 120 emulated s), then ``--seconds`` x 4 measured.
 
 Printed per image and case: the average current, the largest parts and the
-battery life on the PineTime's 170 mAh cell (emu/currents.py).  The figures
+battery life on the PineTime's 170 mAh cell (emu/currents.py), and the
+measured run's share of its execution limit (bench/limit.py).  The figures
 are the model's (docs/energy.md says which are datasheet figures and which
 are estimates), not a measurement of a watch.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,13 +43,17 @@ def measure(m, seconds: float) -> str:
     if m.power_meter is not None:
         m.power_meter.close()
     meter = m.power(record=False)
+    t, c = time.perf_counter(), m.cpu.cycles
     m.run(seconds=seconds)
+    wall = time.perf_counter() - t
     r = meter.report()
     meter.close()
     parts = ", ".join(f"{p.name} {p.share * 100:.0f}%" for p in r.parts[:4] if p.share >= 0.01)
     life = r.battery_hours
+    from limit import share_line        # the speed of the measured run, the meter on
     return (f"{r.average_uA / 1000:7.3f} mA  battery {life:8.1f} h ({life / 24:5.1f} days)  "
-            f"[{parts}]")
+            f"[{parts}]\n    " + share_line("its speed", (m.cpu.cycles - c) / seconds,
+                                              seconds / wall))
 
 
 def main() -> int:

@@ -54,11 +54,12 @@ def main() -> None:
     from emu import native as _native
     _native.bench_guard("bench_mmio", pure=args.python)
     subprocess.run(["make", "-C", str(ROOT / "firmware"), "-s"], check=True)
-    native = not args.python and bus_mod._native is not None
+    native = not args.python and _native.load("emu.soc._mmio") is not None
     load = os.getloadavg()[0]
-    walls, cpus = [], []
+    walls, cpus, speeds = [], [], []
     for i in range(args.runs):
         n, wall, cpu, m = one_run(native)
+        speeds.append((m.time / wall, m.cpu.cycles / m.time))
         walls.append(n / wall)
         cpus.append(n / cpu)
         print(f"  run {i + 1}: {n} accesses, {wall:.3f} s wall = {n / wall / 1e6:.2f} M/s, "
@@ -68,6 +69,10 @@ def main() -> None:
           f"1-min load average {load:.2f} at start): median "
           f"{statistics.median(walls) / 1e6:.2f} M peripheral accesses per wall second, "
           f"{statistics.median(cpus) / 1e6:.2f} M per CPU second over {args.runs} runs")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from limit import share_line
+    x, busy = sorted(speeds)[len(speeds) // 2]
+    print(share_line("bench_mmio", busy, x))
 
 
 if __name__ == "__main__":

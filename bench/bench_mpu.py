@@ -46,10 +46,14 @@ def main() -> int:
             sums.add(checksum)
     assert len(sums) == 1, f"checksums differ: {sums}"
     base = statistics.median(rates["bench_cpu"])
+    sys.path.insert(0, str(ROOT / "bench"))
+    from limit import share_line
     for n in IMAGES:
         med = statistics.median(rates[n])
         print(f"{n:15s} median {med / 1e6:7.1f} M cycles/s  ({med / 64e6:5.1f}x real time)  "
               f"ratio to MPU off {med / base:.2f}")
+        # CPU-bound: every cycle of an emulated second is the firmware's
+        print("  " + share_line(n, 64e6, med / 64e6))
     return 0
 
 

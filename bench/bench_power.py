@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emu import Machine  # noqa: E402
+from limit import share_line  # noqa: E402
 
 CACHE = Path.home() / ".cache" / "pinetime-emu"
 
@@ -48,11 +49,11 @@ def images() -> list:
 def one(snap: str, seconds: float, power: bool) -> tuple:
     m = Machine.from_snapshot(snap)
     meter = m.power() if power else None
-    t = time.perf_counter()
+    t, c = time.perf_counter(), m.cpu.cycles
     m.run(seconds=seconds)
     wall = time.perf_counter() - t
     changes = meter.changes if meter is not None else 0
-    return wall, changes
+    return wall, changes, (m.cpu.cycles - c) / seconds
 
 
 def main() -> int:
@@ -71,13 +72,16 @@ def main() -> int:
             m.save_snapshot(snap)
             off, on, changes = [], [], 0
             for _ in range(a.runs):
-                off.append(one(snap, a.seconds, False)[0])
-                w, changes = one(snap, a.seconds, True)
+                w, _c, busy = one(snap, a.seconds, False)
+                off.append(w)
+                w, changes, _b = one(snap, a.seconds, True)
                 on.append(w)
             mo, mi = statistics.median(off), statistics.median(on)
             print(f"{name:18s} without {mo:7.3f} s  with {mi:7.3f} s  overhead "
                   f"{(mi / mo - 1) * 100:+6.1f} %  ({changes / a.seconds:.0f} changes per "
                   "emulated s)")
+            print("  " + share_line(f"{name}, without", busy, a.seconds / mo))
+            print("  " + share_line(f"{name}, with", busy, a.seconds / mi))
     return 0
 
 

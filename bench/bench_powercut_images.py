@@ -24,8 +24,9 @@ at every NOR operation of that write (or a seeded ``--wasp-sample``, or
 ``--wasp-ops A-B``), in each mode; the power back, the face must show
 again, the littlefs mount, and each file hold its old or its new content.
 
-Prints one line per case and the tables docs/powerloss.md ("With real
-firmware") shows.
+Prints one line per case, the tables docs/powerloss.md ("With real
+firmware") shows, and each phase's share of its execution limit
+(bench/limit.py; a case's wall time includes building its machine).
 """
 from __future__ import annotations
 
@@ -127,7 +128,24 @@ def tables(results) -> str:
         emu = f"{c['emu'] / c['emu_n']:.1f}" if c["emu_n"] else "-"
         lines.append(f"| {phase} | {flash} | {kind} | {mode} | {c['cases']} | {c['old']} | "
                      f"{c['new']} | {c['failed']} | {emu} | {c['wall'] / c['cases']:.1f} |")
-    return "\n".join(lines)
+    return "\n".join(lines) + shares(results)
+
+
+def shares(results) -> str:
+    """Each phase's share of its execution limit (bench/limit.py): its cases'
+    cycles over their emulated seconds, their emulated over wall seconds
+    (a case's wall time includes building its machine)."""
+    from limit import share_line
+    per = defaultdict(lambda: [0, 0.0, 0.0])
+    for phase, r in results:
+        d = r.details
+        if d.get("cycles") and d.get("emulated_s") and d.get("wall_s"):
+            p = per[phase]
+            p[0] += d["cycles"]
+            p[1] += d["emulated_s"]
+            p[2] += d["wall_s"]
+    return "".join(f"\n\n{share_line(phase, c / e, e / w)}"
+                   for phase, (c, e, w) in sorted(per.items()))
 
 
 def ops_table(ops, phases) -> str:

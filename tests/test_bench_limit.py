@@ -23,3 +23,11 @@ def test_both_cores_have_a_cpu_bound_rate():
     m4, m0 = lim.cpu_rate("m4"), lim.cpu_rate("m0")
     assert m4 > 1e7 and m0 > 1e7
     assert lim.cpu_rate("m4") == m4          # measured once
+
+
+def test_every_bench_prints_its_share_of_the_limit():
+    """Issue 46: every bench prints its workload's share of its execution
+    limit (share_line, or a table of its own from cpu_rate: bench_air's)."""
+    missing = [p.name for p in sorted((ROOT / "bench").glob("bench_*.py"))
+               if "share_line(" not in p.read_text() and "cpu_rate(" not in p.read_text()]
+    assert not missing, f"no share of the execution limit printed by {missing}"

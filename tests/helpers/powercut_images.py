@@ -286,12 +286,13 @@ def ota_case(log_path: str, meta: dict, cut: Cut, seed: int = 0):
     info = {}
 
     def keep(m, before, i):
-        info.update(i)
+        info.update(i, cycles=m.cpu.cycles, emulated_s=m.time)
     w0 = time.monotonic()
     r = run_logged_case(lambda: Machine(img, bootloader=bl, flash_file=None), _LOG[1],
                         ota_after(), cut, seed=seed, checks=[ota_image_check(meta), keep])
     r.details.update({"which": info.get("which"), "boot_s": info.get("boot_s"),
-                      "wall_s": time.monotonic() - w0})
+                      "wall_s": time.monotonic() - w0, "cycles": info.get("cycles"),
+                      "emulated_s": info.get("emulated_s")})
     return r
 
 
@@ -362,7 +363,9 @@ def wasp_logged_case(image: str, logf: str, old: dict, new: dict, cut: Cut, seed
     w0 = time.monotonic()
     r = run_logged_case(lambda: Machine(image, flash_file=None), _LOG[1], _wasp_after(),
                         cut, seed=seed, checks=[_wasp_files(old, new),
-                                                lambda m, b, i: info.update(i)])
+                                                lambda m, b, i: info.update(
+                                                    i, cycles=m.cpu.cycles, emulated_s=m.time)])
     r.details.update({"which": info.get("which"), "boot_s": info.get("boot_s"),
-                      "wall_s": time.monotonic() - w0})
+                      "wall_s": time.monotonic() - w0, "cycles": info.get("cycles"),
+                      "emulated_s": info.get("emulated_s")})
     return r
