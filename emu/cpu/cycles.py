@@ -145,7 +145,6 @@ class CostModel:
         self.md = capstone.Cs(capstone.CS_ARCH_ARM, mode)
         self.md.detail = True
         self.profile = m_profile
-        self._facts: dict = {}     # (mnemonic, operand text) -> _insn_facts
         self.native_costed = 0     # blocks costed in C
         self._native = None        # emu.cpu._core.cost_block (the Cortex-M4's encodings)
         if native and self.native_cost and m_profile == "m4":
@@ -182,12 +181,9 @@ class CostModel:
         stores = sp = sp_top = 0       # BLOCK_STORE's figures (words for the SP)
         stack = False
         insns = []
-        facts = self._facts
         for _a, _s, mnemonic, op_str in self.md.disasm_lite(code, address):
             insns.append((mnemonic, op_str))
-            f = facts.get((mnemonic, op_str))
-            if f is None:
-                f = self._insn_facts(mnemonic, op_str)
+            f = self._insn_facts(mnemonic, op_str)
             total += f[1] if prev_ldst else f[0]
             prev_ldst = f[2]
             n += 1
@@ -228,10 +224,10 @@ class CostModel:
         return max(total, 1), flags
 
     def _insn_facts(self, mnemonic: str, op_str: str) -> tuple:
-        """What block_cost_pure needs of one instruction, from its text alone
-        (remembered by text): (cycles, cycles after a single load/store, is
-        a single load/store, _K_PURE/_K_CALL/_K_STACK/_K_OTHER, the call's
-        is-BL or _insn_stack's figures, else None)."""
+        """What block_cost_pure needs of one instruction, from its text alone:
+        (cycles, cycles after a single load/store, is a single load/store,
+        _K_PURE/_K_CALL/_K_STACK/_K_OTHER, the call's is-BL or _insn_stack's
+        figures, else None); emu/cpu/_cost.c's cost_insn gives the same."""
         insn = _Insn(mnemonic, op_str)
         c0, ldst = self.insn_cost(insn, False)
         c1, _ = self.insn_cost(insn, True)
@@ -244,8 +240,7 @@ class CostModel:
         else:
             extra = _insn_stack(mnemonic, op_str)
             kind = _K_OTHER if extra is None else _K_STACK
-        f = self._facts[(mnemonic, op_str)] = (c0, c1, ldst, kind, extra)
-        return f
+        return c0, c1, ldst, kind, extra
 
     def block_pure(self, code: bytes, address: int) -> bool:
         """The block only loads, computes, compares and branches directly

@@ -389,12 +389,11 @@ def cost() -> None:
     assert not mismatch, mismatch[:5]
     assert n16 > 0xE800 * 0.7, f"C decodes only {n16} of the 16-bit encodings"
     # blocks: sums, the pipelined loads, the loop watch's flags, IT blocks
-    pool = known
     blocks = []
     for _ in range(30000):
         parts = []
         for _k in range(rnd.randrange(1, 7)):
-            c = pool[rnd.randrange(len(pool))]
+            c = known[rnd.randrange(len(known))]
             parts.append(c[:2] if (c[1] >> 3) < 0x1D else c)
         if rnd.random() < 0.4:
             parts.insert(rnd.randrange(len(parts)),
