@@ -7,14 +7,15 @@
  * for each, the facts the reference derives from that text
  * (CostModel._insn_facts: cycles, cycles after a single load/store,
  * whether it is one, its kind for the loop watch, and the call's or the
- * stack's figures).  Anything else (IT blocks, floating point, writeback
- * addressing, hints and system instructions beyond the common ones, the
- * encodings the architecture calls UNPREDICTABLE) makes the whole block
- * the reference's: cost_block answers None.  So does a block that ends
- * in a conditional branch back to its own start (a countdown loop:
- * countdown_flags reads the operands).  tests/twins/drivers.py::cost
- * compares every 16-bit encoding and a sweep of the 32-bit ones against
- * the reference, instruction by instruction and block by block.
+ * stack's figures), IT blocks included (it_cost: the reference's costs
+ * there).  Anything else (floating point, writeback through SP, MSR/MRS
+ * and the rarer hints and system instructions, the encodings the
+ * architecture calls UNPREDICTABLE) makes the whole block the reference's:
+ * cost_block answers None.  So does a block that ends in a conditional
+ * branch back to its own start (a countdown loop: countdown_flags reads
+ * the operands).  tests/twins/drivers.py::cost compares every 16-bit
+ * encoding and a sweep of the 32-bit ones against the reference,
+ * instruction by instruction and block by block.
  */
 #include "_core.h"
 
