@@ -14,7 +14,9 @@ from typing import Optional
 
 def number(name: str, v, lo: Optional[float] = None, hi: Optional[float] = None) -> float:
     """A finite real number in [lo, hi]."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+    t = type(v)     # (an int or a float first: numbers.Real's check is an ABC's, slow)
+    if t is not float and t is not int and (isinstance(v, bool)
+                                            or not isinstance(v, numbers.Real)):
         raise TypeError(f"{name} must be a number, not {type(v).__name__} {_short(v)}")
     f = float(v)
     if not math.isfinite(f):
@@ -25,7 +27,7 @@ def number(name: str, v, lo: Optional[float] = None, hi: Optional[float] = None)
 
 def integer(name: str, v, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
     """An integer in [lo, hi]."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+    if type(v) is not int and (isinstance(v, bool) or not isinstance(v, numbers.Integral)):
         raise TypeError(f"{name} must be an integer, not {type(v).__name__} {_short(v)}")
     i = int(v)
     _range(name, i, lo, hi)

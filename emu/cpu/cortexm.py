@@ -46,7 +46,7 @@ from emu.cpu.armv7m import *  # noqa: F401,F403  (the facts, as emu.cpu.cortexm.
 from emu.cpu.armv7m import (HARDFAULT, NMI, RESET, StopReason, _CORE_REGS,
                             _EXC_IDS, _MEM_CHECKED, _WORDS,
                             _mem_range)  # noqa: F401
-from emu.soc.ops import is_native_clock, unreplaced
+from emu.soc.ops import Steps, is_native_clock, unreplaced
 
 from emu.cpu.exceptions import Exceptions
 from emu.cpu.hooks import Hooks
@@ -671,9 +671,9 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
 
 # the methods as defined here, for CortexM._native_loop_ok (a test's
 # monkeypatch of the class replaces one: then the Python loop runs)
-_LOOP_ORIGINALS = {n: getattr(CortexM, n) for n in CortexM._LOOP_STEPS}
+_LOOP_ORIGINALS = Steps({n: getattr(CortexM, n) for n in CortexM._LOOP_STEPS})
 _CLOCK_ORIGINALS = {n: getattr(Clock, n) for n in ("run_due", "next_event_time", "_clean")}
-_EMU_START = {"emu_start": Uc.emu_start}
+_EMU_START = Steps({"emu_start": Uc.emu_start})
 
 
 def _clock_unreplaced(clock) -> bool:
@@ -681,7 +681,7 @@ def _clock_unreplaced(clock) -> bool:
     whose class cannot be patched), its run_due, next_event_time and _clean
     not shadowed on the instance.  A machine on emu.clock.Clock (the
     reference) runs the Python loop."""
-    return is_native_clock(clock) and not set(_CLOCK_ORIGINALS) & set(vars(clock))
+    return is_native_clock(clock) and vars(clock).keys().isdisjoint(_CLOCK_ORIGINALS)
 
 
 # (re-exported: the SCS asks whether its pends may be done in C)

@@ -17,6 +17,7 @@ from unicorn import (UC_HOOK_CODE, UC_HOOK_MEM_FETCH_UNMAPPED, UC_HOOK_MEM_READ_
 from unicorn import arm_const as A
 
 from emu.cpu.armv7m import (EPSR_T, SVCALL, StopReason, VALID_EXC_RETURN)
+from emu.soc.ops import Steps
 
 log = logging.getLogger("emu.cpu")
 
@@ -584,8 +585,8 @@ class Hooks:
 
 
 # what ExcHook's invalid-instruction hook (the WFEs in C) stands for
-_WFE_ORIGINALS = {n: getattr(Hooks, n) for n in (
-    "_hook_insn_invalid", "_wfe_in_hook", "_sleep_in_hook", "_wfe_kind_at", "_wfe_before")}
+_WFE_ORIGINALS = Steps({n: getattr(Hooks, n) for n in (
+    "_hook_insn_invalid", "_wfe_in_hook", "_sleep_in_hook", "_wfe_kind_at", "_wfe_before")})
 
 
 def _capstone_to_uc_reg(csreg: int) -> int:

@@ -11,7 +11,7 @@ from unicorn import arm_const as A
 
 from emu.cpu import cycles as cyc
 from emu.cpu.armv7m import BUSFAULT, MEMMANAGE, USAGEFAULT, XPSR_IT
-from emu.soc.ops import unreplaced
+from emu.soc.ops import Steps, unreplaced
 
 log = logging.getLogger("emu.cpu")
 
@@ -238,9 +238,9 @@ class Nvic:
 
 
 # what ExcHook.pend_write (the SCS's ISPR/ICSR pends in C) stands for
-PEND_ORIGINALS = {n: getattr(Nvic, n) for n in (
+PEND_ORIGINALS = Steps({n: getattr(Nvic, n) for n in (
     "set_pending", "_pending_changed", "_pending_to_enter", "best_pending",
-    "execution_priority", "active_priority", "group_prio", "exc_enabled")}
+    "execution_priority", "active_priority", "group_prio", "exc_enabled")})
 
 
 def pends_in_c(cpu) -> bool:

@@ -64,22 +64,41 @@ from typing import Any, Callable, Optional
 
 from emu import native
 
+class Steps(dict):
+    """A table of steps for :func:`unreplaced` (name -> the function as its
+    module defined it) made once at import: its names and their getter are
+    built once, not at every ask (the run loop asks three tables at every
+    Machine.run)."""
+
+    def __init__(self, steps: dict):
+        super().__init__(steps)
+        self.names = tuple(self)
+        self.functions = tuple(self.values())
+        self.getter = _attrgetter(*self.names) if self.names else None
+
+
 def unreplaced(obj, steps: dict) -> bool:
     """Each of ``steps`` (name -> the function as its module defined it) is
     still that function on ``obj``'s class (not a subclass's, not a test's
     monkeypatch of the class) and not replaced on the instance: only then
     may C code stand for those steps (the peripherals' cores, the CPU's run
-    loop and pends in C)."""
+    loop and pends in C).  ``steps`` may be a :class:`Steps`."""
     # (in C-level iterations: the run loop asks at every Machine.run, and a
     # run in small steps - a scenario, a debugger, a bench polling a
     # console - paid 11 us a call in the generator this replaces)
-    names = tuple(steps)
-    if not names:
-        return True
-    got = _attrgetter(*names)(type(obj))
+    if type(steps) is Steps:
+        names, getter, functions = steps.names, steps.getter, steps.functions
+        if getter is None:
+            return True
+    else:
+        names = tuple(steps)
+        if not names:
+            return True
+        getter, functions = _attrgetter(*names), steps.values()
+    got = getter(type(obj))
     if len(names) == 1:
         got = (got,)
-    return all(map(_is, got, steps.values())) and vars(obj).keys().isdisjoint(names)
+    return all(map(_is, got, functions)) and vars(obj).keys().isdisjoint(names)
 
 
 # ----------------------------------------------------------------------
