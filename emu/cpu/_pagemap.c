@@ -20,6 +20,12 @@
  * translated code follows Unicorn's sync of the CPU state to the accessing
  * instruction, IT bits included: they go back to zero as after a store
  * hook (FlashGuard).
+ *
+ * With the MPU on, the RAM pages every region covering them makes
+ * execute-never (Zephyr's SRAM) are refused to fetches here too
+ * (``set_xn``, from emu/cpu/mpu.py): the default map's fault, without a
+ * protection hook on the page (a memory hook over a page keeps Unicorn's
+ * TLB entry for it "not dirty": every store there takes the slow path).
  */
 #include "_core.h"
 typedef struct {
@@ -31,6 +37,8 @@ typedef struct {
     PyObject_HEAD
     uint64_t ram_base, ram_size;    /* one RAM range */
     unsigned char *exec;            /* one byte a 1 KiB page of RAM */
+    unsigned char *xn;              /* one byte a RAM page: the MPU refuses fetches there */
+    int any_xn;
     unsigned long long fills, exec_pages;
     uint64_t denied;                /* the last fetch refused, + 1 (0: none) */
     uc_reg_fn reg_write;
@@ -49,6 +57,12 @@ static int pagemap_fill(void *uc, uint64_t vaddr, int type, uc_tlb_entry_t *e, v
     e->paddr = page;
     if ((uint64_t)page - m->ram_base < m->ram_size) {
         uint64_t i = ((uint64_t)page - m->ram_base) >> 10;
+        if (m->any_xn && m->xn[i]) {            /* the MPU: execute-never */
+            e->perms = 3;
+            if (type == 18)
+                m->denied = (uint64_t)vaddr + 1;
+            goto data;
+        }
         if (type == 18 /* UC_MEM_FETCH */ && !m->exec[i]) {
             m->exec[i] = 1;
             m->exec_pages++;
@@ -66,6 +80,7 @@ static int pagemap_fill(void *uc, uint64_t vaddr, int type, uc_tlb_entry_t *e, v
     } else {
         e->perms = 7;
     }
+data:
     if (type != 18 && m->reg_write != NULL) {
         uint64_t t = 1u << 24;                          /* EPSR: T, IT = 0 */
         m->reg_write(uc, m->epsr_id, &t);
@@ -85,7 +100,8 @@ static PyObject *PageMap_install(PageMap *m, PyObject *args) {
 #endif
     if (m->exec == NULL) {
         m->exec = PyMem_Calloc((size_t)(size >> 10) + 1, 1);
-        if (m->exec == NULL)
+        m->xn = PyMem_Calloc((size_t)(size >> 10) + 1, 1);
+        if (m->exec == NULL || m->xn == NULL)
             return PyErr_NoMemory();
     }
     m->ram_base = base;
@@ -106,7 +122,40 @@ static PyObject *PageMap_take_denied(PageMap *m, PyObject *noargs) {
     return PyLong_FromUnsignedLongLong(d - 1);
 }
 
+/* set_xn(table or None) -> True if it changed (the caller then flushes the
+ * TLB): a byte a RAM page, non-zero where the MPU refuses fetches */
+static PyObject *PageMap_set_xn(PageMap *m, PyObject *arg) {
+    size_t n = m->xn == NULL ? 0 : (size_t)(m->ram_size >> 10);
+    int changed = 0, any = 0;
+    if (arg == Py_None) {
+        for (size_t i = 0; i < n; i++) {
+            changed |= m->xn[i] != 0;
+            m->xn[i] = 0;
+        }
+    } else {
+        Py_buffer b;
+        if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE))
+            return NULL;
+        if ((size_t)b.len != n) {
+            PyBuffer_Release(&b);
+            return PyErr_Format(PyExc_ValueError, "set_xn: %zu bytes for %zu pages",
+                                (size_t)b.len, n);
+        }
+        const unsigned char *t = b.buf;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char v = t[i] != 0;
+            changed |= m->xn[i] != v;
+            m->xn[i] = v;
+            any |= v;
+        }
+        PyBuffer_Release(&b);
+    }
+    m->any_xn = any;
+    return PyBool_FromLong(changed);
+}
+
 static void PageMap_dealloc(PageMap *m) {
+    PyMem_Free(m->xn);
     PyMem_Free(m->exec);
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
@@ -115,6 +164,9 @@ static PyMethodDef PageMap_methods[] = {
     {"install", (PyCFunction)PageMap_install, METH_VARARGS,
      "install(uc_hook_add_address, uc_handle, UC_HOOK_TLB_FILL, uc_reg_write_address, "
      "UC_ARM_REG_EPSR, ram_base, ram_size) -> uc_err (keep the map alive as long as the engine)"},
+    {"set_xn", (PyCFunction)PageMap_set_xn, METH_O,
+     "set_xn(table or None) -> changed: the RAM pages (a byte each) the MPU makes "
+     "execute-never; flush the TLB when it changed"},
     {"take_denied", (PyCFunction)PageMap_take_denied, METH_NOARGS,
      "take_denied() -> the address of the last fetch refused since the last call, or None"},
     {NULL}

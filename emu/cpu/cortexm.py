@@ -226,6 +226,13 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
         emulated second).  An exception is kept and stops the engine, as the
         binding does (emu_start raises it), and the hook answers
         ``on_error``."""
+        self.raw_hook_add(htype, self.raw_callback(cfunc, fn, on_error), 1, 0)
+
+    def raw_callback(self, cfunc: str, fn, on_error):
+        """``fn`` as a ctypes callback of type ``cfunc`` (kept alive as long as
+        the engine), for raw_hook_add: made once, registered over as many
+        ranges as wanted (the binding's hook_add builds one a call: 42 us an
+        add and delete, where a raw one costs a few)."""
         from unicorn.unicorn_py3 import unicorn as ub
         uc = self.uc
 
@@ -238,12 +245,26 @@ class CortexM(Nvic, Exceptions, Hooks, RunLoop):
                 uc.emu_stop()
                 return on_error
         fptr = getattr(ub, cfunc)(cb)
+        self._mmio_cfuncs.append(fptr)          # keep it alive as long as the engine
+        return fptr
+
+    def raw_hook_add(self, htype: int, fptr, begin: int, end: int) -> int:
+        """Register ``fptr`` (raw_callback) for ``htype`` over [begin, end]
+        ((1, 0): everything); the hook's handle."""
+        from unicorn.unicorn_py3 import unicorn as ub
         handle = ub.uc_hook_h()
-        err = ub.uclib.uc_hook_add(uc._uch, ctypes.byref(handle), htype, fptr,
-                                   ctypes.c_void_p(0), ctypes.c_uint64(1), ctypes.c_uint64(0))
+        err = ub.uclib.uc_hook_add(self.uc._uch, ctypes.byref(handle), htype, fptr,
+                                   ctypes.c_void_p(0), ctypes.c_uint64(begin),
+                                   ctypes.c_uint64(end))
         if err:
             raise UcError(err)
-        self._mmio_cfuncs.append(fptr)          # keep it alive as long as the engine
+        return handle.value
+
+    def raw_hook_del(self, handle: int) -> None:
+        from unicorn.unicorn_py3 import unicorn as ub
+        err = ub.uclib.uc_hook_del(self.uc._uch, ub.uc_hook_h(handle))
+        if err:
+            raise UcError(err)
 
     # Exception returns in the INTR hook are carried out in C (emu.soc._mmio.
     # ExcHook: the steps of _return_in_hook and exception_return when nothing

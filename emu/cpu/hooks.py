@@ -159,6 +159,24 @@ class Hooks:
         self.pagemap = pm
         self._fast_ram_range = (base, size)
 
+    def fast_ram_range(self):
+        """(RAM base, size) while the PageMap fills the TLB (no memory hook
+        over the RAM), else None."""
+        return self._fast_ram_range if self.pagemap is not None else None
+
+    def guard_hook(self, begin: int, end: int) -> int:
+        """The native store guard (FlashGuard) as a WRITE_PROT hook over
+        [begin, end]; its handle (raw_hook_del removes it)."""
+        from unicorn.unicorn_py3.unicorn import uclib
+        addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value   # noqa: E731
+        fix = addr(uclib.uc_reg_write) if self._guard_fixes_it else 0
+        err, hh = self._flash_guard.install(addr(uclib.uc_hook_add), self.uc._uch.value,
+                                            UC_HOOK_MEM_WRITE_PROT, fix, A.UC_ARM_REG_EPSR,
+                                            begin, end)
+        if err:
+            raise UcError(err)
+        return hh
+
     def slow_ram(self) -> None:
         """Back to Unicorn's own TLB and hooks over the RAM too (the MPU
         needs its protection hooks there)."""

@@ -9,8 +9,19 @@ region: the default map for privileged code when PRIVDEFENA is set, a fault
 otherwise.  AP as in table B3-15, execution needs read access and XN clear.
 In HardFault, NMI and with FAULTMASK set the MPU is off unless HFNMIENA.
 
-Enforced on flash and RAM, through Unicorn's page protections (1 KiB pages):
-whenever the configuration or the privilege changes each page gets the
+Enforced on flash and RAM, through Unicorn's page protections (1 KiB pages)
+and protection hooks.  Any memory hook over a page keeps Unicorn from
+marking its TLB entry dirty, so every store there takes the slow path (half
+of Zephyr's fpu_sharing once); with the TLB filled by the PageMap
+(emu/cpu/_pagemap.c) the RAM's pages therefore carry hooks only while the
+MPU protects them (``_follow_runs``: runs added before a change, removed
+after it), and pages wholly execute-never are refused to fetches by the
+fill (``set_xn``) instead of protected.  A map that protects more than
+RAM_FOLLOW_PAGES pages (a switch to a user thread) goes back, for good, to
+Unicorn's own TLB and hooks over all of the RAM: following runs at every
+switch would cost more than it saves.
+
+Whenever the configuration or the privilege changes each page gets the
 access every byte of it allows.  CTRL writes apply at the next block
 boundary (as after the DSB/ISB the architecture asks for); region writes at
 the next slice boundary, exception entry or return, or privilege change (an
@@ -61,17 +72,21 @@ NUM_REGIONS = 8
 _AP = {0: (0, 0), 1: (R | W, 0), 2: (R | W, R), 3: (R | W, R | W), 4: (0, 0),
        5: (R, 0), 6: (R, R), 7: (R, R)}
 OFFSETS = range(0xD90, 0xDBC, 4)
+# more protected RAM pages than this at once: the MPU's hooks cover all of
+# the RAM from then on (Mpu._follow_runs)
+RAM_FOLLOW_PAGES = 16
 
 
 class Mpu:
     # what a snapshot saves (SNAPSHOT) and what the wiring rebuilds (emu/snapshot.py)
     SNAPSHOT = ()
-    STRUCTURE = ("_applied", "_base", "_cache", "_config", "_installed", "_pages", "_perms",
-                 "_ppb_pages", "_prot", "_prot_key", "_ram", "_transitions", "cpu", "ctrl",
-                 "rasr", "rbar", "rnr")
+    STRUCTURE = ("_applied", "_base", "_cache", "_config", "_fp_prot", "_fp_wprot", "_installed",
+                 "_pages", "_perms", "_ppb_pages", "_prot", "_prot_key", "_ram", "_ram_runs",
+                 "_transitions", "cpu", "ctrl", "rasr", "rbar", "rnr")
     def __init__(self, cpu):
         self.cpu = cpu
         self._installed = False
+        self._ram_runs = None         # protected RAM runs -> their hooks (None: hooks everywhere)
         self._prot: dict = {}
         self._prot_key = None
         self._ram = None
@@ -197,8 +212,23 @@ class Mpu:
             return
         self._installed = True
         uc = self.cpu.uc
-        self.cpu.slow_ram()        # Unicorn's own TLB, the store hooks over the RAM too
-        self.cpu.no_loop_skip()    # its hooks may fault a load: no polling loop skipped
+        cpu = self.cpu
+        # A memory hook over a page keeps Unicorn from marking the page's TLB
+        # entry dirty (uc_mem_hook_installed in its notdirty_write): every
+        # store there takes the slow path.  With the TLB filled by the
+        # PageMap (and the store guard in C) the RAM's pages get the hooks
+        # only while they are protected (_follow_runs), and pages wholly
+        # execute-never are refused to fetches by the fill (set_xn);
+        # otherwise Unicorn's own TLB and hooks over all of the RAM.
+        self._ram_runs = None
+        if cpu.fast_ram_range() is None or cpu._flash_guard is None:
+            cpu.slow_ram()         # Unicorn's own TLB, the store hooks over the RAM too
+        else:
+            self._ram_runs = {}    # (first page, end) -> hook handles, while protected
+            self._fp_prot = cpu.raw_callback("HOOK_MEM_INVALID_CFUNC", self._hook_prot, False)
+            self._fp_wprot = cpu.raw_callback("HOOK_MEM_INVALID_CFUNC", cpu._hook_write_prot,
+                                              False)
+        cpu.no_loop_skip()         # its hooks may fault a load: no polling loop skipped
         self._pages = []                               # (page, base protection)
         for (start, end, kind, _name) in self.cpu.regions:
             if kind in ("ram", "flash") and start < 0x40000000:
@@ -222,7 +252,13 @@ class Mpu:
             rbase, (rsize, _buf, host) = next(iter(ram.items()))
             self._ram = (rbase, rsize, host)
         # stores: CortexM._hook_write_prot hands the MPU's pages to _hook_prot
-        uc.hook_add(UC_HOOK_MEM_READ_PROT | UC_HOOK_MEM_FETCH_PROT, self._hook_prot)
+        if self._ram_runs is None:
+            uc.hook_add(UC_HOOK_MEM_READ_PROT | UC_HOOK_MEM_FETCH_PROT, self._hook_prot)
+        else:
+            rbase, rsize = cpu.fast_ram_range()
+            for b, e in ((0, rbase - 1), (rbase + rsize, (1 << 64) - 1)):
+                uc.hook_add(UC_HOOK_MEM_READ_PROT | UC_HOOK_MEM_FETCH_PROT, self._hook_prot,
+                            begin=b, end=e)
         log.info("MPU enabled: enforced on flash and RAM through page protections "
                  "(peripheral space uses the default map)")
 
@@ -247,13 +283,78 @@ class Mpu:
             if len(self._cache) >= 64:
                 self._cache.clear()
             got = self._cache[ckey] = self._page_map(priv)
-        want, perms = got
+        want, perms, xn = got
+        if self._ram_runs is not None and self._ram_pages(want) > RAM_FOLLOW_PAGES:
+            self._to_unicorn_tlb()
+            got = self._cache[ckey] = self._page_map(priv)
+            want, perms, xn = got
         self._set(want, ckey)
         self._set_guard(perms)
+        self._set_xn(xn)
 
     def _restore_all(self) -> None:
         self._set({}, None)
         self._set_guard(None)
+        self._set_xn(None)
+
+    def _set_xn(self, xn) -> None:
+        """Hand the RAM pages the regions make wholly execute-never to the
+        TLB fill (emu/cpu/_pagemap.c set_xn); the TLB goes when they change."""
+        if self._ram_runs is None:
+            return
+        if self.cpu.pagemap.set_xn(xn):
+            self.cpu._flush_tlb()
+
+    def _ram_pages(self, want: dict) -> int:
+        rbase, rsize = self.cpu.fast_ram_range()
+        return sum(1 for p in want if rbase <= p < rbase + rsize)
+
+    def _to_unicorn_tlb(self) -> None:
+        """A map protects much of the RAM (a switch to a user thread): from
+        now on Unicorn's own TLB and the hooks over all of the RAM, as when
+        the PageMap is off (kernel/sleep switches 16 389 times a run: adding
+        and removing the runs' hooks each time cost more than it saved)."""
+        from unicorn import UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_READ_PROT
+        cpu = self.cpu
+        rbase, rsize = cpu.fast_ram_range()
+        self._set_xn(None)
+        cpu.uc.hook_add(UC_HOOK_MEM_READ_PROT | UC_HOOK_MEM_FETCH_PROT, self._hook_prot,
+                        begin=rbase, end=rbase + rsize - 1)
+        cpu.slow_ram()             # its store hooks over the RAM, Unicorn's TLB
+        for handles in self._ram_runs.values():
+            for h in handles:
+                cpu.raw_hook_del(h)
+        self._ram_runs = None
+        self._cache.clear()        # (maps made for the TLB fill: execute-never pages apart)
+        self._transitions.clear()
+
+    def _follow_runs(self, want: dict, add: bool) -> None:
+        """The RAM's protected pages of ``want`` in runs, each with the
+        protection hooks (the C store guard, then _hook_write_prot; loads and
+        fetches: _hook_prot): ``add`` the runs missing (before the pages
+        change), else remove those no longer wanted (after)."""
+        rbase, rsize = self.cpu.fast_ram_range()
+        pages = sorted(p for p in want if rbase <= p < rbase + rsize)
+        runs = []
+        for p in pages:
+            if runs and runs[-1][1] == p:
+                runs[-1][1] = p + PAGE
+            else:
+                runs.append([p, p + PAGE])
+        target = {(b, e - 1) for b, e in runs}
+        cur = self._ram_runs
+        cpu = self.cpu
+        if add:
+            from unicorn import UC_HOOK_MEM_WRITE_PROT
+            for b, e in sorted(target - cur.keys()):
+                cur[(b, e)] = (cpu.guard_hook(b, e),
+                               cpu.raw_hook_add(UC_HOOK_MEM_WRITE_PROT, self._fp_wprot, b, e),
+                               cpu.raw_hook_add(UC_HOOK_MEM_READ_PROT | UC_HOOK_MEM_FETCH_PROT,
+                                                self._fp_prot, b, e))
+        else:
+            for run in [r for r in cur if r not in target]:
+                for h in cur.pop(run):
+                    cpu.raw_hook_del(h)
 
     def _set_guard(self, perms) -> None:
         """Hand the RAM's granule access table to the native store hook."""
@@ -271,6 +372,9 @@ class Mpu:
         between two named maps are remembered (an RTOS goes back and forth
         between a few)."""
         uc = self.cpu.uc
+        following = self._ram_runs is not None
+        if following:
+            self._follow_runs(want, True)
         tkey = (self._prot_key, key)
         runs = self._transitions.get(tkey) if key is not None or self._prot_key is not None \
             else None
@@ -278,6 +382,8 @@ class Mpu:
             for start, size, prot in runs:
                 uc.mem_protect(start, size, prot)
             self._prot, self._prot_key = want, key
+            if following:
+                self._follow_runs(want, False)
             return
         cur, base = self._prot, self._base
         changes = []
@@ -301,10 +407,13 @@ class Mpu:
                 self._transitions.clear()
             self._transitions[tkey] = tuple(runs)
         self._prot, self._prot_key = want, key
+        if following:
+            self._follow_runs(want, False)
 
     def _page_map(self, priv: bool) -> tuple:
         """(page -> protection for the pages that differ from their base,
-        the RAM's access per 32-byte granule for the native store hook)."""
+        the RAM's access per 32-byte granule for the native store hook, the
+        RAM pages wholly execute-never for the TLB fill or None)."""
         # the answer can change only at region (and subregion) edges
         edges = {0}
         for i in range(NUM_REGIONS):
@@ -320,18 +429,28 @@ class Mpu:
         points = sorted(e for e in edges if e < (1 << 32))
         values = [self.access(p, priv) for p in points]
         want = {}
+        # following the protected RAM (_follow_runs), a RAM page whose only
+        # loss is execution, on all of it, is refused to fetches by the TLB
+        # fill (set_xn) rather than protected: no hook on it
+        rng = self.cpu.fast_ram_range() if self._ram_runs is not None else None
+        xn = bytearray(rng[1] // PAGE) if rng is not None else None
         k = 0
         for page, base in self._pages:             # in address order
             while k + 1 < len(points) and points[k + 1] <= page:
                 k += 1
-            allowed = values[k]                     # what all of the page allows
+            allowed = any_x = values[k]            # what all of the page allows
             j = k + 1
             while j < len(points) and points[j] < page + PAGE:
                 allowed &= values[j]
+                any_x |= values[j]
                 j += 1
             prot = base & allowed
             if prot != base:
-                want[page] = prot
+                if (xn is not None and prot | X == base and not any_x & X
+                        and rng[0] <= page < rng[0] + rng[1]):
+                    xn[(page - rng[0]) // PAGE] = 1
+                else:
+                    want[page] = prot
         if not priv:
             for p in self._ppb_pages:
                 want[p] = 0
@@ -346,7 +465,7 @@ class Mpu:
                     k += 1
                 table[g] = values[k]
             perms = bytes(table)
-        return want, perms
+        return want, perms, (bytes(xn) if xn is not None and any(xn) else None)
 
     def _hook_prot(self, uc, access, address, size, value, _ud):
         """A protection fault on flash or RAM: decide it byte-exactly."""

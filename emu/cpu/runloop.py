@@ -330,9 +330,14 @@ class RunLoop:
             denied = self.pagemap.take_denied() if self.pagemap is not None else None
             if denied is not None:
                 # a fetch from an execute-never region, refused by the TLB
-                # fill (_fast_ram): the fault Unicorn's own TLB raises
-                self.take_fault(MEMMANAGE, MMFSR_IACCVIOL, pc, f"instruction fetch fault at "
-                                f"{pc:#010x}")
+                # fill (_fast_ram): the fault Unicorn's own TLB raises; in
+                # RAM with the MPU on, the MPU's (Mpu._set_xn)
+                rng = self.fast_ram_range()
+                if rng is not None and rng[0] <= denied < rng[0] + rng[1]:
+                    why = f"instruction fetch the MPU forbids at {denied:#010x}"
+                else:
+                    why = f"instruction fetch fault at {pc:#010x}"
+                self.take_fault(MEMMANAGE, MMFSR_IACCVIOL, pc, why)
                 return
             if err.errno == UC_ERR_INSN_INVALID:
                 self.take_fault(USAGEFAULT, UFSR_UNDEFINSTR, pc, "undefined instruction")
