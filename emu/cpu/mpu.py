@@ -72,8 +72,8 @@ NUM_REGIONS = 8
 _AP = {0: (0, 0), 1: (R | W, 0), 2: (R | W, R), 3: (R | W, R | W), 4: (0, 0),
        5: (R, 0), 6: (R, R), 7: (R, R)}
 OFFSETS = range(0xD90, 0xDBC, 4)
-# more protected RAM pages than this at once: the MPU's hooks cover all of
-# the RAM from then on (Mpu._follow_runs)
+# more protected RAM pages than this at once: Unicorn's own TLB and the
+# MPU's hooks over all of the RAM from then on (Mpu._to_unicorn_tlb)
 RAM_FOLLOW_PAGES = 16
 
 
