@@ -112,17 +112,9 @@ class Hooks:
 
     def _add_write_prot_hooks(self, ranges) -> None:
         uc = self.uc
-        g = self._flash_guard
-        if g is not None:
-            from unicorn.unicorn_py3.unicorn import uclib
-            addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value   # noqa: E731
-            fix = addr(uclib.uc_reg_write) if self._guard_fixes_it else 0
+        if self._flash_guard is not None:
             for b, e in ranges:
-                err, hh = g.install(addr(uclib.uc_hook_add), uc._uch.value,
-                                    UC_HOOK_MEM_WRITE_PROT, fix, A.UC_ARM_REG_EPSR, b, e)
-                if err:
-                    raise UcError(err)
-                self._mem_hooks.append(("c", hh))
+                self._mem_hooks.append(("c", self.guard_hook(b, e)))
         for b, e in ranges:
             self._mem_hooks.append(("uc", uc.hook_add(UC_HOOK_MEM_WRITE_PROT,
                                                       self._hook_write_prot, begin=b, end=e)))

@@ -284,7 +284,7 @@ class Mpu:
                 self._cache.clear()
             got = self._cache[ckey] = self._page_map(priv)
         want, perms, xn = got
-        if self._ram_runs is not None and self._ram_pages(want) > RAM_FOLLOW_PAGES:
+        if self._ram_runs is not None and len(self._ram_pages(want)) > RAM_FOLLOW_PAGES:
             self._to_unicorn_tlb()
             got = self._cache[ckey] = self._page_map(priv)
             want, perms, xn = got
@@ -305,9 +305,10 @@ class Mpu:
         if self.cpu.pagemap.set_xn(xn):
             self.cpu._flush_tlb()
 
-    def _ram_pages(self, want: dict) -> int:
+    def _ram_pages(self, want: dict) -> list:
+        """The RAM's pages of ``want``, in address order."""
         rbase, rsize = self.cpu.fast_ram_range()
-        return sum(1 for p in want if rbase <= p < rbase + rsize)
+        return sorted(p for p in want if rbase <= p < rbase + rsize)
 
     def _to_unicorn_tlb(self) -> None:
         """A map protects much of the RAM (a switch to a user thread): from
@@ -333,10 +334,8 @@ class Mpu:
         protection hooks (the C store guard, then _hook_write_prot; loads and
         fetches: _hook_prot): ``add`` the runs missing (before the pages
         change), else remove those no longer wanted (after)."""
-        rbase, rsize = self.cpu.fast_ram_range()
-        pages = sorted(p for p in want if rbase <= p < rbase + rsize)
         runs = []
-        for p in pages:
+        for p in self._ram_pages(want):
             if runs and runs[-1][1] == p:
                 runs[-1][1] = p + PAGE
             else:
